@@ -1,0 +1,416 @@
+"""Catalogs as data: hardware, quantization formats, model presets and engines, each entry sourced.
+
+Shipped TOML files live in `catalog/data/`; a user adds or overrides entries with files of the same
+name in the tokometer home (`$TOKOMETER_HOME`, default `~/.local/share/tokometer`). Names resolve
+through ids and aliases, case- and punctuation-insensitively; a near miss gets "did you mean".
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from tokometer.catalog.schema import INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
+from tokometer.errors import CatalogError, TokometerError, UnknownEntryError
+from tokometer.specs import Efficiency, EngineSpec, HardwareSpec, ModelSpec, QuantFormat
+
+DATA_DIR = Path(__file__).parent / "data"
+T = TypeVar("T")
+
+
+def tokometer_home() -> Path:
+    """The one directory that holds all user state (catalogs, runs, probe results)."""
+    env = os.environ.get("TOKOMETER_HOME")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "tokometer"
+
+
+def normalise(name: str) -> str:
+    """`RTX 4090`, `rtx_4090`, `Rtx-4090` -> `rtx-4090` (dots kept: `llama-3.1-8b`)."""
+    text = name.strip().lower()
+    text = re.sub(r"[\s_/:]+", "-", text)
+    text = re.sub(r"[^a-z0-9.+-]", "", text)
+    return re.sub(r"-+", "-", text).strip("-")
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    id: str
+    value: T
+    path: str
+
+
+class Catalog(Generic[T]):
+    """Entries of one kind, resolved by id or alias."""
+
+    def __init__(self, kind: str, entries: dict[str, Entry[T]], aliases: dict[str, str]) -> None:
+        self.kind = kind
+        self._entries = entries
+        self._aliases = aliases
+
+    def __iter__(self) -> Iterator[T]:
+        return (e.value for e in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find(name) is not None
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._entries)
+
+    def find(self, name: str) -> T | None:
+        key = normalise(name)
+        entry_id = key if key in self._entries else self._aliases.get(key)
+        if entry_id is None:
+            compact = key.replace("-", "")
+            entry_id = self._aliases.get("~" + compact)
+        return self._entries[entry_id].value if entry_id else None
+
+    def get(self, name: str) -> T:
+        found = self.find(name)
+        if found is None:
+            raise UnknownEntryError(self.kind, name, [*self._entries, *self._aliases])
+        return found
+
+    def path_of(self, entry_id: str) -> str:
+        return self._entries[entry_id].path
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _build(
+    kind: str,
+    filename: str,
+    schema: Schema,
+    make: Callable[[str, dict[str, Any], str], T],
+    home: Path | None = None,
+) -> Catalog[T]:
+    entries: dict[str, Entry[T]] = {}
+    aliases: dict[str, str] = {}
+    paths = [DATA_DIR / filename]
+    user = (home or tokometer_home()) / filename
+    if user.is_file():
+        paths.append(user)
+    for path in paths:
+        shipped = path.parent == DATA_DIR
+        for entry_id, raw in _read_toml(path).items():
+            checked = check_entry(path, entry_id, raw, schema)
+            try:
+                value = make(entry_id, checked, str(path))
+            except TokometerError as exc:
+                raise CatalogError(f"{path}: entry {entry_id!r}: {exc}") from None
+            if entry_id in entries and shipped:
+                raise CatalogError(f"{path}: duplicate id {entry_id!r}")
+            entries[entry_id] = Entry(entry_id, value, str(path))  # a user entry overrides
+            for alias in checked.get("aliases", []):
+                key = normalise(alias)
+                owner = aliases.get(key)
+                if shipped and ((owner is not None and owner != entry_id) or key in entries and key != entry_id):
+                    raise CatalogError(f"{path}: alias {alias!r} of {entry_id!r} is already used by {owner or key!r}")
+                aliases[key] = entry_id
+    for entry_id in entries:
+        aliases.setdefault("~" + entry_id.replace("-", ""), entry_id)
+    for key, entry_id in list(aliases.items()):
+        if not key.startswith("~"):
+            aliases.setdefault("~" + key.replace("-", ""), entry_id)
+    return Catalog(kind, entries, aliases)
+
+
+HARDWARE_SCHEMA: Schema = {
+    "name": Field(STR, True),
+    "vendor": Field(STR, True),
+    "kind": Field(STR, True),
+    "segment": Field(STR, True),
+    "backend": Field(STR),
+    "memory_gb": Field(NUM, True),
+    "memory_type": Field(STR),
+    "memory_bandwidth_gb_per_s": Field(NUM, True),
+    "fp32_tflops": Field(NUM),
+    "fp16_tflops": Field(NUM),
+    "fp8_tflops": Field(NUM),
+    "int8_tops": Field(NUM),
+    "fp4_tflops": Field(NUM),
+    "pcie_gen": Field(INT),
+    "pcie_lanes": Field(INT),
+    "nvlink_gb_per_s": Field(NUM),
+    "tdp_w": Field(NUM),
+    "launch_year": Field(INT, True),
+    "aliases": Field(LIST),
+    "calibration_ids": Field(LIST),
+    "source": Field(STR, True),
+    "spec_source": Field(STR),
+    "notes": Field(STR),
+}
+
+_KINDS = {"gpu", "apu", "soc", "cpu"}
+_SEGMENTS = {"desktop", "laptop", "workstation", "datacenter", "soc", "server"}
+
+
+def _opt_float(raw: dict[str, Any], key: str) -> float | None:
+    value = raw.get(key)
+    return None if value is None else float(value)
+
+
+def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpec:
+    if raw["kind"] not in _KINDS:
+        raise CatalogError(f"kind must be one of {sorted(_KINDS)}")
+    if raw["segment"] not in _SEGMENTS:
+        raise CatalogError(f"segment must be one of {sorted(_SEGMENTS)}")
+    for key in ("memory_gb", "memory_bandwidth_gb_per_s"):
+        if not raw[key] > 0:
+            raise CatalogError(f"{key} must be positive")
+    return HardwareSpec(
+        id=entry_id,
+        name=raw["name"],
+        vendor=raw["vendor"],
+        kind=raw["kind"],
+        segment=raw["segment"],
+        backend=raw.get("backend", "cpu" if raw["kind"] == "cpu" else "cuda"),
+        memory_gb=float(raw["memory_gb"]),
+        memory_type=raw.get("memory_type"),
+        memory_bandwidth_gb_per_s=float(raw["memory_bandwidth_gb_per_s"]),
+        fp32_tflops=_opt_float(raw, "fp32_tflops"),
+        fp16_tflops=_opt_float(raw, "fp16_tflops"),
+        fp8_tflops=_opt_float(raw, "fp8_tflops"),
+        int8_tops=_opt_float(raw, "int8_tops"),
+        fp4_tflops=_opt_float(raw, "fp4_tflops"),
+        pcie_gen=raw.get("pcie_gen"),
+        pcie_lanes=raw.get("pcie_lanes"),
+        nvlink_gb_per_s=_opt_float(raw, "nvlink_gb_per_s"),
+        tdp_w=_opt_float(raw, "tdp_w"),
+        launch_year=raw.get("launch_year"),
+        aliases=tuple(raw.get("aliases", [])),
+        calibration_ids=tuple(raw.get("calibration_ids", [])),
+        source=raw["source"],
+        spec_source=raw.get("spec_source"),
+        notes=raw.get("notes"),
+    )
+
+
+QUANT_SCHEMA: Schema = {
+    "name": Field(STR, True),
+    "bits_per_weight": Field(NUM, True),
+    "usage": Field(STR, True),
+    "compute_dtype": Field(STR, True),
+    "kind": Field(STR),
+    "ggml_type": Field(STR),
+    "block_size": Field(INT),
+    "type_size_bytes": Field(INT),
+    "aliases": Field(LIST),
+    "source": Field(STR, True),
+    "notes": Field(STR),
+}
+
+
+def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
+    if raw["usage"] not in ("weights", "kv", "both"):
+        raise CatalogError("usage must be weights, kv or both")
+    if raw["compute_dtype"] not in ("fp32", "fp16", "fp8", "int8", "fp4"):
+        raise CatalogError("compute_dtype must be fp32, fp16, fp8, int8 or fp4")
+    if not raw["bits_per_weight"] > 0:
+        raise CatalogError("bits_per_weight must be positive")
+    aliases = list(raw.get("aliases", []))
+    if raw.get("ggml_type"):
+        aliases.append(raw["ggml_type"])
+    return QuantFormat(
+        id=entry_id,
+        name=raw["name"],
+        bits_per_weight=float(raw["bits_per_weight"]),
+        usage=raw["usage"],
+        compute_dtype=raw["compute_dtype"],
+        kind=raw.get("kind", "plain"),
+        ggml_type=raw.get("ggml_type"),
+        block_size=raw.get("block_size"),
+        type_size_bytes=raw.get("type_size_bytes"),
+        aliases=tuple(raw.get("aliases", [])),
+        source=raw["source"],
+        notes=raw.get("notes"),
+    )
+
+
+EFFICIENCY_SCHEMA: Schema = {
+    "bandwidth_fraction": Field(NUM, True),
+    "layer_overhead_us": Field(NUM, True),
+    "step_overhead_us": Field(NUM, True),
+    "prefill_efficiency_max": Field(NUM, True),
+    "prefill_half_tokens": Field(NUM, True),
+    "prefill_chunk_tokens": Field(INT),
+    "decode_compute_fraction": Field(NUM),
+    "residual_log_sd": Field(NUM),
+    "source": Field(STR),
+}
+
+
+def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Efficiency:
+    checked = check_entry(where, "efficiency", raw, EFFICIENCY_SCHEMA)
+    for key in ("bandwidth_fraction", "prefill_efficiency_max"):
+        if not 0 < checked[key] <= 1:
+            raise CatalogError(f"{where}: {key} must be in (0, 1]")
+    return Efficiency(
+        bandwidth_fraction=float(checked["bandwidth_fraction"]),
+        layer_overhead_us=float(checked["layer_overhead_us"]),
+        step_overhead_us=float(checked["step_overhead_us"]),
+        prefill_efficiency_max=float(checked["prefill_efficiency_max"]),
+        prefill_half_tokens=float(checked["prefill_half_tokens"]),
+        prefill_chunk_tokens=int(checked.get("prefill_chunk_tokens", 512)),
+        decode_compute_fraction=float(checked.get("decode_compute_fraction", 0.5)),
+        residual_log_sd=float(checked.get("residual_log_sd", 0.2)),
+        source=str(checked.get("source", default_source)),
+    )
+
+
+ENGINE_SCHEMA: Schema = {
+    "name": Field(STR, True),
+    "source": Field(STR, True),
+    "aliases": Field(LIST),
+    "backends": Field(LIST),
+    "based_on": Field(STR),
+    "runtime_overhead_gb": Field(NUM, True),
+    "usable_memory_fraction": Field(NUM, True),
+    "kv_allocation": Field(STR, True),
+    "default_kv_dtype": Field(STR),
+    "notes": Field(STR),
+    "efficiency": Field(TABLE, True),
+}
+
+
+def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
+    if raw["kv_allocation"] not in ("paged", "contiguous"):
+        raise CatalogError("kv_allocation must be paged or contiguous")
+    if not 0 < raw["usable_memory_fraction"] <= 1:
+        raise CatalogError("usable_memory_fraction must be in (0, 1]")
+    return EngineSpec(
+        id=entry_id,
+        name=raw["name"],
+        source=raw["source"],
+        efficiency=make_efficiency(raw["efficiency"], f"{path}: entry {entry_id!r}", "engine default"),
+        runtime_overhead_gb=float(raw["runtime_overhead_gb"]),
+        usable_memory_fraction=float(raw["usable_memory_fraction"]),
+        kv_allocation=raw["kv_allocation"],
+        default_kv_dtype=raw.get("default_kv_dtype", "fp16"),
+        based_on=raw.get("based_on"),
+        backends=tuple(raw.get("backends", [])),
+        aliases=tuple(raw.get("aliases", [])),
+        notes=raw.get("notes"),
+    )
+
+
+MODEL_SCHEMA: Schema = {
+    "name": Field(STR, True),
+    "hf_id": Field(STR),
+    "tokenizer": Field(STR),
+    "default_quant": Field(STR),
+    "source": Field(STR, True),
+    "aliases": Field(LIST),
+    "release_year": Field(INT),
+    "params_b": Field(NUM),
+    "active_params_b": Field(NUM),
+    "notes": Field(STR),
+    "config": Field(TABLE, True),
+}
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A catalog model: its HF config plus provenance; `spec` is the accounted architecture."""
+
+    id: str
+    name: str
+    config: dict[str, Any]
+    source: str
+    hf_id: str | None = None
+    tokenizer: str | None = None
+    default_quant: str | None = None
+    params_b: float | None = None
+    active_params_b: float | None = None
+    release_year: int | None = None
+    aliases: tuple[str, ...] = ()
+    notes: str | None = None
+
+    @functools.cached_property
+    def spec(self) -> ModelSpec:
+        from tokometer.costmodel.architecture import spec_from_config
+
+        return spec_from_config(
+            self.config,
+            self.name,
+            source=self.source,
+            tokenizer=self.tokenizer,
+            default_quant=self.default_quant,
+            model_id=self.id,
+        )
+
+
+def _make_model(entry_id: str, raw: dict[str, Any], path: str) -> ModelPreset:
+    return ModelPreset(
+        id=entry_id,
+        name=raw["name"],
+        config=raw["config"],
+        source=raw["source"],
+        hf_id=raw.get("hf_id"),
+        tokenizer=raw.get("tokenizer"),
+        default_quant=raw.get("default_quant"),
+        params_b=raw.get("params_b"),
+        active_params_b=raw.get("active_params_b"),
+        release_year=raw.get("release_year"),
+        aliases=tuple(raw.get("aliases", [])),
+        notes=raw.get("notes"),
+    )
+
+
+@functools.cache
+def hardware_catalog(home: Path | None = None) -> Catalog[HardwareSpec]:
+    return _build("hardware", "hardware.toml", HARDWARE_SCHEMA, _make_hardware, home)
+
+
+@functools.cache
+def quant_catalog(home: Path | None = None) -> Catalog[QuantFormat]:
+    return _build("quantization", "quants.toml", QUANT_SCHEMA, _make_quant, home)
+
+
+@functools.cache
+def engine_catalog(home: Path | None = None) -> Catalog[EngineSpec]:
+    return _build("engine", "engines.toml", ENGINE_SCHEMA, _make_engine, home)
+
+
+@functools.cache
+def model_catalog(home: Path | None = None) -> Catalog[ModelPreset]:
+    return _build("model", "models.toml", MODEL_SCHEMA, _make_model, home)
+
+
+def clear_caches() -> None:
+    """Forget loaded catalogs (tests and `tokometer probe` call this after writing user files)."""
+    for loader in (hardware_catalog, quant_catalog, engine_catalog, model_catalog):
+        loader.cache_clear()
+
+
+__all__ = [
+    "Catalog",
+    "ModelPreset",
+    "engine_catalog",
+    "hardware_catalog",
+    "model_catalog",
+    "normalise",
+    "quant_catalog",
+    "tokometer_home",
+    "clear_caches",
+]

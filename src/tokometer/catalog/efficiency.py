@@ -1,0 +1,66 @@
+"""Fitted efficiency per engine x backend x hardware class (written by `tokometer calibrate`).
+
+`efficiency.toml` holds the fitted values with the date, the data and the method they came from.
+Lookup falls back from the most specific key to the engine's documented default, so hardware the
+fit never saw still gets its class's values.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency
+from tokometer.errors import CatalogError
+from tokometer.specs import Efficiency, EngineSpec, HardwareSpec
+
+EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"
+
+
+@dataclass(frozen=True)
+class FittedTable:
+    meta: dict[str, Any]
+    entries: dict[str, Efficiency]
+
+
+@functools.cache
+def fitted_table(path: Path = EFFICIENCY_FILE) -> FittedTable:
+    if not path.is_file():
+        return FittedTable({}, {})
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    entries_raw = raw.pop("entries", {})
+    entries: dict[str, Efficiency] = {}
+    for key, value in entries_raw.items():
+        if not isinstance(value, dict):
+            raise CatalogError(f"{path}: entries.{key} must be a table")
+        fields = {k: v for k, v in value.items() if k not in ("n_rows", "hardware_seen")}
+        entries[key] = make_efficiency(fields, f"{path}: entries.{key!r}", f"fitted {raw.get('fitted_on', '')}")
+    return FittedTable(raw, entries)
+
+
+def lookup_keys(engine: EngineSpec, backend: str, hardware_class: str) -> list[str]:
+    names = [engine.id] + ([engine.based_on] if engine.based_on else [])
+    keys: list[str] = []
+    for name in names:
+        keys += [f"{name}/{backend}/{hardware_class}", f"{name}/{backend}/*", f"{name}/*/{hardware_class}", f"{name}/*/*"]
+    return keys
+
+
+def efficiency_for(engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None) -> Efficiency:
+    """The fitted efficiency for this engine on this kind of hardware, else the engine default."""
+    table = fitted_table()
+    for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
+        found = table.entries.get(key)
+        if found is not None:
+            return found
+    if engine.based_on:
+        base = engine_catalog().find(engine.based_on)
+        if base is not None and base.efficiency.source != "engine default":
+            return base.efficiency
+    return engine.efficiency

@@ -1,0 +1,89 @@
+"""The `tokometer` command: a click group whose subcommands load lazily, so a quick call stays quick.
+
+Every user error (`TokometerError`) becomes one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from tokometer import __version__
+from tokometer.errors import TokometerError
+
+# command name -> "module:attribute"; a module that is not there is simply not offered.
+COMMANDS: dict[str, str] = {
+    "estimate": "tokometer.cli.estimate:estimate",
+    "hardware": "tokometer.cli.catalogs:hardware",
+    "models": "tokometer.cli.catalogs:models",
+    "quants": "tokometer.cli.catalogs:quants",
+    "engines": "tokometer.cli.catalogs:engines",
+    "utilization": "tokometer.cli.levers:utilization",
+    "fit": "tokometer.cli.levers:fit",
+    "sweep": "tokometer.cli.levers:sweep",
+    "validate": "tokometer.cli.validate:validate",
+    "calibrate": "tokometer.cli.validate:calibrate",
+    "bench": "tokometer.cli.bench:bench",
+    "runs": "tokometer.cli.bench:runs",
+    "probe": "tokometer.cli.bench:probe",
+    "serve": "tokometer.cli.web:serve",
+    "feel": "tokometer.cli.web:feel",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, target in COMMANDS.items() if _available(target)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None or not _available(target):
+            return None
+        module_name, attr = target.split(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+def _available(target: str) -> bool:
+    module_name, _ = target.split(":")
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tokometer")
+def cli() -> None:
+    """How fast will this model run on this hardware, why, and is my setup as fast as it should be?
+
+    Decoding one token reads every active weight once, so a single stream's speed is bounded by
+    memory bandwidth / bytes read per token. tokometer shows that ceiling next to a realistic
+    estimate, for catalog models and hardware or your own numbers.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="tokometer", standalone_mode=False)
+    except TokometerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)

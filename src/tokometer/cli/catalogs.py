@@ -1,0 +1,160 @@
+"""`tokometer hardware|models|quants|engines list|show`: browse the sourced catalogs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from tokometer.cli.options import json_option
+
+
+def _emit(data: Any, as_json: bool, text: str) -> None:
+    from tokometer.report.text import to_json
+
+    click.echo(to_json(data) if as_json else text)
+
+
+@click.group()
+def hardware() -> None:
+    """Accelerators and memory systems, with datasheet numbers and their sources."""
+
+
+@hardware.command("list")
+@click.option("--vendor", help="Only this vendor (nvidia, amd, intel, apple, generic).")
+@click.option("--segment", help="Only this segment (desktop, laptop, workstation, datacenter, soc, server).")
+@click.option("--sort", "sort_key", type=click.Choice(["id", "bandwidth", "memory", "year"]), default="id", show_default=True)
+@json_option
+def hardware_list(vendor: str | None, segment: str | None, sort_key: str, as_json: bool) -> None:
+    """List hardware entries."""
+    from tokometer.catalog import hardware_catalog
+    from tokometer.report.text import num, table
+
+    items = [h for h in hardware_catalog() if (not vendor or h.vendor == vendor.lower()) and (not segment or h.segment == segment.lower())]
+    keys = {
+        "id": lambda h: h.id,
+        "bandwidth": lambda h: -h.memory_bandwidth_gb_per_s,
+        "memory": lambda h: -h.memory_gb,
+        "year": lambda h: -(h.launch_year or 0),
+    }
+    items.sort(key=keys[sort_key])
+    rows = [
+        [h.id, h.name, num(h.memory_gb), num(h.memory_bandwidth_gb_per_s), num(h.fp16_tflops), h.segment]
+        for h in items
+    ]
+    _emit(
+        [h.to_dict() for h in items],
+        as_json,
+        table(rows, ["id", "name", "memory GB", "bandwidth GB/s", "fp16 TFLOPS", "segment"]),
+    )
+
+
+@hardware.command("show")
+@click.argument("name")
+@json_option
+def hardware_show(name: str, as_json: bool) -> None:
+    """Show one hardware entry with every number and its source."""
+    from tokometer.catalog import hardware_catalog
+
+    h = hardware_catalog().get(name)
+    data = h.to_dict()
+    text = "\n".join(f"{k}: {v}" for k, v in data.items() if v not in (None, (), []))
+    _emit(data, as_json, text)
+
+
+@click.group()
+def models() -> None:
+    """Model presets (Hugging Face config fields) and models read from files or the Hub."""
+
+
+@models.command("list")
+@json_option
+def models_list(as_json: bool) -> None:
+    """List model presets."""
+    from tokometer.catalog import model_catalog
+    from tokometer.report.text import num, table
+
+    presets = list(model_catalog())
+    rows = []
+    data = []
+    for p in presets:
+        spec = p.spec
+        rows.append(
+            [p.id, p.name, spec.architecture, num(spec.total_params / 1e9), num(spec.active_params() / 1e9), str(spec.max_context_tokens or "-")]
+        )
+        data.append(
+            {
+                "id": p.id,
+                "name": p.name,
+                "hf_id": p.hf_id,
+                "architecture": spec.architecture,
+                "total_params": spec.total_params,
+                "active_params": spec.active_params(),
+                "max_context_tokens": spec.max_context_tokens,
+                "source": p.source,
+            }
+        )
+    _emit(data, as_json, table(rows, ["id", "name", "arch", "params B", "read/token B", "max ctx"]))
+
+
+@models.command("show")
+@click.argument("name")
+@click.option("--kv-dtype", default="fp16", show_default=True, help="KV-cache dtype for the per-token figures.")
+@json_option
+def models_show(name: str, kv_dtype: str, as_json: bool) -> None:
+    """Resolved architecture and accounting of a preset, config.json, folder, GGUF, safetensors or Hub id."""
+    from tokometer.api import resolve_model
+    from tokometer.catalog import quant_catalog
+    from tokometer.report.models import model_report, render_model_report
+
+    spec = resolve_model(name)
+    report = model_report(spec, quant_catalog().get(kv_dtype))
+    _emit(report, as_json, render_model_report(report))
+
+
+@click.group()
+def quants() -> None:
+    """Weight and KV-cache formats with their bits per weight, scales included."""
+
+
+@quants.command("list")
+@json_option
+def quants_list(as_json: bool) -> None:
+    """List quantization formats."""
+    from tokometer.catalog import quant_catalog
+    from tokometer.report.text import table
+
+    items = list(quant_catalog())
+    rows = [[q.id, q.name, f"{q.bits_per_weight:.4g}", q.usage, q.kind] for q in items]
+    _emit([q.to_dict() for q in items], as_json, table(rows, ["id", "name", "bits/weight", "usage", "kind"]))
+
+
+@click.group()
+def engines() -> None:
+    """Inference engines and their efficiency parameters."""
+
+
+@engines.command("list")
+@json_option
+def engines_list(as_json: bool) -> None:
+    """List engines with their default efficiency."""
+    from tokometer.catalog import engine_catalog
+    from tokometer.report.text import table
+
+    items = list(engine_catalog())
+    rows = [
+        [
+            e.id,
+            e.name,
+            f"{e.efficiency.bandwidth_fraction:.0%}",
+            f"{e.efficiency.layer_overhead_us:g}",
+            f"{e.efficiency.step_overhead_us:g}",
+            e.kv_allocation,
+        ]
+        for e in items
+    ]
+    _emit(
+        [e.to_dict() for e in items],
+        as_json,
+        table(rows, ["id", "name", "bandwidth", "us/layer", "us/step", "KV"]),
+    )

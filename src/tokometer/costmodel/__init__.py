@@ -1,0 +1,1 @@
+"""The pure cost model: architecture accounting, bytes, FLOPs, roofline, memory. No I/O here."""

@@ -1,0 +1,274 @@
+"""The predictor: decode step time (roofline + overheads), prefill/TTFT, latency, memory verdict.
+
+PHYSICS.md sections 3-5 and 7. Pure functions over frozen values; `predict` composes them.
+
+    t_step = max(bytes_step / (eta_bw * BW), flops_step / (eta_c * peak)) + n_layers * tau_layer + tau_step
+
+The ceiling is the same with eta = 1, no overheads and no KV traffic: BW / W_read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tokometer.costmodel.memory import (
+    kv_cache_bytes,
+    kv_elements_per_token,
+    kv_read_bytes,
+    kv_write_bytes,
+    max_context_tokens,
+    weight_bytes_read,
+)
+from tokometer.specs import (
+    ComputeDtype,
+    Efficiency,
+    HardwareSpec,
+    Interval,
+    ModelSpec,
+    ParamGroups,
+    _Plain,
+)
+from tokometer.units import GB, TFLOP, US
+
+Z_80 = 1.2816  # two-sided 80 % interval of a normal in log space
+
+
+@dataclass(frozen=True, slots=True)
+class Peak(_Plain):
+    """The compute peak used, and which datasheet figure it came from."""
+
+    tflops: float | None
+    dtype: str | None
+    note: str | None = None
+
+
+def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype) -> Peak:
+    """Dense peak for the format's compute dtype; falls back to fp16 then fp32, saying so."""
+    value = hardware.peak_tflops(dtype)
+    if value:
+        return Peak(value, dtype)
+    for fallback in ("fp16", "fp32"):
+        value = hardware.peak_tflops(fallback)  # type: ignore[arg-type]
+        if value:
+            note = f"{hardware.name} has no {dtype} peak in its datasheet; {fallback} peak used"
+            return Peak(value, fallback, note if fallback != dtype else None)
+    return Peak(None, None, f"{hardware.name} has no published compute peak; compute time not modelled")
+
+
+def attention_flops_per_token(model: ModelSpec, depth_tokens: float) -> float:
+    """Scores and mixing for one decoded token at depth c: 4 * n_heads * head_dim * c per layer."""
+    return sum(
+        4.0 * g.n_layers * g.attention_dim * g.cached_tokens(depth_tokens) for g in model.attention
+    )
+
+
+def prefill_attention_flops(model: ModelSpec, prompt_tokens: float) -> float:
+    """Causal prefill of T tokens: about 2 * n_heads * head_dim * T^2 per layer (window-capped)."""
+    total = 0.0
+    t = prompt_tokens
+    for g in model.attention:
+        if g.kind == "linear":
+            continue
+        w = g.window_tokens
+        pairs = t * t / 2.0 if w is None or t <= w else t * w - w * w / 2.0
+        total += 4.0 * g.n_layers * g.attention_dim * pairs
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Step(_Plain):
+    """One decode step for `batch` streams at `depth_tokens`: bytes, FLOPs, times, bound."""
+
+    batch: int
+    depth_tokens: float
+    weight_bytes: float
+    kv_read_bytes: float  # all streams
+    kv_write_bytes: float  # all streams
+    flops: float
+    memory_time_s: float
+    compute_time_s: float
+    overhead_time_s: float
+    time_s: float
+    ceiling_time_s: float
+    bound: str
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes
+
+
+def decode_step(
+    model: ModelSpec,
+    weights: ParamGroups,
+    hardware: HardwareSpec,
+    efficiency: Efficiency,
+    *,
+    batch: int = 1,
+    depth_tokens: float = 0.0,
+    kv_bytes_per_element: float = 2.0,
+    peak: Peak | None = None,
+    bandwidth_gb_per_s: float | None = None,
+) -> Step:
+    """Time of one decode step (PHYSICS.md section 4)."""
+    bw = (bandwidth_gb_per_s or hardware.memory_bandwidth_gb_per_s) * GB
+    w_read = weight_bytes_read(model, weights, batch)
+    kv_read = batch * kv_read_bytes(model, depth_tokens, kv_bytes_per_element)
+    kv_write = batch * kv_write_bytes(model, kv_bytes_per_element)
+    flops = batch * (
+        2.0 * model.matmul_params_per_token() + attention_flops_per_token(model, depth_tokens)
+    )
+    peak_flops = (peak.tflops * TFLOP) if peak and peak.tflops else None
+    memory_time = (w_read + kv_read + kv_write) / (efficiency.bandwidth_fraction * bw)
+    compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
+    overhead = model.n_layers * efficiency.layer_overhead_us * US + efficiency.step_overhead_us * US
+    ceiling = max(w_read / bw, flops / peak_flops if peak_flops else 0.0)
+    roof = max(memory_time, compute_time)
+    if overhead > roof:
+        bound = "overhead"
+    else:
+        bound = "memory" if memory_time >= compute_time else "compute"
+    return Step(
+        batch=batch,
+        depth_tokens=depth_tokens,
+        weight_bytes=w_read,
+        kv_read_bytes=kv_read,
+        kv_write_bytes=kv_write,
+        flops=flops,
+        memory_time_s=memory_time,
+        compute_time_s=compute_time,
+        overhead_time_s=overhead,
+        time_s=roof + overhead,
+        ceiling_time_s=ceiling,
+        bound=bound,
+    )
+
+
+def ridge_batch(model: ModelSpec, weights: ParamGroups, hardware: HardwareSpec, peak: Peak) -> float | None:
+    """Batch at which decode matmuls turn compute-bound: 2B/bytes_per_param > peak/BW (dense share)."""
+    if not peak.tflops:
+        return None
+    params = model.active_params(1.0)
+    if params <= 0:
+        return None
+    bytes_per_param = weight_bytes_read(model, weights, 1.0) / params
+    machine_balance = peak.tflops * TFLOP / (hardware.memory_bandwidth_gb_per_s * GB)
+    return machine_balance * bytes_per_param / 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Prefill(_Plain):
+    prompt_tokens: int
+    flops: float
+    compute_time_s: float
+    memory_time_s: float
+    overhead_time_s: float
+    time_s: float
+    tok_s: float
+    efficiency: float
+    bound: str
+
+
+def prefill(
+    model: ModelSpec,
+    weights: ParamGroups,
+    hardware: HardwareSpec,
+    efficiency: Efficiency,
+    prompt_tokens: int,
+    peak: Peak,
+) -> Prefill | None:
+    """t_prefill(T) = max(flops / (eta_prefill(T) * peak), chunks * W_read / BW) + chunk overheads."""
+    if prompt_tokens <= 0 or not peak.tflops:
+        return None
+    t = float(prompt_tokens)
+    flops = 2.0 * model.matmul_params_per_token() * t + prefill_attention_flops(model, t)
+    eta = efficiency.prefill_efficiency_max * t / (t + efficiency.prefill_half_tokens)
+    compute_time = flops / (eta * peak.tflops * TFLOP)
+    chunk = max(1, efficiency.prefill_chunk_tokens)
+    n_chunks = math.ceil(t / chunk)
+    per_chunk = min(t, chunk)
+    bw = hardware.memory_bandwidth_gb_per_s * GB * efficiency.bandwidth_fraction
+    memory_time = n_chunks * weight_bytes_read(model, weights, per_chunk) / bw
+    overhead = n_chunks * (model.n_layers * efficiency.layer_overhead_us + efficiency.step_overhead_us) * US
+    time_s = max(compute_time, memory_time) + overhead
+    return Prefill(
+        prompt_tokens=prompt_tokens,
+        flops=flops,
+        compute_time_s=compute_time,
+        memory_time_s=memory_time,
+        overhead_time_s=overhead,
+        time_s=time_s,
+        tok_s=t / time_s,
+        efficiency=eta,
+        bound="compute" if compute_time >= memory_time else "memory",
+    )
+
+
+def interval(value: float, log_sd: float, coverage_z: float = Z_80) -> Interval:
+    """An 80 % band around `value` from the residual spread in log space."""
+    factor = math.exp(coverage_z * log_sd)
+    return Interval(low=value / factor, high=value * factor, coverage=0.8)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan(_Plain):
+    weights_gb: float
+    kv_cache_gb: float
+    runtime_overhead_gb: float
+    total_gb: float
+    available_gb: float
+    device_memory_gb: float
+    fits: bool
+    context_tokens: int
+    sessions: int
+    max_context_tokens: int | None
+    max_context_memory_tokens: int | None
+    max_sessions: int | None
+
+
+def memory_plan(
+    model: ModelSpec,
+    weights: ParamGroups,
+    device_memory_gb: float,
+    *,
+    usable_fraction: float,
+    runtime_overhead_gb: float,
+    context_tokens: int,
+    sessions: int,
+    kv_bytes_per_element: float,
+) -> MemoryPlan:
+    """Weights (every expert) + KV for the planned context and sessions + engine runtime."""
+    kv = kv_cache_bytes(model, context_tokens, kv_bytes_per_element) * sessions
+    total = weights.total + kv + runtime_overhead_gb * GB
+    available = device_memory_gb * usable_fraction * GB
+    free_for_kv = available - weights.total - runtime_overhead_gb * GB
+    mem_ctx = max_context_tokens(model, free_for_kv, kv_bytes_per_element)
+    max_ctx = mem_ctx
+    if model.max_context_tokens is not None:
+        max_ctx = model.max_context_tokens if mem_ctx is None else min(mem_ctx, model.max_context_tokens)
+    per_session = kv_cache_bytes(model, context_tokens, kv_bytes_per_element)
+    if free_for_kv <= 0:
+        max_sessions: int | None = 0
+    elif per_session <= 0:
+        max_sessions = None
+    else:
+        max_sessions = int(free_for_kv // per_session)
+    return MemoryPlan(
+        weights_gb=weights.total / GB,
+        kv_cache_gb=kv / GB,
+        runtime_overhead_gb=runtime_overhead_gb,
+        total_gb=total / GB,
+        available_gb=available / GB,
+        device_memory_gb=device_memory_gb,
+        fits=total <= available,
+        context_tokens=context_tokens,
+        sessions=sessions,
+        max_context_tokens=max_ctx,
+        max_context_memory_tokens=mem_ctx,
+        max_sessions=max_sessions,
+    )
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_bytes_per_element: float, context_tokens: float | None = None) -> float:
+    """KV stored per token of context (all layers; with a context, only layers not yet window-capped)."""
+    return kv_elements_per_token(model, context_tokens) * kv_bytes_per_element

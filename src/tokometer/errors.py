@@ -1,0 +1,61 @@
+"""One exception tree. The CLI maps every `TokometerError` to one clear line and exit code 2."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class TokometerError(Exception):
+    """Base of every error a user can cause; the message is meant for them."""
+
+    exit_code = 2
+
+
+class InputError(TokometerError):
+    """A value the user gave is out of range or inconsistent (negative size, zero bandwidth...)."""
+
+
+class CatalogError(TokometerError):
+    """A catalog file (shipped or user) is malformed: the message names the file and the key."""
+
+
+class UnknownEntryError(TokometerError):
+    """A name that no catalog entry (id or alias) matches; suggests the nearest ones."""
+
+    def __init__(self, kind: str, name: str, candidates: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        pool = sorted({c for c in candidates if not c.startswith("~")})
+        self.suggestions = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.55)
+        hint = f"; did you mean {', '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
+        super().__init__(f"unknown {kind} {name!r}{hint} (see `tokometer {kind_command(kind)} list`)")
+
+
+class IngestError(TokometerError):
+    """A model file or config could not be read (truncated GGUF, bad safetensors header, bad JSON)."""
+
+
+class BenchError(TokometerError):
+    """A benchmark could not run (server unreachable, protocol not recognised)."""
+
+
+def kind_command(kind: str) -> str:
+    return {"hardware": "hardware", "model": "models", "quantization": "quants", "engine": "engines"}.get(
+        kind, kind
+    )
+
+
+def require_positive(name: str, value: float | None) -> None:
+    """Raise InputError unless `value` is a finite number > 0 (None means 'not given')."""
+    if value is None:
+        return
+    if not (value > 0) or value != value or value == float("inf"):
+        raise InputError(f"{name} must be a positive number, got {value!r}")
+
+
+def require_non_negative(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if not (value >= 0) or value == float("inf"):
+        raise InputError(f"{name} must be zero or more, got {value!r}")

@@ -1,0 +1,1 @@
+"""Rendering: one JSON shape, short human tables. No computation here."""

@@ -1,0 +1,290 @@
+"""Frozen value types shared by every layer: hardware, quantization formats, models, engines, workloads.
+
+They carry units in their field names and do no I/O. `to_dict()` gives the one JSON shape
+used by `--json`, the web API and the run store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tokometer.units import BITS_PER_BYTE
+
+ComputeDtype = Literal["fp32", "fp16", "fp8", "int8", "fp4"]
+AttentionKind = Literal["full", "sliding", "mla", "linear"]
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class _Plain:
+    def to_dict(self) -> dict[str, Any]:
+        out = _plain(self)
+        assert isinstance(out, dict)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareSpec(_Plain):
+    """One accelerator or memory system, with datasheet peaks (dense, no sparsity)."""
+
+    id: str
+    name: str
+    vendor: str
+    kind: str  # gpu | apu | soc | cpu
+    segment: str  # desktop | laptop | workstation | datacenter | soc | server
+    memory_gb: float
+    memory_bandwidth_gb_per_s: float
+    launch_year: int | None
+    source: str
+    backend: str = "cuda"
+    memory_type: str | None = None
+    fp32_tflops: float | None = None
+    fp16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    int8_tops: float | None = None
+    fp4_tflops: float | None = None
+    pcie_gen: int | None = None
+    pcie_lanes: int | None = None
+    nvlink_gb_per_s: float | None = None
+    tdp_w: float | None = None
+    aliases: tuple[str, ...] = ()
+    calibration_ids: tuple[str, ...] = ()
+    spec_source: str | None = None
+    notes: str | None = None
+
+    def peak_tflops(self, dtype: ComputeDtype) -> float | None:
+        """Dense peak for `dtype`; None when the datasheet gives none (never derived)."""
+        return {
+            "fp32": self.fp32_tflops,
+            "fp16": self.fp16_tflops,
+            "fp8": self.fp8_tflops,
+            "int8": self.int8_tops,
+            "fp4": self.fp4_tflops,
+        }[dtype]
+
+    @property
+    def hardware_class(self) -> str:
+        """Coarse class used to pick efficiency defaults for hardware the fit never saw."""
+        if self.kind == "cpu":
+            return "cpu"
+        if self.kind == "soc" or self.vendor == "apple":
+            return "apple"
+        if self.kind == "apu":
+            return "apu"
+        if self.segment == "laptop":
+            return "laptop-gpu"
+        if self.segment == "datacenter":
+            return "datacenter-gpu"
+        return "consumer-gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class QuantFormat(_Plain):
+    """A weight or KV-cache number format with its real storage cost, scales included."""
+
+    id: str
+    name: str
+    bits_per_weight: float
+    usage: str  # weights | kv | both
+    compute_dtype: ComputeDtype
+    source: str
+    kind: str = "plain"  # plain | block | mix | group
+    ggml_type: str | None = None
+    block_size: int | None = None
+    type_size_bytes: int | None = None
+    aliases: tuple[str, ...] = ()
+    notes: str | None = None
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return self.bits_per_weight / BITS_PER_BYTE
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionGroup(_Plain):
+    """Layers that share one attention type; what each stores per token of context.
+
+    `kv_elements_per_token` counts K and V elements stored per token per layer
+    (`2 * n_kv_heads * head_dim` for GQA, `kv_lora_rank + qk_rope_head_dim` for MLA).
+    Sliding layers keep at most `window_tokens`; linear layers keep a constant state.
+    """
+
+    kind: AttentionKind
+    n_layers: int
+    kv_elements_per_token: int
+    window_tokens: int | None = None
+    state_elements: int = 0
+    attention_dim: int = 0  # n_heads * head_dim used by the score/mix FLOPs
+
+    def cached_tokens(self, context_tokens: float) -> float:
+        if self.kind == "linear":
+            return 0.0
+        if self.window_tokens is not None:
+            return min(context_tokens, float(self.window_tokens))
+        return context_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ParamGroups(_Plain):
+    """Parameter (or byte) counts split by how decoding reads them (PHYSICS.md section 1).
+
+    - `embedding`: input table; decoding reads one row per token.
+    - `lm_head`: output projection, read in full every step (0 when tied: the head reads `embedding`).
+    - `dense`: every other weight a token passes through (attention, norms, dense MLPs,
+      shared experts, routers), read in full every step.
+    - `routed_experts`: all routed experts of all MoE layers; a step reads the touched ones.
+    """
+
+    embedding: float
+    lm_head: float
+    dense: float
+    routed_experts: float
+
+    @property
+    def total(self) -> float:
+        return self.embedding + self.lm_head + self.dense + self.routed_experts
+
+    def scaled(self, factor: float) -> ParamGroups:
+        return ParamGroups(
+            self.embedding * factor,
+            self.lm_head * factor,
+            self.dense * factor,
+            self.routed_experts * factor,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec(_Plain):
+    """A model's architecture reduced to what the cost model needs, plus provenance."""
+
+    name: str
+    architecture: str
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    params: ParamGroups
+    attention: tuple[AttentionGroup, ...]
+    tied_embeddings: bool = False
+    n_experts: int = 0
+    n_experts_per_token: int = 0
+    max_context_tokens: int | None = None
+    tokenizer: str | None = None
+    default_quant: str | None = None
+    source: str | None = None
+    exact_weight_bytes: ParamGroups | None = None  # from a GGUF/safetensors file
+    warnings: tuple[str, ...] = ()
+    id: str | None = None
+
+    @property
+    def total_params(self) -> float:
+        return self.params.total
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0 and self.params.routed_experts > 0
+
+    def expert_fraction_read(self, batch: float) -> float:
+        """Share of routed-expert weights touched by `batch` tokens: `1 - (1 - k/E)**B` (uniform routing)."""
+        if not self.is_moe:
+            return 0.0
+        k_over_e = self.n_experts_per_token / self.n_experts
+        return 1.0 - (1.0 - k_over_e) ** batch
+
+    def active_params(self, batch: float = 1.0) -> float:
+        """Parameters read per decode step at `batch` streams, embedding rows excluded."""
+        head = self.params.lm_head if not self.tied_embeddings else self.params.embedding
+        return head + self.params.dense + self.params.routed_experts * self.expert_fraction_read(batch)
+
+    def matmul_params_per_token(self) -> float:
+        """Parameters each token multiplies through (2 FLOPs each): its own k experts, not the union."""
+        head = self.params.lm_head if not self.tied_embeddings else self.params.embedding
+        routed = self.params.routed_experts * (
+            self.n_experts_per_token / self.n_experts if self.is_moe else 0.0
+        )
+        return head + self.params.dense + routed
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiency(_Plain):
+    """How far an engine on a hardware class sits from the datasheet (PHYSICS.md section 4)."""
+
+    bandwidth_fraction: float  # eta_bw: achieved share of datasheet bandwidth
+    layer_overhead_us: float  # tau_layer
+    step_overhead_us: float  # tau_step
+    prefill_efficiency_max: float  # eta_prefill for long prompts
+    prefill_half_tokens: float  # prompt length at which eta_prefill is half its max
+    decode_compute_fraction: float = 0.5  # eta_c for batched decode matmuls
+    prefill_chunk_tokens: int = 512  # weights are re-read once per prefill chunk
+    source: str = "default"
+    residual_log_sd: float = 0.15  # spread of log(measured/predicted), for intervals
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSpec(_Plain):
+    """An inference engine: its memory habits and default efficiency."""
+
+    id: str
+    name: str
+    source: str
+    efficiency: Efficiency
+    runtime_overhead_gb: float
+    usable_memory_fraction: float
+    kv_allocation: str  # paged | contiguous
+    default_kv_dtype: str = "fp16"
+    based_on: str | None = None
+    backends: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    notes: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Workload(_Plain):
+    """What the user asks of the model: one request shape at a concurrency."""
+
+    prompt_tokens: int = 512
+    output_tokens: int = 256
+    context_tokens: int | None = None  # depth at which decode speed is reported; default: prompt
+    batch: int = 1
+    sessions_context_tokens: int | None = None  # context per session for the memory verdict
+
+    @property
+    def decode_depth_tokens(self) -> int:
+        return self.prompt_tokens if self.context_tokens is None else self.context_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Interval(_Plain):
+    low: float
+    high: float
+    coverage: float = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Bound(_Plain):
+    """Which resource limits a step and by how much: seconds each would take alone."""
+
+    bound: str  # memory | compute | overhead
+    memory_time_s: float
+    compute_time_s: float
+    overhead_time_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Notes(_Plain):
+    items: tuple[str, ...] = field(default_factory=tuple)
