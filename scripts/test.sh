@@ -7,7 +7,8 @@ python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[test]'
-if [ -x scripts/ci-extras.sh ]; then bash scripts/ci-extras.sh; fi
+# extra system parts some tests need (a llama.cpp server, Chromium): one script each
+for extra in scripts/ci/*.sh; do [ -e "$extra" ] && bash "$extra"; done
 ruff check src tests benchmarks scripts
 mypy
 python -m pytest -q "$@"

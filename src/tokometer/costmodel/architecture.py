@@ -81,8 +81,8 @@ def _layer_types(cfg: Mapping[str, Any], arch: str, n_layers: int) -> list[str]:
         return ["full" if (i + 1) % pattern == 0 else "sliding" for i in range(n_layers)]
     if arch == "gpt_oss":
         return ["sliding" if i % 2 == 0 else "full" for i in range(n_layers)]
-    if arch in ("mistral", "qwen2", "qwen3", "phi3", "mixtral", "qwen2_moe", "qwen3_moe"):
-        use = cfg.get("use_sliding_window", arch in ("mistral", "mixtral", "phi3"))
+    if arch in ("mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe"):
+        use = cfg.get("use_sliding_window", arch in ("mistral", "mixtral"))
         if not use:
             return ["full"] * n_layers
         max_window_layers = int(cfg.get("max_window_layers", n_layers) or n_layers)
@@ -104,6 +104,8 @@ def spec_from_config(
     """Account a model from its HF config: parameters per read class and KV stored per token."""
     cfg = language_config(config)
     arch = str(cfg.get("model_type") or "").lower()
+    if arch == "gemma3_text":
+        arch = "gemma3"
     warnings: list[str] = []
     if arch not in KNOWN_ARCHITECTURES:
         warnings.append(
@@ -220,7 +222,7 @@ def spec_from_config(
             n_experts, top_k = 0, 0
             dense_layers_params = float(n_layers * (attn + norms + mlp_dense))
 
-        kinds = _layer_types(cfg, "gemma3" if arch == "gemma3_text" else arch, n_layers)
+        kinds = _layer_types(cfg, arch, n_layers)
         window = cfg.get("sliding_window")
         attention_groups = []
         for kind in ("full", "sliding", "linear"):
