@@ -125,6 +125,13 @@ def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> Qua
     return quant_catalog().get(model.default_quant or "bf16")
 
 
+def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec) -> bool:
+    """Whether weights go through block-dequantizing kernels (Q4_K, GPTQ, MLC q4...) rather than plain floats."""
+    if fmt is not None and fmt.id not in ("file-size",) and not fmt.id.endswith("bit"):
+        return fmt.kind in ("block", "mix", "group")
+    return model.total_params > 0 and weights.total * 8.0 / model.total_params < 12.0
+
+
 def default_engine(hardware: HardwareSpec, quant: QuantFormat | None) -> EngineSpec:
     engines = engine_catalog()
     ggml = quant is None or quant.kind in ("block", "mix") or quant.ggml_type is not None
@@ -158,6 +165,7 @@ class Estimate:
     e2e_s: float | None
     memory: MemoryPlan
     ridge_batch: float | None
+    quantized: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -325,6 +333,7 @@ def estimate(
     context_tokens: int | None = None,
     batch: int = 1,
     sessions: int | None = None,
+    efficiency: Efficiency | None = None,
 ) -> Estimate:
     """Predict decode (ceiling and estimate), prefill/TTFT, latency and memory for one setup."""
     require_non_negative("--prompt", prompt_tokens)
@@ -374,13 +383,14 @@ def estimate(
         fmt = replace(fmt, name=fmt.name + f", {weights_gb:g} GB file")
 
     eng = engine_catalog().get(engine) if engine else default_engine(hardware, fmt)
-    eff = efficiency_for(eng, hardware, backend)
+    eff = efficiency or efficiency_for(eng, hardware, backend)
     kv_fmt = quant_catalog().get(kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
         raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)")
     kv_el = kv_fmt.bytes_per_weight
 
     peak = compute_peak(hardware, fmt.compute_dtype if fmt else "fp16")
+    quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)
     depth = float(prompt_tokens if context_tokens is None else context_tokens)
@@ -391,16 +401,16 @@ def estimate(
         batch=int(batch),
         sessions_context_tokens=None,
     )
-    step = decode_step(spec, weights, hardware, eff, batch=int(batch), depth_tokens=depth, kv_bytes_per_element=kv_el, peak=peak)
+    step = decode_step(spec, weights, hardware, eff, batch=int(batch), depth_tokens=depth, kv_bytes_per_element=kv_el, peak=peak, quantized=quantized)
     ceiling_tok_s = 1.0 / step.ceiling_time_s
     estimate_tok_s = 1.0 / step.time_s
     band = interval(estimate_tok_s, eff.residual_log_sd)
     band = Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
 
-    pre = prefill(spec, weights, hardware, eff, int(prompt_tokens), peak)
+    pre = prefill(spec, weights, hardware, eff, int(prompt_tokens), peak, quantized=quantized)
     mid_depth = float(prompt_tokens) + output_tokens / 2.0
-    tpot_step = decode_step(spec, weights, hardware, eff, batch=int(batch), depth_tokens=mid_depth, kv_bytes_per_element=kv_el, peak=peak)
-    first_step = decode_step(spec, weights, hardware, eff, batch=int(batch), depth_tokens=float(prompt_tokens), kv_bytes_per_element=kv_el, peak=peak)
+    tpot_step = decode_step(spec, weights, hardware, eff, batch=int(batch), depth_tokens=mid_depth, kv_bytes_per_element=kv_el, peak=peak, quantized=quantized)
+    first_step = decode_step(spec, weights, hardware, eff, batch=int(batch), depth_tokens=float(prompt_tokens), kv_bytes_per_element=kv_el, peak=peak, quantized=quantized)
     ttft = (pre.time_s if pre else 0.0) + first_step.time_s if (pre or prompt_tokens == 0) else None
     e2e = ttft + (output_tokens - 1) * tpot_step.time_s if ttft is not None else None
 
@@ -441,5 +451,6 @@ def estimate(
         e2e_s=e2e,
         memory=plan,
         ridge_batch=ridge_batch(spec, weights, hardware, peak),
+        quantized=quantized,
         warnings=tuple(spec.warnings) + tuple(warnings),
     )

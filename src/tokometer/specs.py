@@ -77,7 +77,7 @@ class HardwareSpec(_Plain):
 
     @property
     def hardware_class(self) -> str:
-        """Coarse class used to pick efficiency defaults for hardware the fit never saw."""
+        """Coarse class used to pick efficiency for hardware the fit never saw: by memory technology."""
         if self.kind == "cpu":
             return "cpu"
         if self.kind == "soc" or self.vendor == "apple":
@@ -86,9 +86,11 @@ class HardwareSpec(_Plain):
             return "apu"
         if self.segment == "laptop":
             return "laptop-gpu"
-        if self.segment == "datacenter":
-            return "datacenter-gpu"
-        return "consumer-gpu"
+        if self.memory_type and "hbm" in self.memory_type.lower():
+            # HBM: very wide and deep; single-stream matvec kernels keep too few bytes in flight
+            # to saturate it (Little's law), so engines realise a smaller share than on GDDR.
+            return "hbm-gpu"
+        return "gddr-gpu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +226,7 @@ class ModelSpec(_Plain):
 class Efficiency(_Plain):
     """How far an engine on a hardware class sits from the datasheet (PHYSICS.md section 4)."""
 
-    bandwidth_fraction: float  # eta_bw: achieved share of datasheet bandwidth
+    bandwidth_fraction: float  # eta_bw: achieved share of datasheet bandwidth (plain float weights)
     layer_overhead_us: float  # tau_layer
     step_overhead_us: float  # tau_step
     prefill_efficiency_max: float  # eta_prefill for long prompts
@@ -233,6 +235,15 @@ class Efficiency(_Plain):
     prefill_chunk_tokens: int = 512  # weights are re-read once per prefill chunk
     source: str = "default"
     residual_log_sd: float = 0.15  # spread of log(measured/predicted), for intervals
+    quantized_bandwidth_fraction: float | None = None  # eta_bw for block-quantized weights (dequant kernels)
+    prefill_attention_fraction: float | None = None  # eta for prefill attention FLOPs (default: matmul's max)
+    prefill_residual_log_sd: float = 0.3  # spread of log(measured/predicted) prefill, for intervals
+
+    def bandwidth_fraction_for(self, quantized: bool) -> float:
+        """Block-quantized matvec kernels (Q4_K, GPTQ...) stream bytes less efficiently than plain floats."""
+        if quantized and self.quantized_bandwidth_fraction is not None:
+            return self.quantized_bandwidth_fraction
+        return self.bandwidth_fraction
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,14 +256,17 @@ EFFICIENCY_SCHEMA: Schema = {
     "prefill_chunk_tokens": Field(INT),
     "decode_compute_fraction": Field(NUM),
     "residual_log_sd": Field(NUM),
+    "quantized_bandwidth_fraction": Field(NUM),
+    "prefill_attention_fraction": Field(NUM),
+    "prefill_residual_log_sd": Field(NUM),
     "source": Field(STR),
 }
 
 
 def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Efficiency:
     checked = check_entry(where, "efficiency", raw, EFFICIENCY_SCHEMA)
-    for key in ("bandwidth_fraction", "prefill_efficiency_max"):
-        if not 0 < checked[key] <= 1:
+    for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction"):
+        if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
     return Efficiency(
         bandwidth_fraction=float(checked["bandwidth_fraction"]),
@@ -274,6 +277,13 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
         prefill_chunk_tokens=int(checked.get("prefill_chunk_tokens", 512)),
         decode_compute_fraction=float(checked.get("decode_compute_fraction", 0.5)),
         residual_log_sd=float(checked.get("residual_log_sd", 0.2)),
+        prefill_residual_log_sd=float(checked.get("prefill_residual_log_sd", 0.3)),
+        quantized_bandwidth_fraction=(
+            float(checked["quantized_bandwidth_fraction"]) if "quantized_bandwidth_fraction" in checked else None
+        ),
+        prefill_attention_fraction=(
+            float(checked["prefill_attention_fraction"]) if "prefill_attention_fraction" in checked else None
+        ),
         source=str(checked.get("source", default_source)),
     )
 

@@ -39,9 +39,14 @@ def fitted_table(path: Path = EFFICIENCY_FILE) -> FittedTable:
     for key, value in entries_raw.items():
         if not isinstance(value, dict):
             raise CatalogError(f"{path}: entries.{key} must be a table")
-        fields = {k: v for k, v in value.items() if k not in ("n_rows", "hardware_seen")}
+        fields = {k: v for k, v in value.items() if k not in ("n_rows", "n_prefill_rows", "hardware_seen")}
         entries[key] = make_efficiency(fields, f"{path}: entries.{key!r}", f"fitted {raw.get('fitted_on', '')}")
     return FittedTable(raw, entries)
+
+
+def group_key(engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None) -> str:
+    """The most specific key a fit can hold: `engine/backend/hardware-class`."""
+    return f"{engine.based_on or engine.id}/{backend or hardware.backend}/{hardware.hardware_class}"
 
 
 def lookup_keys(engine: EngineSpec, backend: str, hardware_class: str) -> list[str]:

@@ -109,8 +109,9 @@ def decode_step(
     kv_bytes_per_element: float = 2.0,
     peak: Peak | None = None,
     bandwidth_gb_per_s: float | None = None,
+    quantized: bool = False,
 ) -> Step:
-    """Time of one decode step (PHYSICS.md section 4)."""
+    """Time of one decode step (PHYSICS.md section 4). `quantized`: block-quantized weight kernels."""
     bw = (bandwidth_gb_per_s or hardware.memory_bandwidth_gb_per_s) * GB
     w_read = weight_bytes_read(model, weights, batch)
     kv_read = batch * kv_read_bytes(model, depth_tokens, kv_bytes_per_element)
@@ -119,7 +120,7 @@ def decode_step(
         2.0 * model.matmul_params_per_token() + attention_flops_per_token(model, depth_tokens)
     )
     peak_flops = (peak.tflops * TFLOP) if peak and peak.tflops else None
-    memory_time = (w_read + kv_read + kv_write) / (efficiency.bandwidth_fraction * bw)
+    memory_time = (w_read + kv_read + kv_write) / (efficiency.bandwidth_fraction_for(quantized) * bw)
     compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
     overhead = model.n_layers * efficiency.layer_overhead_us * US + efficiency.step_overhead_us * US
     ceiling = max(w_read / bw, flops / peak_flops if peak_flops else 0.0)
@@ -160,6 +161,9 @@ def ridge_batch(model: ModelSpec, weights: ParamGroups, hardware: HardwareSpec, 
 class Prefill(_Plain):
     prompt_tokens: int
     flops: float
+    matmul_flops: float
+    attention_flops: float
+    n_chunks: int
     compute_time_s: float
     memory_time_s: float
     overhead_time_s: float
@@ -176,24 +180,34 @@ def prefill(
     efficiency: Efficiency,
     prompt_tokens: int,
     peak: Peak,
+    quantized: bool = False,
 ) -> Prefill | None:
-    """t_prefill(T) = max(flops / (eta_prefill(T) * peak), chunks * W_read / BW) + chunk overheads."""
+    """t_prefill(T) = max(matmul / (eta(T) peak) + attention / (eta_att peak), chunks W_read / BW) + overheads.
+
+    eta(T) = eta_max * T / (T + T_half): short prompts keep the matmul units idle.
+    """
     if prompt_tokens <= 0 or not peak.tflops:
         return None
     t = float(prompt_tokens)
-    flops = 2.0 * model.matmul_params_per_token() * t + prefill_attention_flops(model, t)
+    matmul_flops = 2.0 * model.matmul_params_per_token() * t
+    attention_flops = prefill_attention_flops(model, t)
+    flops = matmul_flops + attention_flops
     eta = efficiency.prefill_efficiency_max * t / (t + efficiency.prefill_half_tokens)
-    compute_time = flops / (eta * peak.tflops * TFLOP)
+    eta_attention = efficiency.prefill_attention_fraction or efficiency.prefill_efficiency_max
+    compute_time = (matmul_flops / eta + attention_flops / eta_attention) / (peak.tflops * TFLOP)
     chunk = max(1, efficiency.prefill_chunk_tokens)
     n_chunks = math.ceil(t / chunk)
     per_chunk = min(t, chunk)
-    bw = hardware.memory_bandwidth_gb_per_s * GB * efficiency.bandwidth_fraction
+    bw = hardware.memory_bandwidth_gb_per_s * GB * efficiency.bandwidth_fraction_for(quantized)
     memory_time = n_chunks * weight_bytes_read(model, weights, per_chunk) / bw
     overhead = n_chunks * (model.n_layers * efficiency.layer_overhead_us + efficiency.step_overhead_us) * US
     time_s = max(compute_time, memory_time) + overhead
     return Prefill(
         prompt_tokens=prompt_tokens,
         flops=flops,
+        matmul_flops=matmul_flops,
+        attention_flops=attention_flops,
+        n_chunks=n_chunks,
         compute_time_s=compute_time,
         memory_time_s=memory_time,
         overhead_time_s=overhead,

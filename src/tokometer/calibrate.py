@@ -1,0 +1,374 @@
+"""Fit the efficiency model on measured rows (`tokometer calibrate`), and cross-validate it.
+
+Decode (PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
+
+    t_step = X / eta_bw(quantized?) + n_layers * tau_layer + tau_step,   X = bytes_step / BW
+
+so each group (engine / backend / hardware class) is fitted by weighted least squares on
+relative error (each row divided by its measured time), with a weak ridge toward the engine's
+documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Prefill is linear too:
+
+    t_prefill - overheads = G_matmul / eta_max + (G_matmul / T) * T_half / eta_max + G_attention / eta_att
+
+with G = FLOPs / datasheet peak. Groups with too few rows borrow the engine-wide fit, then the default.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tomllib
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from tokometer.errors import TokometerError
+from tokometer.specs import Efficiency
+from tokometer.validate import Case, CaseResult, estimate_kwargs, predict_case, resolve_case_hardware
+
+MIN_TG_ROWS = 6
+MIN_PP_ROWS = 6
+RIDGE = 0.05  # weight of the prior, relative to one row of relative error
+
+
+@dataclass(frozen=True)
+class Features:
+    case: Case
+    group: str
+    engine_id: str
+    backend: str
+    hardware_id: str
+    prior: Efficiency
+    t_measured_s: float
+    memory_s: float = 0.0  # bytes / datasheet bandwidth
+    quantized: bool = False
+    n_layers: int = 0
+    matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
+    attention_s: float = 0.0
+    prompt_tokens: int = 0
+    n_chunks: int = 1
+
+
+def _unit(prior: Efficiency) -> Efficiency:
+    return Efficiency(
+        bandwidth_fraction=1.0,
+        quantized_bandwidth_fraction=1.0,
+        layer_overhead_us=0.0,
+        step_overhead_us=0.0,
+        prefill_efficiency_max=1.0,
+        prefill_half_tokens=0.0,
+        prefill_attention_fraction=1.0,
+        decode_compute_fraction=1.0,
+        prefill_chunk_tokens=prior.prefill_chunk_tokens,
+    )
+
+
+def features(case: Case) -> Features | None:
+    """Physics at 100 % efficiency for one usable row (single device, unflagged, tg or pp)."""
+    from tokometer.api import estimate
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import efficiency_for, group_key
+
+    if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
+        return None
+    try:
+        hardware = resolve_case_hardware(case)
+        kwargs = estimate_kwargs(case)
+        engine = engine_catalog().get(kwargs.get("engine") or "llama-cpp")
+        backend = kwargs.get("backend") or hardware.backend
+        prior = _default(engine.id)
+        gen = case.gen_tokens if case.gen_tokens is not None else 200
+        if case.metric == "tg":
+            kwargs.update(prompt_tokens=case.prompt_tokens, output_tokens=max(1, gen), context_tokens=int(case.prompt_tokens + gen / 2))
+        else:
+            kwargs.update(prompt_tokens=case.prompt_tokens, output_tokens=1)
+        est = estimate(hw=hardware, efficiency=_unit(efficiency_for(engine, hardware, backend)), **kwargs)
+    except TokometerError:
+        return None
+    base = dict(
+        case=case,
+        group=group_key(engine, hardware, backend),
+        engine_id=engine.based_on or engine.id,
+        backend=backend,
+        hardware_id=hardware.id,
+        prior=prior,
+        quantized=est.quantized,
+        n_layers=est.model.n_layers,
+    )
+    if case.metric == "tg":
+        return Features(t_measured_s=1.0 / case.value, memory_s=est.step.memory_time_s, **base)  # type: ignore[arg-type]
+    if est.prefill is None or not est.peak.tflops:
+        return None
+    peak = est.peak.tflops * 1e12
+    return Features(
+        t_measured_s=case.prompt_tokens / case.value,
+        matmul_s=est.prefill.matmul_flops / peak,
+        attention_s=est.prefill.attention_flops / peak,
+        prompt_tokens=case.prompt_tokens,
+        n_chunks=est.prefill.n_chunks,
+        **base,  # type: ignore[arg-type]
+    )
+
+
+def _default(engine_id: str) -> Efficiency:
+    from tokometer.catalog import engine_catalog
+
+    return engine_catalog().get(engine_id).efficiency
+
+
+def _bounded_lstsq(rows: list[list[float]], target: list[float], prior: list[float], lower: list[float]) -> list[float]:
+    """min sum (A x - b)^2 + RIDGE * n * sum ((x - prior)/scale)^2, with x >= lower (active set)."""
+    import numpy as np
+
+    a = np.asarray(rows, dtype=float)
+    b = np.asarray(target, dtype=float)
+    p = np.asarray(prior, dtype=float)
+    scale = np.maximum(np.abs(p), 1e-9)
+    n = len(rows)
+    fixed: dict[int, float] = {}
+    for _ in range(len(prior) + 1):
+        free = [i for i in range(len(prior)) if i not in fixed]
+        rhs = b - (a[:, list(fixed)] @ np.array(list(fixed.values())) if fixed else 0.0)
+        weight = math.sqrt(RIDGE * max(n, 1))
+        reg_a = np.diag(weight / scale[free])
+        reg_b = weight * p[free] / scale[free]
+        full_a = np.vstack([a[:, free], reg_a])
+        full_b = np.concatenate([rhs, reg_b])
+        sol, *_ = np.linalg.lstsq(full_a, full_b, rcond=None)
+        x = np.array(p, copy=True)
+        x[free] = sol
+        for i, v in fixed.items():
+            x[i] = v
+        violated = [i for i in free if x[i] < lower[i]]
+        if not violated:
+            return [float(v) for v in x]
+        for i in violated:
+            fixed[i] = lower[i]
+    return [float(max(v, lo)) for v, lo in zip(x, lower, strict=True)]
+
+
+def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
+    has_plain = any(not f.quantized for f in rows)
+    has_quant = any(f.quantized for f in rows)
+    q_prior = prior.quantized_bandwidth_fraction or prior.bandwidth_fraction
+    a = [
+        [
+            (0.0 if f.quantized else f.memory_s) / f.t_measured_s,
+            (f.memory_s if f.quantized else 0.0) / f.t_measured_s,
+            f.n_layers * 1e-6 / f.t_measured_s,
+            1e-6 / f.t_measured_s,
+        ]
+        for f in rows
+    ]
+    x = _bounded_lstsq(
+        a,
+        [1.0] * len(rows),
+        [1.0 / prior.bandwidth_fraction, 1.0 / q_prior, prior.layer_overhead_us, prior.step_overhead_us],
+        [1.0, 1.0, 0.0, 0.0],
+    )
+    return {
+        "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
+        "quantized_bandwidth_fraction": 1.0 / x[1] if has_quant else q_prior,
+        "layer_overhead_us": x[2],
+        "step_overhead_us": x[3],
+    }
+
+
+def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float]) -> dict[str, float]:
+    def overhead(f: Features) -> float:
+        return f.n_chunks * (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
+
+    usable = [f for f in rows if f.t_measured_s > overhead(f)]
+    if not usable:
+        return {}
+    a = [
+        [
+            f.matmul_s / f.t_measured_s,
+            f.matmul_s / f.prompt_tokens / f.t_measured_s,
+            f.attention_s / f.t_measured_s,
+        ]
+        for f in usable
+    ]
+    target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
+    u0 = 1.0 / prior.prefill_efficiency_max
+    w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
+    x = _bounded_lstsq(a, target, [u0, prior.prefill_half_tokens * u0, w0], [1.0, 0.0, 1.0])
+    return {
+        "prefill_efficiency_max": 1.0 / x[0],
+        "prefill_half_tokens": x[1] / x[0],
+        "prefill_attention_fraction": 1.0 / x[2],
+    }
+
+
+def _predicted_time(f: Features, eff: Efficiency) -> float:
+    if f.case.metric == "tg":
+        return f.memory_s / eff.bandwidth_fraction_for(f.quantized) + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+    eta = eff.prefill_efficiency_max * f.prompt_tokens / (f.prompt_tokens + eff.prefill_half_tokens)
+    eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
+    return f.matmul_s / eta + f.attention_s / eta_att + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+
+
+def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
+    logs = [math.log(_predicted_time(f, eff) / f.t_measured_s) for f in rows]
+    if len(logs) < 3:
+        return None
+    return math.sqrt(sum(v * v for v in logs) / len(logs))
+
+
+def fit_one(tg: list[Features], pp: list[Features], prior: Efficiency, source: str) -> Efficiency:
+    decode = fit_decode(tg, prior) if len(tg) >= MIN_TG_ROWS else {}
+    base = replace(prior, **decode) if decode else prior
+    pre = fit_prefill(pp, base, {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}) if len(pp) >= MIN_PP_ROWS else {}
+    eff = replace(base, **pre, source=source)
+    sd_tg = _log_sd(tg, eff)
+    sd_pp = _log_sd(pp, eff)
+    return replace(
+        eff,
+        residual_log_sd=max(sd_tg, 0.05) if sd_tg is not None else prior.residual_log_sd,
+        prefill_residual_log_sd=max(sd_pp, 0.05) if sd_pp is not None else prior.prefill_residual_log_sd,
+    )
+
+
+def fit_table(feats: Iterable[Features], source: str = "fitted") -> dict[str, Efficiency]:
+    """Fit every group key and its engine-wide fallbacks."""
+    by_key: dict[str, list[Features]] = defaultdict(list)
+    for f in feats:
+        engine, backend, hw_class = f.group.split("/")
+        for key in (f.group, f"{engine}/{backend}/*", f"{engine}/*/*"):
+            by_key[key].append(f)
+    table: dict[str, Efficiency] = {}
+    for key, rows in sorted(by_key.items()):
+        tg = [f for f in rows if f.case.metric == "tg"]
+        pp = [f for f in rows if f.case.metric == "pp"]
+        if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
+            continue
+        table[key] = fit_one(tg, pp, rows[0].prior, source)
+    return table
+
+
+def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
+    engine, backend, hw_class = group.split("/")
+    for key in (group, f"{engine}/{backend}/*", f"{engine}/*/{hw_class}", f"{engine}/*/*"):
+        if key in table:
+            return table[key]
+    return None
+
+
+def leave_one_hardware_out(
+    cases: list[Case], fit: Callable[..., dict[str, Efficiency]] = fit_table
+) -> list[CaseResult]:
+    """Each hardware is predicted by a table fitted without any of its rows."""
+    feats = {c.row_id: features(c) for c in cases}
+    usable = [f for f in feats.values() if f is not None]
+    folds: dict[str, dict[str, Efficiency]] = {}
+    results = []
+    for case in cases:
+        try:
+            hw_id = resolve_case_hardware(case).id
+        except TokometerError:
+            results.append(predict_case(case))
+            continue
+        if hw_id not in folds:
+            folds[hw_id] = fit([f for f in usable if f.hardware_id != hw_id], source=f"fit without {hw_id}")
+        f = feats.get(case.row_id)
+        group = f.group if f is not None else None
+        eff = lookup(folds[hw_id], group) if group else None
+        results.append(predict_case(case, efficiency=eff))
+    return results
+
+
+def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], counts: dict[str, tuple[int, int, list[str]]]) -> None:
+    lines = [
+        "# Fitted efficiency per engine/backend/hardware-class (PHYSICS.md section 4).",
+        "# Written by `tokometer calibrate`; do not edit by hand: rerun it.",
+    ]
+    for key, value in meta.items():
+        lines.append(f"{key} = {_toml_value(value)}")
+    lines.append("")
+    for key, eff in table.items():
+        n_tg, n_pp, hardware = counts.get(key, (0, 0, []))
+        lines.append(f'[entries."{key}"]')
+        for name in (
+            "bandwidth_fraction",
+            "quantized_bandwidth_fraction",
+            "layer_overhead_us",
+            "step_overhead_us",
+            "prefill_efficiency_max",
+            "prefill_half_tokens",
+            "prefill_attention_fraction",
+            "prefill_chunk_tokens",
+            "decode_compute_fraction",
+            "residual_log_sd",
+            "prefill_residual_log_sd",
+        ):
+            value = getattr(eff, name)
+            if value is not None:
+                lines.append(f"{name} = {_toml_value(round(value, 6) if isinstance(value, float) else value)}")
+        lines.append(f"source = {_toml_value(eff.source)}")
+        lines.append(f"n_rows = {n_tg}")
+        lines.append(f"n_prefill_rows = {n_pp}")
+        lines.append(f"hardware_seen = {_toml_value(sorted(hardware))}")
+        lines.append("")
+    text = "\n".join(lines)
+    tomllib.loads(text)
+    path.write_text(text, encoding="utf-8")
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency], dict[str, Any], dict[str, tuple[int, int, list[str]]]]:
+    """Fit on every usable row; interval widths come from leave-one-hardware-out residuals."""
+    feats = [f for f in (features(c) for c in cases) if f is not None]
+    table = fit_table(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
+    cv = leave_one_hardware_out(cases)
+    by_group: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"tg": [], "pp": []})
+    group_of = {f.case.row_id: f.group for f in feats}
+    for r in cv:
+        g = group_of.get(r.case.row_id)
+        if g and r.scored and r.predicted:
+            engine, backend, hw_class = g.split("/")
+            for key in (g, f"{engine}/{backend}/*", f"{engine}/*/*"):
+                by_group[key][r.case.metric].append(math.log(r.predicted / r.case.value))
+    for key, eff in list(table.items()):
+        logs = by_group.get(key)
+        if not logs:
+            continue
+        changes: dict[str, float] = {}
+        if len(logs["tg"]) >= 3:
+            changes["residual_log_sd"] = max(0.05, statistics.pstdev(logs["tg"]) if len(logs["tg"]) > 1 else 0.05, _rms(logs["tg"]))
+        if len(logs["pp"]) >= 3:
+            changes["prefill_residual_log_sd"] = max(0.05, _rms(logs["pp"]))
+        table[key] = replace(eff, **changes)
+    counts: dict[str, tuple[int, int, list[str]]] = {}
+    for key in table:
+        engine, backend, hw_class = key.split("/")
+        rows = [f for f in feats if _matches(f.group, key)]
+        counts[key] = (
+            sum(f.case.metric == "tg" for f in rows),
+            sum(f.case.metric == "pp" for f in rows),
+            sorted({f.hardware_id for f in rows}),
+        )
+    meta = {
+        "fitted_on": date.today().isoformat(),
+        "data": data_label,
+        "method": "weighted least squares on relative time error, ridge toward engine defaults; "
+        "intervals from leave-one-hardware-out residuals (RMS of log error)",
+    }
+    return table, meta, counts
+
+
+def _rms(values: list[float]) -> float:
+    return math.sqrt(sum(v * v for v in values) / len(values))
+
+
+def _matches(group: str, key: str) -> bool:
+    return all(k == "*" or k == g for g, k in zip(group.split("/"), key.split("/"), strict=True))

@@ -1,0 +1,135 @@
+"""`tokometer validate` (score predictions on measured rows) and `tokometer calibrate` (fit them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tokometer.cli.options import json_option
+
+
+def _fmt(value: float | None, pct: bool = True) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1%}" if pct else f"{value:g}"
+
+
+def render_report(rep: dict[str, Any], title: str) -> str:
+    from tokometer.report.text import table
+
+    rows = []
+    for name, m in [*rep["metrics"].items(), *rep["subsets"].items()]:
+        rows.append(
+            [
+                name,
+                str(m["n"]),
+                str(m["scored"]),
+                _fmt(m["median_ape"]),
+                _fmt(m["p90_ape"]),
+                _fmt(m["within_15"]),
+                _fmt(m["interval_coverage"]),
+            ]
+        )
+    unscored: dict[str, int] = {}
+    for row in rep["rows"]:
+        if not row["scored"]:
+            unscored[row["reason"] or "?"] = unscored.get(row["reason"] or "?", 0) + 1
+    lines = [title, "", table(rows, ["metric", "rows", "scored", "median err", "p90 err", "within 15%", "80% band holds"])]
+    if unscored:
+        lines += ["", "not scored:"]
+        lines += [f"  {count:4d}  {reason}" for reason, count in sorted(unscored.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--baseline",
+    type=click.Choice(["ceiling", "derate"]),
+    help="Score a peer formula instead: 100 % of datasheet bandwidth, or 0.55 x that ceiling.",
+)
+@click.option("--loho", is_flag=True, help="Leave-one-hardware-out: each device is predicted by a fit that never saw it.")
+@click.option("--rows", "show_rows", is_flag=True, help="Also print every row with its prediction or the reason it was not scored.")
+@json_option
+def validate(cases: Path, baseline: str | None, loho: bool, show_rows: bool, as_json: bool) -> None:
+    """Predict every row of a measurements CSV and report the error per metric.
+
+    CASES follows the schema of the calibration measurements.csv: hardware by hardware_id /
+    hardware_as_stated (or the spec columns mem_bandwidth_gbps, memory_gb, fp16_dense_tflops...),
+    the model by name or total_params_b/active_params_b with quant/bits_per_weight/model_size.
+    Rows flagged in their source are predicted and listed, not scored.
+    """
+    from tokometer.report.text import to_json
+    from tokometer.validate import read_cases, report
+    from tokometer.validate import validate as run
+
+    if baseline and loho:
+        raise click.UsageError("--baseline and --loho do not combine: a peer formula has nothing to fit")
+    rep = report(run(read_cases(cases), baseline=baseline, loho=loho))
+    rep["mode"] = {"baseline": baseline, "loho": loho, "file": str(cases)}
+    if as_json:
+        click.echo(to_json(rep))
+        return
+    title = f"{cases}: " + (
+        f"baseline {baseline}" if baseline else ("leave-one-hardware-out" if loho else "fitted model")
+    )
+    click.echo(render_report(rep, title))
+    if show_rows:
+        from tokometer.report.text import num, table
+
+        click.echo("")
+        click.echo(
+            table(
+                [
+                    [
+                        r["row_id"],
+                        r["metric"],
+                        str(r["hardware"] or "-"),
+                        num(r["measured"]),
+                        num(r["predicted"]),
+                        _fmt(r["ape"]),
+                        r["reason"] or "",
+                    ]
+                    for r in rep["rows"]
+                ],
+                ["row", "metric", "hardware", "measured", "predicted", "error", "not scored because"],
+            )
+        )
+
+
+@click.command()
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the fitted table [default: the shipped efficiency.toml].")
+@json_option
+def calibrate(cases: Path, out: Path | None, as_json: bool) -> None:
+    """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows."""
+    from tokometer.calibrate import calibrate as fit
+    from tokometer.calibrate import write_table
+    from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.report.text import table, to_json
+    from tokometer.validate import read_cases
+
+    table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
+    target = out or EFFICIENCY_FILE
+    write_table(target, table_, meta, counts)
+    fitted_table.cache_clear()
+    if as_json:
+        click.echo(to_json({"written": str(target), "meta": meta, "entries": {k: v.to_dict() for k, v in table_.items()}}))
+        return
+    rows = [
+        [
+            key,
+            f"{e.bandwidth_fraction:.0%}",
+            f"{(e.quantized_bandwidth_fraction or e.bandwidth_fraction):.0%}",
+            f"{e.layer_overhead_us:.1f}",
+            f"{e.step_overhead_us:.0f}",
+            f"{e.prefill_efficiency_max:.0%}",
+            f"{e.residual_log_sd:.3f}",
+            str(counts[key][0]),
+        ]
+        for key, e in table_.items()
+    ]
+    click.echo(table(rows, ["group", "bw plain", "bw quant", "us/layer", "us/step", "prefill max", "log sd", "rows"]))
+    click.echo(f"\nwritten to {target}")

@@ -1,0 +1,402 @@
+"""`tokometer validate`: predict measured rows and report the error honestly.
+
+Rows follow the schema of `shared/calibration/measurements.csv`. Each row is resolved (hardware by
+catalog id, calibration id, name or its own spec columns; model by preset or bare parameter
+counts; weights by file size, bits per weight or format) and predicted as what it measured:
+`tg` single-stream decode averaged over its generation, `pp` prompt tokens/s, aggregates as
+aggregates. Every row comes back with its prediction or the reason it was not scored.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import math
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokometer.errors import InputError, TokometerError
+from tokometer.specs import Efficiency, HardwareSpec
+from tokometer.units import GB, GIB
+
+REQUIRED_COLUMNS = ("metric", "value")
+NUMERIC_COLUMNS = (
+    "n_devices",
+    "total_params_b",
+    "active_params_b",
+    "bits_per_weight",
+    "model_size",
+    "batch_size",
+    "prompt_tokens",
+    "gen_tokens",
+    "value",
+    "mem_bandwidth_gbps",
+    "memory_gb",
+    "fp16_dense_tflops",
+    "fp8_dense_tflops",
+    "int8_dense_tops",
+)
+METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out")
+DEFAULT_GEN_TOKENS = 200  # gpt-fast's default max_new_tokens, when a source does not say
+
+
+@dataclass(frozen=True)
+class Case:
+    """One measured row, parsed and checked."""
+
+    row_id: str
+    line: int
+    raw: dict[str, str]
+    metric: str
+    value: float
+    n_devices: int
+    batch: int
+    prompt_tokens: int
+    gen_tokens: int | None
+    flag: str
+
+    def text(self, key: str) -> str:
+        return (self.raw.get(key) or "").strip()
+
+    def number(self, key: str) -> float | None:
+        text = self.text(key)
+        return float(text) if text else None
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    predicted: float | None = None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None
+    group: str | None = None
+    hardware_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        return self.predicted is not None and self.reason is None
+
+    @property
+    def ape(self) -> float | None:
+        if self.predicted is None:
+            return None
+        return abs(self.predicted - self.case.value) / self.case.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "row_id": self.case.row_id,
+            "line": self.case.line,
+            "metric": self.case.metric,
+            "measured": self.case.value,
+            "predicted": self.predicted,
+            "interval": [self.low, self.high] if self.low is not None else None,
+            "ape": self.ape,
+            "scored": self.scored,
+            "reason": self.reason,
+            "group": self.group,
+            "hardware": self.hardware_id,
+            "model": self.case.text("model") or None,
+            "engine": self.case.text("engine") or None,
+            "n_devices": self.case.n_devices,
+        }
+
+
+def read_cases(path: str | Path) -> list[Case]:
+    """Parse a measurements CSV; errors name the line and the column."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty file (expected a header row and measurements)")
+    reader = csv.DictReader(text.splitlines())
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)} in the header")
+    if not any(c in header for c in ("model", "total_params_b")):
+        raise InputError(f"{path}: needs a 'model' or 'total_params_b' column")
+    if not any(c in header for c in ("hardware_id", "hardware_as_stated", "mem_bandwidth_gbps")):
+        raise InputError(f"{path}: needs a 'hardware_id', 'hardware_as_stated' or 'mem_bandwidth_gbps' column")
+    cases = []
+    for index, row in enumerate(reader):
+        line = index + 2
+        if None in row:
+            raise InputError(f"{path}: line {line}: more fields than the header has columns")
+        clean = {k: (v or "") for k, v in row.items()}
+        for column in NUMERIC_COLUMNS:
+            value = clean.get(column, "").strip()
+            if value:
+                try:
+                    number = float(value)
+                except ValueError:
+                    raise InputError(f"{path}: line {line}, column {column!r}: {value!r} is not a number") from None
+                if not math.isfinite(number) or number < 0:
+                    raise InputError(f"{path}: line {line}, column {column!r}: {value!r} must be a finite number >= 0")
+        metric = clean["metric"].strip()
+        if metric not in METRICS:
+            raise InputError(f"{path}: line {line}, column 'metric': {metric!r} is not one of {', '.join(METRICS)}")
+        value_text = clean["value"].strip()
+        if not value_text or float(value_text) <= 0:
+            raise InputError(f"{path}: line {line}, column 'value': a positive measurement is required")
+
+        def integer(column: str, default: int | None) -> int | None:
+            text = clean.get(column, "").strip()
+            return int(float(text)) if text else default
+
+        cases.append(
+            Case(
+                row_id=clean.get("row_id", "").strip() or f"line{line}",
+                line=line,
+                raw=clean,
+                metric=metric,
+                value=float(value_text),
+                n_devices=max(1, integer("n_devices", 1) or 1),
+                batch=max(1, integer("batch_size", 1) or 1),
+                prompt_tokens=integer("prompt_tokens", 0) or 0,
+                gen_tokens=integer("gen_tokens", None),
+                flag=clean.get("flag", "").strip(),
+            )
+        )
+    return cases
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def _calibration_index() -> dict[str, HardwareSpec]:
+    from tokometer.catalog import hardware_catalog
+
+    index: dict[str, HardwareSpec] = {}
+    for hw in hardware_catalog():
+        for cid in hw.calibration_ids:
+            index[cid] = hw
+    return index
+
+
+def resolve_case_hardware(case: Case) -> HardwareSpec:
+    """Catalog by calibration id, catalog id or name; else the row's own spec columns."""
+    from tokometer.catalog import hardware_catalog
+
+    bandwidth = case.number("mem_bandwidth_gbps")
+    if bandwidth:
+        return HardwareSpec(
+            id=case.text("hardware_id") or "row-spec",
+            name=case.text("hardware_as_stated") or case.text("hardware_id") or "device from row",
+            vendor=case.text("vendor").lower() or "custom",
+            kind="gpu",
+            segment="datacenter",
+            memory_gb=case.number("memory_gb") or math.inf,
+            memory_bandwidth_gb_per_s=bandwidth,
+            fp16_tflops=case.number("fp16_dense_tflops"),
+            fp8_tflops=case.number("fp8_dense_tflops"),
+            int8_tops=case.number("int8_dense_tops"),
+            backend=(case.text("backend") or "cuda").lower(),
+            launch_year=None,
+            source="spec columns of the measurement row",
+        )
+    hid = case.text("hardware_id")
+    if hid:
+        found = _calibration_index().get(hid) or hardware_catalog().find(hid)
+        if found is not None:
+            return found
+    stated = case.text("hardware_as_stated")
+    if stated:
+        return hardware_catalog().get(stated)
+    return hardware_catalog().get(hid or "(none)")
+
+
+def _engine_id(case: Case) -> str | None:
+    from tokometer.catalog import engine_catalog
+
+    name = case.text("engine")
+    if not name:
+        return None
+    found = engine_catalog().find(name)
+    if found is None:
+        base = name.split("(")[0].strip()
+        found = engine_catalog().find(base)
+    return found.id if found else None
+
+
+def _parallelism(case: Case, engine_id: str | None) -> dict[str, int]:
+    if case.n_devices <= 1:
+        return {}
+    text = case.text("parallelism").lower()
+    if engine_id in ("mlc-llm", "vllm", "gpt-fast", "tensorrt-llm", "sglang") and ("tensor" in text or not text):
+        return {"tp": case.n_devices}
+    if "tensor" in text and engine_id not in ("llama-cpp", "exllamav2", "ollama"):
+        return {"tp": case.n_devices}
+    return {"pp": case.n_devices}
+
+
+def estimate_kwargs(case: Case) -> dict[str, Any]:
+    """Turn a row into `api.estimate` arguments (model, weights, engine, workload)."""
+    from tokometer.catalog import model_catalog, quant_catalog
+
+    kwargs: dict[str, Any] = {}
+    name = case.text("model")
+    preset = model_catalog().find(name) if name else None
+    total_b = case.number("total_params_b")
+    if preset is not None:
+        kwargs["model"] = preset.spec
+    elif total_b:
+        kwargs["params_b"] = total_b
+        active = case.number("active_params_b")
+        if active:
+            kwargs["active_params_b"] = active
+    else:
+        raise InputError(f"model {name!r} is not in the catalog and the row has no total_params_b")
+    size = case.number("model_size")
+    unit = case.text("model_size_unit").lower()
+    bpw = case.number("bits_per_weight")
+    quant = case.text("quant")
+    fmt = quant_catalog().find(quant) if quant else None
+    if size:
+        kwargs["weights_gb"] = size * (GIB / GB if unit in ("gib", "") else 1.0)
+        if fmt is not None:
+            kwargs["quant"] = fmt.id
+    elif bpw:
+        kwargs["bits"] = bpw
+    elif fmt is not None:
+        kwargs["quant"] = fmt.id
+    elif quant:
+        nominal = case.number("quant_nominal_bits")
+        if nominal:
+            kwargs["bits"] = nominal
+        else:
+            raise InputError(f"unknown quantization {quant!r} and no bits_per_weight")
+    engine = _engine_id(case)
+    if engine:
+        kwargs["engine"] = engine
+    backend = case.text("backend").lower()
+    if backend in ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu"):
+        kwargs["backend"] = backend
+    kwargs.update(_parallelism(case, engine))
+    return kwargs
+
+
+# ---------------------------------------------------------------- prediction
+
+Predictor = Callable[..., Any]
+
+
+def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str | None = None) -> CaseResult:
+    """Predict one row as the metric it measured; never raises for a bad row, records why."""
+    from tokometer.api import estimate
+    from tokometer.catalog.efficiency import group_key
+
+    result = CaseResult(case)
+    try:
+        hardware = resolve_case_hardware(case)
+        result.hardware_id = hardware.id
+        kwargs = estimate_kwargs(case)
+        supported = inspect.signature(estimate).parameters
+        for key in ("tp", "pp"):
+            if key in kwargs and key not in supported:
+                result.reason = f"n_devices={case.n_devices}: parallelism model unavailable"
+                return result
+        if efficiency is not None:
+            kwargs["efficiency"] = efficiency
+        gen = case.gen_tokens if case.gen_tokens is not None else DEFAULT_GEN_TOKENS
+        if case.metric in ("tg", "tg_agg"):
+            kwargs.update(prompt_tokens=case.prompt_tokens, output_tokens=max(1, gen), context_tokens=int(case.prompt_tokens + gen / 2))
+        else:
+            kwargs.update(prompt_tokens=max(1, case.prompt_tokens) * (case.batch if case.metric == "pp_agg" else 1), output_tokens=max(1, gen))
+        kwargs["batch"] = case.batch if case.metric in ("tg_agg", "tput_out") else 1
+        est = estimate(hw=hardware, **kwargs)
+        result.group = group_key(est.engine, hardware, kwargs.get("backend"))
+        if case.metric in ("tg", "tg_agg"):
+            value = est.estimate_tok_s
+            low, high = est.estimate_interval.low, est.estimate_interval.high
+            if baseline == "ceiling":
+                value = low = high = est.ceiling_tok_s
+            elif baseline == "derate":
+                value = low = high = 0.55 * est.ceiling_tok_s
+            if case.metric == "tg_agg":
+                value, low, high = value * case.batch, low * case.batch, high * case.batch
+        elif case.metric in ("pp", "pp_agg"):
+            if est.prefill is None:
+                result.reason = f"no compute peak for {hardware.name}: prefill not predicted"
+                return result
+            if baseline is not None:
+                result.reason = "baselines predict decode only"
+                return result
+            value = est.prefill.tok_s
+            factor = math.exp(1.2816 * est.efficiency.prefill_residual_log_sd)
+            low, high = value / factor, value * factor
+        else:  # tput_out: output tokens per second across a batch of whole requests
+            if est.e2e_s is None:
+                result.reason = "no prefill estimate: end-to-end throughput not predicted"
+                return result
+            value = case.batch * gen / est.e2e_s
+            low, high = value * 0.75, value * 1.3
+        result.predicted, result.low, result.high = value, low, high
+        result.details = {"bound": est.step.bound, "ceiling_tok_s": est.ceiling_tok_s}
+        if case.flag:
+            result.reason = f"flagged in source data: {case.flag}"
+    except TokometerError as exc:
+        result.reason = str(exc)
+    return result
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    k = (len(ordered) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summarise(results: Iterable[CaseResult], metric: str) -> dict[str, Any]:
+    rows = [r for r in results if r.case.metric == metric]
+    scored = [r for r in rows if r.scored]
+    apes = [r.ape for r in scored if r.ape is not None]
+    inside = [r for r in scored if r.low is not None and r.high is not None and r.low <= r.case.value <= r.high]
+    return {
+        "n": len(rows),
+        "scored": len(scored),
+        "median_ape": statistics.median(apes) if apes else None,
+        "p90_ape": percentile(apes, 0.9) if apes else None,
+        "within_15": sum(a <= 0.15 for a in apes) / len(apes) if apes else None,
+        "interval_coverage": len(inside) / len(scored) if scored else None,
+        "median_signed_error": statistics.median(
+            (r.predicted - r.case.value) / r.case.value for r in scored if r.predicted is not None
+        )
+        if scored
+        else None,
+    }
+
+
+def report(results: list[CaseResult]) -> dict[str, Any]:
+    metrics = {m: summarise(results, m) for m in METRICS if any(r.case.metric == m for r in results)}
+    single = [r for r in results if r.case.n_devices == 1]
+    multi = [r for r in results if r.case.n_devices > 1]
+    subsets = {
+        "tg_single_device": summarise(single, "tg"),
+        "tg_multi_device": summarise(multi, "tg"),
+        "pp_single_device": summarise(single, "pp"),
+        "pp_multi_device": summarise(multi, "pp"),
+    }
+    return {"metrics": metrics, "subsets": subsets, "rows": [r.to_dict() for r in results]}
+
+
+def validate(cases: list[Case], *, baseline: str | None = None, loho: bool = False) -> list[CaseResult]:
+    """Predict every case; with `loho`, each hardware is predicted by a fit that never saw it."""
+    if not loho:
+        return [predict_case(c, baseline=baseline) for c in cases]
+    from tokometer.calibrate import fit_table, leave_one_hardware_out
+
+    return leave_one_hardware_out(cases, fit_table)
