@@ -55,12 +55,10 @@ def resolve_model(name: str) -> ModelSpec:
         return preset.spec
     looks_external = Path(name).exists() or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
     if looks_external:
-        try:
-            from tokometer.ingest import load_model
-        except ImportError:  # pragma: no cover - ingest ships with the package
-            load_model = None
-        if load_model is not None:
-            return load_model(name)
+        from tokometer.ingest import load_model
+
+        spec: ModelSpec = load_model(name)
+        return spec
     raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
 
 

@@ -27,7 +27,13 @@ from typing import Any
 
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
-from tokometer.validate import Case, CaseResult, estimate_kwargs, predict_case, resolve_case_hardware
+from tokometer.validate import (
+    Case,
+    CaseResult,
+    estimate_kwargs,
+    predict_case,
+    resolve_case_hardware,
+)
 
 MIN_TG_ROWS = 6
 MIN_PP_ROWS = 6
@@ -220,9 +226,9 @@ def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
 
 def fit_one(tg: list[Features], pp: list[Features], prior: Efficiency, source: str) -> Efficiency:
     decode = fit_decode(tg, prior) if len(tg) >= MIN_TG_ROWS else {}
-    base = replace(prior, **decode) if decode else prior
+    base = replace(prior, **decode) if decode else prior  # type: ignore[arg-type]
     pre = fit_prefill(pp, base, {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}) if len(pp) >= MIN_PP_ROWS else {}
-    eff = replace(base, **pre, source=source)
+    eff = replace(base, **pre, source=source)  # type: ignore[arg-type]
     sd_tg = _log_sd(tg, eff)
     sd_pp = _log_sd(pp, eff)
     return replace(
@@ -347,7 +353,7 @@ def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency]
             changes["residual_log_sd"] = max(0.05, statistics.pstdev(logs["tg"]) if len(logs["tg"]) > 1 else 0.05, _rms(logs["tg"]))
         if len(logs["pp"]) >= 3:
             changes["prefill_residual_log_sd"] = max(0.05, _rms(logs["pp"]))
-        table[key] = replace(eff, **changes)
+        table[key] = replace(eff, **changes)  # type: ignore[arg-type]
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
         engine, backend, hw_class = key.split("/")

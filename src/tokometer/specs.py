@@ -206,7 +206,7 @@ class ModelSpec(_Plain):
         if not self.is_moe:
             return 0.0
         k_over_e = self.n_experts_per_token / self.n_experts
-        return 1.0 - (1.0 - k_over_e) ** batch
+        return float(1.0 - (1.0 - k_over_e) ** batch)
 
     def active_params(self, batch: float = 1.0) -> float:
         """Parameters read per decode step at `batch` streams, embedding rows excluded."""

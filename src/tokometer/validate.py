@@ -106,6 +106,11 @@ class CaseResult:
         }
 
 
+def _integer(row: dict[str, str], column: str, default: int | None) -> int | None:
+    text = row.get(column, "").strip()
+    return int(float(text)) if text else default
+
+
 def read_cases(path: str | Path) -> list[Case]:
     """Parse a measurements CSV; errors name the line and the column."""
     path = Path(path)
@@ -148,9 +153,6 @@ def read_cases(path: str | Path) -> list[Case]:
         if not value_text or float(value_text) <= 0:
             raise InputError(f"{path}: line {line}, column 'value': a positive measurement is required")
 
-        def integer(column: str, default: int | None) -> int | None:
-            text = clean.get(column, "").strip()
-            return int(float(text)) if text else default
 
         cases.append(
             Case(
@@ -159,10 +161,10 @@ def read_cases(path: str | Path) -> list[Case]:
                 raw=clean,
                 metric=metric,
                 value=float(value_text),
-                n_devices=max(1, integer("n_devices", 1) or 1),
-                batch=max(1, integer("batch_size", 1) or 1),
-                prompt_tokens=integer("prompt_tokens", 0) or 0,
-                gen_tokens=integer("gen_tokens", None),
+                n_devices=max(1, _integer(clean, "n_devices", 1) or 1),
+                batch=max(1, _integer(clean, "batch_size", 1) or 1),
+                prompt_tokens=_integer(clean, "prompt_tokens", 0) or 0,
+                gen_tokens=_integer(clean, "gen_tokens", None),
                 flag=clean.get("flag", "").strip(),
             )
         )

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokometer.errors import IngestError, InputError
-from tokometer.specs import AttentionGroup, ModelSpec, ParamGroups
+from tokometer.specs import AttentionGroup, AttentionKind, ModelSpec, ParamGroups
 
 KNOWN_ARCHITECTURES = (
     "llama",
@@ -225,12 +225,13 @@ def spec_from_config(
         kinds = _layer_types(cfg, arch, n_layers)
         window = cfg.get("sliding_window")
         attention_groups = []
+        kind: AttentionKind
         for kind in ("full", "sliding", "linear"):
             count = kinds.count(kind)
             if count:
                 attention_groups.append(
                     AttentionGroup(
-                        kind=kind,  # type: ignore[arg-type]
+                        kind=kind,
                         n_layers=count,
                         kv_elements_per_token=0 if kind == "linear" else 2 * n_kv * head_dim,
                         window_tokens=int(window) if kind == "sliding" and window else None,
@@ -270,7 +271,7 @@ def spec_from_config(
 
 def typical_layer_count(total_params: float) -> int:
     """Layer count of a typical dense decoder of this size (16 * P_B**(1/3): 8B -> 32, 70B -> 66)."""
-    return max(1, round(16.0 * (total_params / 1e9) ** (1.0 / 3.0)))
+    return max(1, int(round(16.0 * (total_params / 1e9) ** (1.0 / 3.0))))
 
 
 def bare_spec(

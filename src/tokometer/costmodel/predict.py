@@ -48,8 +48,9 @@ def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype) -> Peak:
     value = hardware.peak_tflops(dtype)
     if value:
         return Peak(value, dtype)
+    fallback: ComputeDtype
     for fallback in ("fp16", "fp32"):
-        value = hardware.peak_tflops(fallback)  # type: ignore[arg-type]
+        value = hardware.peak_tflops(fallback)
         if value:
             note = f"{hardware.name} has no {dtype} peak in its datasheet; {fallback} peak used"
             return Peak(value, fallback, note if fallback != dtype else None)

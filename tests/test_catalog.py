@@ -1,0 +1,135 @@
+"""Catalogs: every entry loads, validates and round-trips; names resolve; bad files are refused clearly."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import gguf
+import pytest
+
+from tokometer.catalog import (
+    clear_caches,
+    engine_catalog,
+    hardware_catalog,
+    model_catalog,
+    quant_catalog,
+)
+from tokometer.errors import CatalogError, UnknownEntryError
+from tokometer.specs import HardwareSpec
+
+CALIBRATION = Path(__file__).resolve().parents[2] / "shared" / "calibration"
+
+
+def test_hardware_catalog_is_large_and_sourced() -> None:
+    items = list(hardware_catalog())
+    assert len(items) >= 80
+    for hw in items:
+        assert hw.source.startswith("http"), hw.id
+        assert hw.memory_bandwidth_gb_per_s > 0 and hw.memory_gb > 0
+
+
+@pytest.mark.parametrize("hw", list(hardware_catalog()), ids=lambda h: h.id)
+def test_hardware_entry_round_trips(hw: HardwareSpec) -> None:
+    data = hw.to_dict()
+    rebuilt = HardwareSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    assert rebuilt == hw
+    assert hardware_catalog().get(hw.id) == hw
+    for alias in hw.aliases:
+        assert hardware_catalog().get(alias).id == hw.id
+
+
+def test_every_calibration_hardware_row_is_in_the_catalog() -> None:
+    path = CALIBRATION / "hardware.csv"
+    if not path.exists():
+        pytest.skip("shared/calibration is not beside this checkout")
+    index = {cid: hw for hw in hardware_catalog() for cid in hw.calibration_ids}
+    with path.open(encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            hw = index.get(row["hardware_id"])
+            assert hw is not None, row["hardware_id"]
+            if row["mem_bandwidth_gbps"]:
+                assert hw.memory_bandwidth_gb_per_s == float(row["mem_bandwidth_gbps"])
+            if row["fp16_dense_tflops"]:
+                assert hw.fp16_tflops == float(row["fp16_dense_tflops"])
+
+
+@pytest.mark.parametrize(("spelling", "expected"), [("4090", "rtx-4090"), ("RTX 4090", "rtx-4090"), ("H100 SXM5", "h100-sxm"), ("rtx-5060-ti-16gb", "rtx-5060-ti-16gb"), ("m2-ultra-76c", "m2-ultra-76c"), ("h200", "h200")])
+def test_common_spellings_resolve(spelling: str, expected: str) -> None:
+    assert hardware_catalog().get(spelling).id == expected
+
+
+def test_near_miss_suggests() -> None:
+    with pytest.raises(UnknownEntryError, match="did you mean.*rtx-4090"):
+        hardware_catalog().get("rtx-4009")
+
+
+def test_ggml_types_match_the_gguf_package_exactly() -> None:
+    seen = 0
+    for q in quant_catalog():
+        if q.ggml_type:
+            block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[q.ggml_type]]
+            assert (q.block_size, q.type_size_bytes) == (block, size)
+            assert q.bits_per_weight == pytest.approx(size * 8 / block)
+            seen += 1
+    assert seen == len(gguf.GGML_QUANT_SIZES)
+
+
+def test_k_quant_mix_is_above_its_block_type() -> None:
+    assert quant_catalog().get("Q4_K_M").bits_per_weight > quant_catalog().get("q4_k").bits_per_weight
+
+
+@pytest.mark.parametrize("preset", list(model_catalog()), ids=lambda p: p.id)
+def test_model_preset_accounts_close_to_its_published_count(preset) -> None:
+    spec = preset.spec
+    assert spec.total_params > 0 and spec.n_layers > 0
+    if preset.params_b:
+        # published Gemma 3 multimodal totals include the 0.42 B SigLIP vision tower + projector
+        vision_b = 0.42 if "text_config" in preset.config else 0.0
+        assert spec.total_params / 1e9 + vision_b == pytest.approx(preset.params_b, rel=0.01)
+
+
+def test_required_presets_exist() -> None:
+    for name in [
+        "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b",
+        "llama-3.2-1b", "llama-3.2-3b", "mistral-7b-v0.1", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
+        "qwen2.5-72b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gemma-2-9b", "gemma-2-27b",
+        "gemma-3-4b", "gemma-3-12b", "gemma-3-27b", "gemma-4-12b", "deepseek-v3", "gpt-oss-20b", "gpt-oss-120b", "phi-4",
+    ]:
+        assert name in model_catalog(), name
+
+
+def test_engines_have_documented_efficiency() -> None:
+    ids = {e.id for e in engine_catalog()}
+    assert {"llama-cpp", "ollama", "lm-studio", "vllm", "sglang", "tensorrt-llm", "mlx", "exllamav2", "mlc-llm", "gpt-fast", "transformers"} <= ids
+    for e in engine_catalog():
+        assert 0 < e.efficiency.bandwidth_fraction <= 1
+        assert dataclasses.asdict(e.efficiency)
+
+
+def _write(home: Path, name: str, text: str) -> None:
+    (home / name).write_text(text, encoding="utf-8")
+    clear_caches()
+
+
+def test_user_catalog_adds_an_entry(isolated_home: Path) -> None:
+    _write(isolated_home, "hardware.toml", '[my-card]\nname = "My card"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth_gb_per_s = 500\nlaunch_year = 2024\nsource = "https://example.org/my-card"\n')
+    assert hardware_catalog().get("my-card").memory_bandwidth_gb_per_s == 500
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[x]\nname = "X"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth = 500\nlaunch_year = 2024\nsource = "s"\n', "'memory_bandwidth' has no unit"),
+        ('[x]\nname = "X"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth_gb_per_s = 500\nlaunch_year = 2024\ncolour = "red"\nsource = "s"\n', "unknown key 'colour'"),
+        ('[x]\nname = "X"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth_gb_per_s = 500\nlaunch_year = 2024\n', "missing required key 'source'"),
+        ("[x\nname = ", "not valid TOML"),
+        ('[x]\nname = "X"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = -12\nmemory_bandwidth_gb_per_s = 500\nlaunch_year = 2024\nsource = "s"\n', "must not be negative"),
+    ],
+)
+def test_broken_user_catalog_names_file_and_key(isolated_home: Path, text: str, message: str) -> None:
+    _write(isolated_home, "hardware.toml", text)
+    with pytest.raises(CatalogError, match=message) as info:
+        hardware_catalog()
+    assert "hardware.toml" in str(info.value)
