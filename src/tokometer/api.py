@@ -187,7 +187,7 @@ class Estimate:
         )
         realised = self.estimate_tok_s / self.ceiling_tok_s if self.ceiling_tok_s else float("nan")
         lines.append(
-            f"estimate = {realised:.0%} of the ceiling: {self.efficiency.bandwidth_fraction:.0%} of datasheet bandwidth "
+            f"estimate = {realised:.0%} of the ceiling: {self.efficiency.bandwidth_fraction_for(self.quantized):.0%} of datasheet bandwidth "
             f"+ {s.overhead_time_s * 1e3:.2f} ms/token of {self.engine.name} overhead"
             + (f" ({self.efficiency.source})" if self.efficiency.source else "")
         )
@@ -387,7 +387,7 @@ def estimate(
         raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)")
     kv_el = kv_fmt.bytes_per_weight
 
-    peak = compute_peak(hardware, fmt.compute_dtype if fmt else "fp16")
+    peak = compute_peak(hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=eng.fp16_accumulate)
     quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)

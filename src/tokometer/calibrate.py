@@ -37,7 +37,7 @@ from tokometer.validate import (
 
 MIN_TG_ROWS = 6
 MIN_PP_ROWS = 6
-RIDGE = 0.05  # weight of the prior, relative to one row of relative error
+RIDGE = 0.5  # weight of the prior: half of one row of relative error, whatever the row count
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,7 @@ def _unit(prior: Efficiency) -> Efficiency:
         layer_overhead_us=0.0,
         step_overhead_us=0.0,
         prefill_efficiency_max=1.0,
+        quantized_prefill_efficiency_max=1.0,
         prefill_half_tokens=0.0,
         prefill_attention_fraction=1.0,
         decode_compute_fraction=1.0,
@@ -106,8 +107,8 @@ def features(case: Case) -> Features | None:
     )
     if case.metric == "tg":
         return Features(t_measured_s=1.0 / case.value, memory_s=est.step.memory_time_s, **base)  # type: ignore[arg-type]
-    if est.prefill is None or not est.peak.tflops:
-        return None
+    if est.prefill is None or not est.peak.tflops or est.peak.note:
+        return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit
     peak = est.peak.tflops * 1e12
     return Features(
         t_measured_s=case.prompt_tokens / case.value,
@@ -126,7 +127,7 @@ def _default(engine_id: str) -> Efficiency:
 
 
 def _bounded_lstsq(rows: list[list[float]], target: list[float], prior: list[float], lower: list[float]) -> list[float]:
-    """min sum (A x - b)^2 + RIDGE * n * sum ((x - prior)/scale)^2, with x >= lower (active set)."""
+    """min sum (A x - b)^2 + RIDGE * sum ((x - prior)/scale)^2, with x >= lower (active set)."""
     import numpy as np
 
     a = np.asarray(rows, dtype=float)
@@ -138,7 +139,7 @@ def _bounded_lstsq(rows: list[list[float]], target: list[float], prior: list[flo
     for _ in range(len(prior) + 1):
         free = [i for i in range(len(prior)) if i not in fixed]
         rhs = b - (a[:, list(fixed)] @ np.array(list(fixed.values())) if fixed else 0.0)
-        weight = math.sqrt(RIDGE * max(n, 1))
+        weight = math.sqrt(RIDGE)
         reg_a = np.diag(weight / scale[free])
         reg_b = weight * p[free] / scale[free]
         full_a = np.vstack([a[:, free], reg_a])
@@ -190,9 +191,12 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
     usable = [f for f in rows if f.t_measured_s > overhead(f)]
     if not usable:
         return {}
+    has_plain = any(not f.quantized for f in usable)
+    has_quant = any(f.quantized for f in usable)
     a = [
         [
-            f.matmul_s / f.t_measured_s,
+            (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
+            (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
             f.matmul_s / f.prompt_tokens / f.t_measured_s,
             f.attention_s / f.t_measured_s,
         ]
@@ -200,19 +204,24 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
     ]
     target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
     u0 = 1.0 / prior.prefill_efficiency_max
+    uq0 = 1.0 / (prior.quantized_prefill_efficiency_max or prior.prefill_efficiency_max)
     w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
-    x = _bounded_lstsq(a, target, [u0, prior.prefill_half_tokens * u0, w0], [1.0, 0.0, 1.0])
+    # the T_half term is shared: eta(T) = eta_max * T / (T + T_half), with v = T_half / eta_max(plain)
+    x = _bounded_lstsq(a, target, [u0, uq0, prior.prefill_half_tokens * u0, w0], [1.0, 1.0, 0.0, 1.0])
+    eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
+    eta_quant = 1.0 / x[1] if has_quant else eta_plain
     return {
-        "prefill_efficiency_max": 1.0 / x[0],
-        "prefill_half_tokens": x[1] / x[0],
-        "prefill_attention_fraction": 1.0 / x[2],
+        "prefill_efficiency_max": eta_plain,
+        "quantized_prefill_efficiency_max": eta_quant,
+        "prefill_half_tokens": x[2] / x[0],
+        "prefill_attention_fraction": 1.0 / x[3],
     }
 
 
 def _predicted_time(f: Features, eff: Efficiency) -> float:
     if f.case.metric == "tg":
         return f.memory_s / eff.bandwidth_fraction_for(f.quantized) + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
-    eta = eff.prefill_efficiency_max * f.prompt_tokens / (f.prompt_tokens + eff.prefill_half_tokens)
+    eta = eff.prefill_max_for(f.quantized) * f.prompt_tokens / (f.prompt_tokens + eff.prefill_half_tokens)
     eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
     return f.matmul_s / eta + f.attention_s / eta_att + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
 
@@ -303,6 +312,7 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "layer_overhead_us",
             "step_overhead_us",
             "prefill_efficiency_max",
+            "quantized_prefill_efficiency_max",
             "prefill_half_tokens",
             "prefill_attention_fraction",
             "prefill_chunk_tokens",

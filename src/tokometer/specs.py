@@ -52,7 +52,8 @@ class HardwareSpec(_Plain):
     backend: str = "cuda"
     memory_type: str | None = None
     fp32_tflops: float | None = None
-    fp16_tflops: float | None = None
+    fp16_tflops: float | None = None  # dense tensor fp16/bf16, FP32 accumulate where vendors distinguish
+    fp16_acc16_tflops: float | None = None  # dense tensor fp16 with FP16 accumulate (GeForce: twice the above)
     fp8_tflops: float | None = None
     int8_tops: float | None = None
     fp4_tflops: float | None = None
@@ -238,6 +239,12 @@ class Efficiency(_Plain):
     quantized_bandwidth_fraction: float | None = None  # eta_bw for block-quantized weights (dequant kernels)
     prefill_attention_fraction: float | None = None  # eta for prefill attention FLOPs (default: matmul's max)
     prefill_residual_log_sd: float = 0.3  # spread of log(measured/predicted) prefill, for intervals
+    quantized_prefill_efficiency_max: float | None = None  # eta_prefill max for block-quantized weights
+
+    def prefill_max_for(self, quantized: bool) -> float:
+        if quantized and self.quantized_prefill_efficiency_max is not None:
+            return self.quantized_prefill_efficiency_max
+        return self.prefill_efficiency_max
 
     def bandwidth_fraction_for(self, quantized: bool) -> float:
         """Block-quantized matvec kernels (Q4_K, GPTQ...) stream bytes less efficiently than plain floats."""
@@ -259,6 +266,7 @@ class EngineSpec(_Plain):
     kv_allocation: str  # paged | contiguous
     default_kv_dtype: str = "fp16"
     based_on: str | None = None
+    fp16_accumulate: bool = False  # fp16 GEMMs accumulate in fp16 (llama.cpp's cuBLAS path)
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None

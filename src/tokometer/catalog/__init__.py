@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from tokometer.catalog.schema import INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
+from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
 from tokometer.errors import CatalogError, TokometerError, UnknownEntryError
 from tokometer.specs import Efficiency, EngineSpec, HardwareSpec, ModelSpec, QuantFormat
 
@@ -146,6 +146,7 @@ HARDWARE_SCHEMA: Schema = {
     "memory_bandwidth_gb_per_s": Field(NUM, True),
     "fp32_tflops": Field(NUM),
     "fp16_tflops": Field(NUM),
+    "fp16_acc16_tflops": Field(NUM),
     "fp8_tflops": Field(NUM),
     "int8_tops": Field(NUM),
     "fp4_tflops": Field(NUM),
@@ -190,6 +191,7 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         memory_bandwidth_gb_per_s=float(raw["memory_bandwidth_gb_per_s"]),
         fp32_tflops=_opt_float(raw, "fp32_tflops"),
         fp16_tflops=_opt_float(raw, "fp16_tflops"),
+        fp16_acc16_tflops=_opt_float(raw, "fp16_acc16_tflops"),
         fp8_tflops=_opt_float(raw, "fp8_tflops"),
         int8_tops=_opt_float(raw, "int8_tops"),
         fp4_tflops=_opt_float(raw, "fp4_tflops"),
@@ -259,13 +261,14 @@ EFFICIENCY_SCHEMA: Schema = {
     "quantized_bandwidth_fraction": Field(NUM),
     "prefill_attention_fraction": Field(NUM),
     "prefill_residual_log_sd": Field(NUM),
+    "quantized_prefill_efficiency_max": Field(NUM),
     "source": Field(STR),
 }
 
 
 def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Efficiency:
     checked = check_entry(where, "efficiency", raw, EFFICIENCY_SCHEMA)
-    for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction"):
+    for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max"):
         if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
     return Efficiency(
@@ -278,6 +281,9 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
         decode_compute_fraction=float(checked.get("decode_compute_fraction", 0.5)),
         residual_log_sd=float(checked.get("residual_log_sd", 0.2)),
         prefill_residual_log_sd=float(checked.get("prefill_residual_log_sd", 0.3)),
+        quantized_prefill_efficiency_max=(
+            float(checked["quantized_prefill_efficiency_max"]) if "quantized_prefill_efficiency_max" in checked else None
+        ),
         quantized_bandwidth_fraction=(
             float(checked["quantized_bandwidth_fraction"]) if "quantized_bandwidth_fraction" in checked else None
         ),
@@ -298,6 +304,7 @@ ENGINE_SCHEMA: Schema = {
     "usable_memory_fraction": Field(NUM, True),
     "kv_allocation": Field(STR, True),
     "default_kv_dtype": Field(STR),
+    "fp16_accumulate": Field(BOOL),
     "notes": Field(STR),
     "efficiency": Field(TABLE, True),
 }
@@ -318,6 +325,7 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         kv_allocation=raw["kv_allocation"],
         default_kv_dtype=raw.get("default_kv_dtype", "fp16"),
         based_on=raw.get("based_on"),
+        fp16_accumulate=bool(raw.get("fp16_accumulate", False)),
         backends=tuple(raw.get("backends", [])),
         aliases=tuple(raw.get("aliases", [])),
         notes=raw.get("notes"),

@@ -43,15 +43,31 @@ class Peak(_Plain):
     note: str | None = None
 
 
-def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype) -> Peak:
-    """Dense peak for the format's compute dtype; falls back to fp16 then fp32, saying so."""
+def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool = False) -> Peak:
+    """Dense peak for the format's compute dtype; falls back to fp16 then fp32, saying so.
+
+    Engines that accumulate fp16 GEMMs in fp16 (llama.cpp) get the FP16-accumulate tensor rate
+    where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure).
+    """
     value = hardware.peak_tflops(dtype)
+    if value and dtype == "fp16" and fp16_accumulate and hardware.fp16_acc16_tflops:
+        return Peak(hardware.fp16_acc16_tflops, "fp16-acc16")
     if value:
         return Peak(value, dtype)
+    if hardware.vendor == "nvidia" and (hardware.launch_year or 0) >= 2018 and not hardware.fp16_tflops:
+        # tensor-core GPUs: the fp32 SIMD rate would understate matmuls several-fold
+        return Peak(
+            None,
+            None,
+            f"{hardware.name} has no fp16 tensor peak in the catalog; compute time not modelled "
+            "(add fp16_tflops in a user catalog entry)",
+        )
     fallback: ComputeDtype
     for fallback in ("fp16", "fp32"):
         value = hardware.peak_tflops(fallback)
         if value:
+            if fallback == "fp16" and fp16_accumulate and hardware.fp16_acc16_tflops:
+                value = hardware.fp16_acc16_tflops
             note = f"{hardware.name} has no {dtype} peak in its datasheet; {fallback} peak used"
             return Peak(value, fallback, note if fallback != dtype else None)
     return Peak(None, None, f"{hardware.name} has no published compute peak; compute time not modelled")
@@ -111,13 +127,19 @@ def decode_step(
     peak: Peak | None = None,
     bandwidth_gb_per_s: float | None = None,
     quantized: bool = False,
+    tokens_per_stream: int = 1,
 ) -> Step:
-    """Time of one decode step (PHYSICS.md section 4). `quantized`: block-quantized weight kernels."""
+    """Time of one decode step (PHYSICS.md section 4). `quantized`: block-quantized weight kernels.
+
+    `tokens_per_stream` > 1 is a speculative verification pass (PHYSICS.md section 7): each stream
+    feeds k+1 tokens through the weights in one step, reads its KV cache once, writes k+1 entries.
+    """
     bw = (bandwidth_gb_per_s or hardware.memory_bandwidth_gb_per_s) * GB
-    w_read = weight_bytes_read(model, weights, batch)
+    tokens = batch * tokens_per_stream
+    w_read = weight_bytes_read(model, weights, tokens)
     kv_read = batch * kv_read_bytes(model, depth_tokens, kv_bytes_per_element)
-    kv_write = batch * kv_write_bytes(model, kv_bytes_per_element)
-    flops = batch * (
+    kv_write = tokens * kv_write_bytes(model, kv_bytes_per_element)
+    flops = tokens * (
         2.0 * model.matmul_params_per_token() + attention_flops_per_token(model, depth_tokens)
     )
     peak_flops = (peak.tflops * TFLOP) if peak and peak.tflops else None
@@ -193,7 +215,7 @@ def prefill(
     matmul_flops = 2.0 * model.matmul_params_per_token() * t
     attention_flops = prefill_attention_flops(model, t)
     flops = matmul_flops + attention_flops
-    eta = efficiency.prefill_efficiency_max * t / (t + efficiency.prefill_half_tokens)
+    eta = efficiency.prefill_max_for(quantized) * t / (t + efficiency.prefill_half_tokens)
     eta_attention = efficiency.prefill_attention_fraction or efficiency.prefill_efficiency_max
     compute_time = (matmul_flops / eta + attention_flops / eta_attention) / (peak.tflops * TFLOP)
     chunk = max(1, efficiency.prefill_chunk_tokens)
