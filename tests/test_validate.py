@@ -78,3 +78,17 @@ def test_rows_with_their_own_specs_and_bare_counts(tmp_path: Path) -> None:
     results = validate(read_cases(path))
     assert results[0].scored and results[0].predicted and 40 < results[0].predicted < 205
     assert not results[1].scored and results[1].reason
+
+
+def test_aggregates_are_predicted_as_aggregates(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,engine\n"
+        "s1,tg,100,Llama 3.1 8B,h100-sxm,fp16,0,128,1,vllm\n"
+        "a8,tg_agg,700,Llama 3.1 8B,h100-sxm,fp16,0,128,8,vllm\n",
+        encoding="utf-8",
+    )
+    single, aggregate = validate(read_cases(path))
+    assert single.predicted and aggregate.predicted
+    # eight streams share one read of the weights: far more than one stream, at most 8x
+    assert single.predicted * 4 < aggregate.predicted <= single.predicted * 8

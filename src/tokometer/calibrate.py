@@ -134,7 +134,6 @@ def _bounded_lstsq(rows: list[list[float]], target: list[float], prior: list[flo
     b = np.asarray(target, dtype=float)
     p = np.asarray(prior, dtype=float)
     scale = np.maximum(np.abs(p), 1e-9)
-    n = len(rows)
     fixed: dict[int, float] = {}
     for _ in range(len(prior) + 1):
         free = [i for i in range(len(prior)) if i not in fixed]
