@@ -92,3 +92,21 @@ def test_aggregates_are_predicted_as_aggregates(tmp_path: Path) -> None:
     assert single.predicted and aggregate.predicted
     # eight streams share one read of the weights: far more than one stream, at most 8x
     assert single.predicted * 4 < aggregate.predicted <= single.predicted * 8
+
+
+@needs_data
+def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> None:
+    import tomllib
+
+    from tokometer.catalog.efficiency import EFFICIENCY_FILE
+
+    out = tmp_path / "efficiency.toml"
+    r = run_cli("calibrate", str(MEASUREMENTS), "--out", str(out))
+    assert r.code == 0, r.err
+    fresh = tomllib.loads(out.read_text(encoding="utf-8"))["entries"]
+    shipped = tomllib.loads(EFFICIENCY_FILE.read_text(encoding="utf-8"))["entries"]
+    assert fresh.keys() == shipped.keys()
+    for key in shipped:
+        for name, value in shipped[key].items():
+            if isinstance(value, float):
+                assert fresh[key][name] == pytest.approx(value, rel=1e-4), (key, name)
