@@ -102,13 +102,19 @@ def models_list(as_json: bool) -> None:
 @click.option("--kv-dtype", default="fp16", show_default=True, help="KV-cache dtype for the per-token figures.")
 @json_option
 def models_show(name: str, kv_dtype: str, as_json: bool) -> None:
-    """Resolved architecture and accounting of a preset, config.json, folder, GGUF, safetensors or Hub id."""
+    """Resolved architecture and accounting of a preset, config.json, folder, GGUF, safetensors or Hub id.
+
+    NAME is a catalog name, a config.json, a model folder, a .gguf or .safetensors file, a
+    model.safetensors.index.json, or a Hugging Face Hub id (owner/name[@revision]). Weight bytes
+    are exact when read from files; otherwise parameters x the published format.
+    """
     from tokometer.api import resolve_model
     from tokometer.catalog import quant_catalog
     from tokometer.report.models import model_report, render_model_report
 
     spec = resolve_model(name)
-    report = model_report(spec, quant_catalog().get(kv_dtype))
+    weights = None if spec.exact_weight_bytes is not None else quant_catalog().find(spec.default_quant or "bf16")
+    report = model_report(spec, quant_catalog().get(kv_dtype), weights)
     _emit(report, as_json, render_model_report(report))
 
 

@@ -34,7 +34,9 @@ KNOWN_ARCHITECTURES = (
 
 
 def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = cfg.get(key, default)
+    value = cfg.get(key)
+    if value is None:  # absent or JSON null: the default
+        value = default
     if value is None:
         raise IngestError(f"config is missing {key!r}")
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
@@ -138,6 +140,7 @@ def spec_from_config(
         rope = _int(cfg, "qk_rope_head_dim")
         nope = _int(cfg, "qk_nope_head_dim")
         v_dim = _int(cfg, "v_head_dim")
+        head_dim = nope + rope  # query/key width per head (the config's hidden/heads means nothing here)
         q_dim = n_heads * (nope + rope)
         if q_lora:
             q_params = hidden * int(q_lora) + int(q_lora) + int(q_lora) * q_dim

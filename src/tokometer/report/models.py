@@ -11,7 +11,12 @@ from tokometer.report.text import num
 from tokometer.specs import ModelSpec, QuantFormat
 
 
-def model_report(spec: ModelSpec, kv_dtype: QuantFormat) -> dict[str, Any]:
+def model_report(spec: ModelSpec, kv_dtype: QuantFormat, weight_format: QuantFormat | None = None) -> dict[str, Any]:
+    """Architecture, parameters by read class, weight bytes and KV per token, warnings.
+
+    Weight bytes are the file's when the model came from one (GGUF, safetensors, Hub headers);
+    otherwise parameters x `weight_format` (default bf16), scales included.
+    """
     kv_el = kv_dtype.bytes_per_weight
     data: dict[str, Any] = {
         "name": spec.name,
@@ -28,6 +33,7 @@ def model_report(spec: ModelSpec, kv_dtype: QuantFormat) -> dict[str, Any]:
         "n_experts": spec.n_experts,
         "n_experts_per_token": spec.n_experts_per_token,
         "max_context_tokens": spec.max_context_tokens,
+        "default_quant": spec.default_quant,
         "total_params": spec.total_params,
         "params": spec.params.to_dict(),
         "params_read_per_token": spec.active_params(1.0),
@@ -43,12 +49,22 @@ def model_report(spec: ModelSpec, kv_dtype: QuantFormat) -> dict[str, Any]:
     }
     if spec.exact_weight_bytes is not None:
         w = spec.exact_weight_bytes
+        basis = "file"
         data["weight_bytes"] = w.total
         data["weight_bytes_by_class"] = w.to_dict()
         data["weight_bytes_read_per_token"] = weight_bytes_read(spec, w, 1.0)
     else:
         bf16 = spec.params.scaled(2.0)
         data["weight_bytes_read_per_token_bf16"] = weight_bytes_read(spec, bf16, 1.0)
+        basis = weight_format.id if weight_format else "bf16"
+        w = spec.params.scaled(weight_format.bytes_per_weight) if weight_format else bf16
+    data["weights"] = {
+        "basis": basis,
+        "bytes": w.total,
+        "bytes_by_class": w.to_dict(),
+        "bytes_read_per_token": weight_bytes_read(spec, w, 1.0),
+        "bits_per_weight": w.total * 8.0 / spec.total_params if spec.total_params else None,
+    }
     return data
 
 
@@ -76,8 +92,13 @@ def render_model_report(d: dict[str, Any]) -> str:
     for g in d["attention"]:
         window = f", window {g['window_tokens']}" if g["window_tokens"] else ""
         lines.append(f"  {g['n_layers']} {g['kind']} layers: {g['kv_elements_per_token']} KV elements per token{window}")
-    if "weight_bytes" in d:
-        lines.append(f"weights in file: {num(d['weight_bytes'] / 1e9)} GB, {num(d['weight_bytes_read_per_token'] / 1e9)} GB read per token")
+    weights = d["weights"]
+    basis = weights["basis"]
+    what = "weights in file" if basis == "file" else f"weights at {basis} (from the parameter count)"
+    lines.append(
+        f"{what}: {num(weights['bytes'] / 1e9)} GB, {num(weights['bits_per_weight'])} bits/weight, "
+        f"{num(weights['bytes_read_per_token'] / 1e9)} GB read per decoded token"
+    )
     if d.get("max_context_tokens"):
         lines.append(f"max context: {d['max_context_tokens']:,} tokens")
     lines += [f"note: {w}" for w in d["warnings"]]
