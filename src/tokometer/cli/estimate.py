@@ -6,7 +6,15 @@ from typing import Any
 
 import click
 
-from tokometer.cli.options import engine_options, hardware_options, json_option, model_options, workload_options
+from tokometer.cli.options import (
+    engine_options,
+    hardware_options,
+    json_option,
+    lever_options,
+    model_options,
+    plot_option,
+    workload_options,
+)
 
 
 @click.command()
@@ -15,8 +23,10 @@ from tokometer.cli.options import engine_options, hardware_options, json_option,
 @hardware_options
 @engine_options
 @workload_options
+@lever_options
+@plot_option
 @json_option
-def estimate(model: str | None, as_json: bool, **options: Any) -> None:
+def estimate(model: str | None, as_json: bool, plot_path: str | None, **options: Any) -> None:
     """Predict decode speed (ceiling and estimate), prefill, TTFT, latency and memory.
 
     MODEL is a catalog name (`tokometer models list`), a config.json, a model folder, a
@@ -25,10 +35,22 @@ def estimate(model: str | None, as_json: bool, **options: Any) -> None:
         tokometer estimate --params 70 --bits 16 --bandwidth 3350
 
     With no arguments at all it estimates Llama 3.1 8B Q4_K_M on an RTX 4090.
+
+    \b
+    The levers (all off by default; each has its own section of --json):
+      speculative decoding   --draft llama-3.2-1b --acceptance 0.8 --draft-tokens 4
+      tensor/pipeline        --tp 2 --pp 1 --link nvlink|pcie4x16|64
+      CPU offload            --gpu-layers 26|0.8 --cpu-hw ddr5-dual-channel --offload-mode cpu|stream
+    The JSON always has `batching` (per-stream and aggregate vs batch, the ridge point) and
+    `context` (decode speed as the KV cache fills) curves.
     """
     from tokometer.api import estimate as run_estimate
     from tokometer.report.estimate import render_estimate
     from tokometer.report.text import to_json
 
     result = run_estimate(model, **options)
+    if plot_path:
+        from tokometer.report.plots import plot_estimate
+
+        plot_estimate(result, plot_path)
     click.echo(to_json(result.to_dict()) if as_json else render_estimate(result))

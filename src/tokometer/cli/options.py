@@ -65,3 +65,59 @@ def workload_options(f: F) -> F:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def _apply(f: F, decorators: list[Callable[[F], F]]) -> F:
+    for decorator in reversed(decorators):
+        f = decorator(f)
+    return f
+
+
+def speculative_options(f: F) -> F:
+    """Speculative decoding (PHYSICS.md section 7). JSON: `speculative.*`."""
+    return _apply(
+        f,
+        [
+            click.option("--draft", help="Speculative decoding: draft model with MODEL's tokenizer, e.g. llama-3.2-1b. JSON: speculative.*"),
+            click.option("--draft-quant", help="Draft weight format [default: MODEL's format]."),
+            click.option("--acceptance", type=float, help="Share of drafted tokens the target accepts, in [0, 1) [default: 0.7, assumed]."),
+            click.option("--draft-tokens", type=int, help="Tokens drafted per target pass, k [default: 4]."),
+        ],
+    )
+
+
+def parallel_options(f: F) -> F:
+    """Tensor and pipeline parallelism over identical devices. JSON: `parallel.*`."""
+    return _apply(
+        f,
+        [
+            click.option("--tp", type=int, default=1, show_default=True, help="Tensor parallel over N devices: weights and KV split, two all-reduces per layer. JSON: parallel.*"),
+            click.option("--pp", type=int, default=1, show_default=True, help="Pipeline parallel over N stages: adds memory, not single-stream speed."),
+            click.option("--link", help="Link between devices (or to the host for --offload-mode stream): nvlink, pcie3, pcie4, pcie5, optionally xLANES (pcie4x8), or a bandwidth in GB/s [default: NVLink if the device has it, else its PCIe]."),
+        ],
+    )
+
+
+def offload_options(f: F) -> F:
+    """CPU offload of some layers. JSON: `offload.*`."""
+    return _apply(
+        f,
+        [
+            click.option("--gpu-layers", help="CPU offload: layers on the GPU, a count (26) or a share (0.8); the others run from system RAM. JSON: offload.*"),
+            click.option("--cpu-hw", help="CPU memory system for the offloaded layers (`tokometer hardware list --vendor generic`) [default: ddr5-dual-channel]."),
+            click.option("--offload-mode", type=click.Choice(["cpu", "stream"]), help="cpu: offloaded layers computed on the CPU (llama.cpp); stream: their weights cross PCIe every step [default: cpu]."),
+        ],
+    )
+
+
+def lever_options(f: F) -> F:
+    """Speculative decoding, parallelism and CPU offload (PHYSICS.md section 7); all off by default."""
+    return speculative_options(parallel_options(offload_options(f)))
+
+
+plot_option = click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write a figure (.png, .svg or .pdf): decode vs context, vs batch, a roofline, the offload curve.",
+)

@@ -1,8 +1,15 @@
-"""Human rendering of an `Estimate`: a short table, the memory verdict, one line on why."""
+"""Human rendering of an `Estimate` and of the reports built on it (utilisation, fit, sweep).
+
+Each renderer reads the same dictionaries `--json` prints, so text and JSON cannot disagree.
+"""
 
 from __future__ import annotations
 
-from tokometer.api import Estimate
+import csv
+import io
+from typing import Any
+
+from tokometer.api import Estimate, FitReport, SweepResult, UtilizationReport
 from tokometer.report.text import num, table
 from tokometer.units import GB
 
@@ -17,12 +24,20 @@ def _seconds(value: float | None) -> str:
     return f"{value * 1e3:,.0f} ms" if value < 1 else f"{value:,.2f} s"
 
 
+def _tokens(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1024:g}k" if value >= 1024 and value % 1024 == 0 else f"{value:,.0f}"
+
+
 def render_estimate(e: Estimate) -> str:
     d = e.to_dict()
     quant = e.quant.name if e.quant else "exact file sizes"
+    par = d["parallel"]
+    where = e.hardware.name if par["devices"] == 1 else f"{par['devices']} x {e.hardware.name}"
     head = (
         f"{e.model.name} · {quant} ({e.bits_per_weight:.2f} bits/weight, {e.weights.total / GB:.2f} GB)"
-        f" · {e.hardware.name} ({num(e.hardware.memory_bandwidth_gb_per_s)} GB/s) · {e.engine.name}"
+        f" · {where} ({num(e.hardware.memory_bandwidth_gb_per_s)} GB/s) · {e.engine.name}"
     )
     band = e.estimate_interval
     b = e.step.batch
@@ -32,6 +47,15 @@ def render_estimate(e: Estimate) -> str:
     ]
     if b > 1:
         rows.append(["decode (aggregate)", _tok(e.ceiling_tok_s * b), _tok(e.estimate_tok_s * b)])
+    spec = d["speculative"]
+    if spec["active"]:
+        rows.append(
+            [
+                f"decode, speculative ({spec['draft']}, a={spec['acceptance']:g}, k={spec['draft_tokens']})",
+                _tok(spec["ceiling_tok_s"]),
+                f"{_tok(spec['tok_s'])} ({spec['speedup']:.2f}x)",
+            ]
+        )
     rows += [
         [f"decode at {e.step.depth_tokens:,.0f} tokens of context", "", f"{e.step.time_s * 1e3:.2f} ms/token"],
         [f"prefill ({e.workload.prompt_tokens:,} tokens)", "", _tok(e.prefill.tok_s if e.prefill else None)],
@@ -54,8 +78,145 @@ def render_estimate(e: Estimate) -> str:
         if extras:
             verdict += "; " + ", ".join(extras)
     lines = [head, "", table(rows, ["", "ceiling", "estimate (80% band)"]), "", f"memory: {verdict}"]
+    lines += _lever_lines(d)
     lines.append(f"feel: {d['latency']['verdict']}")
     lines.append("")
     lines += [f"why: {line}" for line in e.explanation()]
     lines += [f"note: {w}" for w in e.warnings]
     return "\n".join(lines)
+
+
+def _lever_lines(d: dict[str, Any]) -> list[str]:
+    lines = []
+    par = d["parallel"]
+    if par["devices"] > 1:
+        lines.append(
+            f"parallel: TP {par['tp']} x PP {par['pp']} over {par['link']} ({num(par['link_gb_per_s'])} GB/s per "
+            f"direction): {par['speedup']:.2f}x one device ({_tok(par['single_device_tok_s'])}); "
+            f"{par['comm_time_s'] * 1e3:.2f} ms/token of all-reduces and hops; "
+            f"{par['memory_per_device_gb']:.1f} GB per device"
+        )
+    off = d["offload"]
+    if off["active"]:
+        lines.append(
+            f"offload: {off['gpu_layers']}/{off['n_layers']} layers on the GPU ({off['gpu_weights_gb']:.1f} GB), "
+            f"{off['cpu_layers']} {'on ' + off['cpu_hw'] if off['mode'] == 'cpu' else 'streamed over ' + off['link']} "
+            f"({off['cpu_weights_gb']:.1f} GB, needs {off['cpu_memory_gb']:.1f} of {off['cpu_available_gb']:.1f} GB); "
+            f"all on GPU {_tok(off['gpu_only_tok_s'])}, none {_tok(off['cpu_only_tok_s'])}"
+        )
+    ctx = d["context"]
+    far = [p for p in ctx["curve"] if p["depth_tokens"] > max(ctx["depth_tokens"], 0)]
+    if far:
+        deep = far[min(len(far) - 1, 4)]
+        lines.append(
+            f"context: {_tok(ctx['empty_tok_s'])} empty, {_tok(ctx['at_depth_tok_s'])} at "
+            f"{_tokens(ctx['depth_tokens'])}, {_tok(deep['estimate_tok_s'])} at {_tokens(deep['depth_tokens'])} "
+            f"tokens ({ctx['kv_dtype']} KV, {num(ctx['kv_bytes_per_token'] / 1e3)} kB per token)"
+        )
+    bat = d["batching"]
+    big = [p for p in bat["curve"] if p["fits"]]
+    if big:
+        top = big[-1]
+        ridge = bat["compute_bound_batch"]
+        lines.append(
+            f"batching: {_tok(top['aggregate_tok_s'])} aggregate at batch {top['batch']} "
+            f"({_tok(top['per_stream_tok_s'])} each)"
+            + (f"; compute-bound from batch {ridge:,}" if ridge else "")
+            + (f"; {bat['experts_touched']:.1f} of {bat['n_experts']} experts read per layer" if bat["n_experts"] else "")
+        )
+    return lines
+
+
+def render_utilization(report: UtilizationReport) -> str:
+    d = report.to_dict()
+    u = d["utilization"]
+    e = report.estimate
+    rows = [
+        ["decode", _tok(u["measured_decode_tok_s"]), _tok(u["ceiling_tok_s"]), _tok(u["estimate_tok_s"]),
+         f"{u['ceiling_fraction']:.0%}"],
+    ]
+    if u["measured_prefill_tok_s"] is not None:
+        rows.append(
+            ["prefill", _tok(u["measured_prefill_tok_s"]), _tok(u["prefill_ceiling_tok_s"]),
+             _tok(e.prefill.tok_s if e.prefill else None),
+             "-" if u["prefill_ceiling_fraction"] is None else f"{u['prefill_ceiling_fraction']:.0%}"]
+        )
+    lines = [
+        f"{e.model.name} · {e.quant.name if e.quant else 'exact file sizes'} · {e.hardware.name} · {e.engine.name}",
+        "",
+        table(rows, ["", "measured", "ceiling", "estimate", "of ceiling"]),
+        "",
+        f"MBU {u['mbu']:.0%}: {num(u['achieved_bandwidth_gb_per_s'])} of {num(u['datasheet_bandwidth_gb_per_s'])} GB/s"
+        + ("" if u["mfu"] is None else f"; MFU {u['mfu']:.2%} (decode)")
+        + ("" if u["prefill_mfu"] is None else f"; MFU {u['prefill_mfu']:.0%} (prefill)"),
+        f"verdict: {u['verdict']}",
+    ]
+    lines += [f"finding: {f}" for f in u["findings"]]
+    lines += [f"note: {w}" for w in d["warnings"]]
+    return "\n".join(lines)
+
+
+def render_fit(report: FitReport) -> str:
+    hw = report.hardware
+    rows = [
+        [
+            r.model,
+            r.quant,
+            f"{r.weights_gb:.1f}",
+            f"{r.total_gb:.1f}",
+            _tok(r.ceiling_tok_s),
+            _tok(r.estimate_tok_s),
+            "-" if r.max_context_tokens is None else f"{r.max_context_tokens:,}",
+            "-" if r.max_sessions is None else f"{r.max_sessions:,}",
+            r.engine,
+            r.reason,
+        ]
+        for r in report.rows
+    ]
+    head = (
+        f"{hw.name} ({num(hw.memory_gb)} GB, {num(hw.memory_bandwidth_gb_per_s)} GB/s): "
+        f"models and quants at {report.context_tokens:,} tokens of context x {report.sessions} session(s)"
+        + (f", at least {report.min_speed_tok_s:g} tok/s" if report.min_speed_tok_s else "")
+    )
+    if not rows:
+        return head + "\n\nnothing fits; try --all to see why"
+    return "\n".join(
+        [
+            head,
+            "",
+            table(
+                rows,
+                ["model", "quant", "weights GB", "needs GB", "ceiling", "estimate", "max context", "sessions",
+                 "engine", ""],
+            ),
+        ]
+    )
+
+
+SWEEP_COLUMNS = (
+    "model", "hardware", "quant", "engine", "context_tokens", "batch", "ceiling_tok_s", "estimate_tok_s",
+    "aggregate_tok_s", "step_time_s", "bound", "memory_gb", "fits",
+)
+
+
+def render_sweep_table(result: SweepResult) -> str:
+    rows = [
+        [
+            r["model"], r["hardware"], r["quant"], r["engine"], f"{r['context_tokens']:,}", str(r["batch"]),
+            _tok(r["ceiling_tok_s"]), _tok(r["estimate_tok_s"]), _tok(r["aggregate_tok_s"]), r["bound"],
+            f"{r['memory_gb']:.1f}", "yes" if r["fits"] else "no",
+        ]
+        for r in result.records()
+    ]
+    header = ["model", "hardware", "quant", "engine", "context", "batch", "ceiling", "estimate", "aggregate",
+              "bound", "GB", "fits"]
+    return table(rows, header)
+
+
+def render_sweep_csv(result: SweepResult) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=SWEEP_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for record in result.records():
+        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in record.items()})
+    return out.getvalue().rstrip("\n")
