@@ -1,0 +1,269 @@
+"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.api`.
+
+Routes:
+    /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs
+        the pages (one HTML shell; the page's state lives in its query string)
+    /api/estimate          `Estimate.to_dict()`, the JSON of `tokometer estimate --json`
+    /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
+    /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
+    /api/runs, /api/runs/{id}, /api/meta
+
+Computing endpoints take a JSON object (POST) or the same names in a query string (GET). Errors are
+`{"error": message}`: 422 for a malformed body or a bad value (TokometerError messages; an unknown
+name adds "suggestions"), 404 for an unknown path or resource. The server never fetches a URL and
+never reads a file a request names; benchmark endpoints given on the command line are listed only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tokometer.errors import InputError, TokometerError, UnknownEntryError
+from tokometer.report.text import to_json
+from tokometer.web import compute, feel
+from tokometer.web.inputs import (
+    NAME_FIELDS,
+    field_of,
+    number_list,
+    optional_number,
+    setup_kwargs,
+    text,
+)
+
+STATIC_DIR = Path(__file__).parent / "static"
+PAGES = ("throughput", "batch", "latency", "memory", "utilisation", "curves", "hardware", "feel", "runs")
+MAX_BODY_BYTES = 64 * 1024
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+Data = dict[str, Any]
+Handler = Callable[[Data, Request], Any]
+
+
+def json_response(data: Any, status_code: int = 200) -> Response:
+    """The CLI's JSON rendering (`to_json`: non-finite floats become null), never cached."""
+    return Response(
+        to_json(data), status_code=status_code, media_type="application/json", headers={"cache-control": "no-store"}
+    )
+
+
+def error_response(exc: TokometerError, data: Data | None = None, status_code: int = 422) -> Response:
+    body: Data = {"error": str(exc)}
+    if isinstance(exc, UnknownEntryError):
+        body["suggestions"] = exc.suggestions
+        named = [key for key in NAME_FIELDS if data and data.get(key) == exc.name]
+        if named:
+            body["field"] = named[0]
+    else:
+        field = field_of(str(exc))
+        if field:
+            body["field"] = field
+    return json_response(body, status_code)
+
+
+async def request_data(request: Request) -> Data:
+    """The query string (GET) or the JSON object in the body (POST)."""
+    if request.method == "GET":
+        return dict(request.query_params)
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise InputError(f"body is too large ({len(raw):,} bytes, at most {MAX_BODY_BYTES:,})")
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Parse the request, call `handler(data, request)`, map user errors to 422 JSON."""
+
+    async def route(request: Request) -> Response:
+        data: Data | None = None
+        try:
+            data = await request_data(request)
+            result = handler(data, request)
+        except TokometerError as exc:
+            return error_response(exc, data)
+        return result if isinstance(result, Response) else json_response(result)
+
+    return route
+
+
+def _estimate(data: Data, request: Request) -> Any:
+    return compute.estimate_dict(setup_kwargs(data))
+
+
+def _curve(data: Data, request: Request) -> Any:
+    kwargs = setup_kwargs(data, extra=("axis", "values"))
+    values = number_list("values", data["values"], integer=True) if data.get("values") else None
+    return compute.curve(kwargs, text("axis", data.get("axis") or "context"), values)
+
+
+def _roofline(data: Data, request: Request) -> Any:
+    kwargs = setup_kwargs(data, extra=("batches",))
+    kwargs.pop("batch", None)
+    batches = number_list("batches", data["batches"], integer=True) if data.get("batches") else None
+    return compute.roofline(kwargs, batches)
+
+
+def _utilisation(data: Data, request: Request) -> Any:
+    kwargs = setup_kwargs(data, extra=("measured_decode_tok_s", "measured_prefill_tok_s"))
+    measured = optional_number(data, "measured_decode_tok_s")
+    if measured is None:
+        raise InputError("measured_decode_tok_s is required: the decode speed you measured, in tok/s")
+    return compute.utilisation(kwargs, measured, optional_number(data, "measured_prefill_tok_s"))
+
+
+def _latency(data: Data, request: Request) -> Any:
+    unknown = sorted(set(data) - {"ttft_ms", "output_tokens", "tok_s"})
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r}; expected ttft_ms, output_tokens, tok_s")
+    ttft_ms, tok_s = optional_number(data, "ttft_ms"), optional_number(data, "tok_s")
+    if ttft_ms is None or tok_s is None:
+        raise InputError(f"{'ttft_ms' if ttft_ms is None else 'tok_s'} is required")
+    output = optional_number(data, "output_tokens", integer=True)
+    more = {} if output is None else {"output_tokens": int(output)}
+    return compute.latency_at_rate(ttft_ms, tok_s, **more)
+
+
+def _panorama(data: Data, request: Request) -> Any:
+    return compute.panorama(setup_kwargs(data))
+
+
+def _feel(data: Data, request: Request) -> Any:
+    unknown = sorted(set(data) - {"rates", "seconds", "lang", "text"})
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r}; expected rates, seconds, lang, text")
+    lang = text("lang", data.get("lang") or "en")
+    given = data.get("text")
+    if given is not None and not isinstance(given, str):
+        raise InputError(f"text must be a string, got {given!r}")
+    body = given if given and given.strip() else feel.sample_text(lang)
+    rates = feel.parse_rates(data.get("rates") or list(feel.DEFAULT_RATES_TOK_S))
+    seconds = optional_number(data, "seconds")
+    return feel.feel_plan(body, rates, 10.0 if seconds is None else seconds, lang, with_tokens=True)
+
+
+def _catalog(kind: str) -> Handler:
+    def handler(data: Data, request: Request) -> Any:
+        return compute.catalog_rows(kind)
+
+    return handler
+
+
+def _hardware_show(data: Data, request: Request) -> Any:
+    try:
+        return compute.hardware_entry(request.path_params["name"])
+    except UnknownEntryError as exc:
+        return error_response(exc, status_code=404)
+
+
+def _runs(data: Data, request: Request) -> Any:
+    limit = optional_number(data, "limit", integer=True)
+    if limit is not None and not 1 <= limit <= 1000:
+        raise InputError(f"limit must be between 1 and 1000, got {limit}")
+    result = compute.runs(int(limit or 50))
+    return {**result, "bench_urls": list(request.app.state.bench_urls)}
+
+
+def _run_detail(data: Data, request: Request) -> Any:
+    run = compute.run_detail(request.path_params["run_id"])
+    if run is None:
+        return json_response({"error": f"no stored run {request.path_params['run_id']!r}"}, 404)
+    return run
+
+
+def _meta(data: Data, request: Request) -> Any:
+    return compute.meta(tuple(request.app.state.bench_urls))
+
+
+class SecurityHeaders:
+    """Adds a strict content security policy and no-sniff/no-referrer headers to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app(bench_urls: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None) -> Starlette:
+    """The ASGI app. `allowed_hosts` guards against DNS rebinding when bound to loopback."""
+    shell = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+
+    async def page(request: Request) -> Response:
+        return HTMLResponse(shell, headers={"cache-control": "no-cache"})
+
+    async def favicon(request: Request) -> Response:
+        return RedirectResponse("/static/favicon.svg", status_code=308)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        message = "method not allowed" if status == 405 else "not found"
+        if request.url.path.startswith("/api/"):
+            return json_response({"error": f"{message}: {request.method} {request.url.path}"}, status)
+        return HTMLResponse(f"<!doctype html><title>tokometer</title><p>{message} - <a href='/'>tokometer</a></p>", status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return json_response({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+
+    both = ["GET", "POST"]
+    routes = [
+        Route("/", page),
+        *[Route(f"/{name}", page) for name in PAGES],
+        Route("/favicon.ico", favicon),
+        Route("/api/meta", endpoint(_meta)),
+        Route("/api/estimate", endpoint(_estimate), methods=both),
+        Route("/api/curve", endpoint(_curve), methods=both),
+        Route("/api/roofline", endpoint(_roofline), methods=both),
+        Route("/api/utilisation", endpoint(_utilisation), methods=both),
+        Route("/api/utilization", endpoint(_utilisation), methods=both),
+        Route("/api/latency", endpoint(_latency), methods=both),
+        Route("/api/panorama", endpoint(_panorama), methods=both),
+        Route("/api/feel", endpoint(_feel), methods=both),
+        *[Route(f"/api/{kind}", endpoint(_catalog(kind))) for kind in ("hardware", "models", "quants", "engines")],
+        Route("/api/hardware/{name}", endpoint(_hardware_show)),
+        Route("/api/runs", endpoint(_runs)),
+        Route("/api/runs/{run_id}", endpoint(_run_detail)),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    middleware = [Middleware(SecurityHeaders)]
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={404: not_found, 405: not_found, Exception: server_error},
+    )
+    app.state.bench_urls = tuple(bench_urls)
+    return app

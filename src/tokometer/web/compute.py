@@ -1,0 +1,355 @@
+"""What each web endpoint answers, as plain JSON-ready dicts built from `tokometer.api`.
+
+No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
+return data, so tests call them directly. Where the library has no function yet (a context
+curve, a roofline, the panorama, utilisation of a measured figure) they call `estimate` several
+times and reuse its one JSON shape, `Estimate.to_dict()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from tokometer import __version__
+from tokometer.api import (
+    BROKEN_STREAM_TOK_S,
+    DEFAULT_HARDWARE,
+    DEFAULT_MODEL,
+    DEFAULT_QUANT,
+    READING_SPEED_TOK_S,
+    estimate,
+    reading_verdict,
+)
+from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+from tokometer.costmodel.memory import weight_bytes_read
+from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
+from tokometer.units import GB, TFLOP
+from tokometer.web.feel import verdict_code
+
+DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+DEFAULT_OUTPUT_TOKENS = 256  # as `tokometer estimate --output`
+DEFAULT_MAX_CONTEXT_TOKENS = 131_072
+TIERS_GB = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)
+DEVICE_FIELDS = ("hw", "bandwidth_gb_per_s", "memory_gb", "tflops")
+
+
+def meta(bench_urls: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "version": __version__,
+        "reading_speed_tok_s": list(READING_SPEED_TOK_S),
+        "broken_stream_tok_s": BROKEN_STREAM_TOK_S,
+        "defaults": {"model": DEFAULT_MODEL, "hw": DEFAULT_HARDWARE, "quant": DEFAULT_QUANT},
+        "bench_urls": list(bench_urls),
+    }
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """The model presets, as `tokometer models list --json` prints them."""
+    rows = []
+    for preset in model_catalog():
+        spec = preset.spec
+        rows.append(
+            {
+                "id": preset.id,
+                "name": preset.name,
+                "hf_id": preset.hf_id,
+                "architecture": spec.architecture,
+                "total_params": spec.total_params,
+                "active_params": spec.active_params(),
+                "max_context_tokens": spec.max_context_tokens,
+                "source": preset.source,
+            }
+        )
+    return rows
+
+
+def catalog_rows(kind: str) -> list[dict[str, Any]]:
+    """`tokometer <kind> list --json` for hardware, models, quants or engines."""
+    if kind == "models":
+        return model_rows()
+    if kind == "hardware":  # `hardware list` sorts by id by default
+        return [h.to_dict() for h in sorted(hardware_catalog(), key=lambda h: h.id)]
+    catalogs: dict[str, Any] = {"quants": quant_catalog, "engines": engine_catalog}
+    return [item.to_dict() for item in catalogs[kind]()]
+
+
+def hardware_entry(name: str) -> dict[str, Any]:
+    """`tokometer hardware show NAME --json`."""
+    return hardware_catalog().get(name).to_dict()
+
+
+def estimate_dict(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return estimate(**kwargs).to_dict()
+
+
+def _context_values(kwargs: dict[str, Any]) -> list[int]:
+    top = DEFAULT_MAX_CONTEXT_TOKENS
+    if kwargs.get("model"):
+        preset = model_catalog().get(kwargs["model"])
+        top = preset.spec.max_context_tokens or top
+    values = [0]
+    depth = 1024
+    while depth < top:
+        values.append(depth)
+        depth *= 2
+    return [*values, top]
+
+
+def curve(kwargs: dict[str, Any], axis: str, values: list[Any] | None = None) -> dict[str, Any]:
+    """Decode speed along one axis: `context` (tokens already cached) or `batch` (streams).
+
+    Each point carries the estimate's whole `decode` block and the memory verdict at that x.
+    """
+    keys = {"context": "context_tokens", "batch": "batch"}
+    if axis not in keys:
+        raise InputError(f"axis must be context or batch, got {axis!r}")
+    key = keys[axis]
+    if values is None:
+        values = _context_values(kwargs) if axis == "context" else list(DEFAULT_BATCHES)
+    points = []
+    base: dict[str, Any] | None = None
+    for x in sorted(set(values)):
+        result = estimate(**{**kwargs, key: int(x)})
+        d = result.to_dict()
+        base = base or d
+        m = d["memory"]
+        points.append(
+            {"x": int(x), "decode": d["decode"], "memory": {"fits": m["fits"], "total_gb": m["total_gb"]}}
+        )
+    assert base is not None
+    return {
+        "axis": axis,
+        "model": base["model"],
+        "hardware": base["hardware"],
+        "engine": {"id": base["engine"]["id"], "name": base["engine"]["name"]},
+        "points": points,
+    }
+
+
+def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[str, Any]:
+    """Decode steps at several batch sizes and the prefill, placed on the hardware's roofline.
+
+    Intensity = FLOPs / bytes moved (FLOP/byte); attainable = min(peak, bandwidth x intensity).
+    """
+    result = estimate(**kwargs)
+    d = result.to_dict()
+    bandwidth = d["hardware"]["memory_bandwidth_gb_per_s"] * GB
+    peak_tflops = d["hardware"]["peak_tflops"]
+    decode = curve(kwargs, "batch", batches)
+    points = []
+    for p in decode["points"]:
+        dec = p["decode"]
+        flops_per_token = dec["flops_per_token"]
+        points.append(
+            {
+                "batch": p["x"],
+                "intensity_flop_per_byte": flops_per_token / dec["bytes_per_token"],
+                "achieved_tflops": dec["aggregate_tok_s"] * flops_per_token / TFLOP,
+                "ceiling_tflops": dec["aggregate_ceiling_tok_s"] * flops_per_token / TFLOP,
+                "bound": dec["bound"],
+                "aggregate_tok_s": dec["aggregate_tok_s"],
+            }
+        )
+    pre = result.prefill
+    prefill_point = None
+    if pre is not None:
+        chunk_tokens = min(pre.prompt_tokens, max(1, result.efficiency.prefill_chunk_tokens))
+        bytes_moved = pre.n_chunks * weight_bytes_read(result.model, result.weights, chunk_tokens)
+        prefill_point = {
+            "prompt_tokens": pre.prompt_tokens,
+            "intensity_flop_per_byte": pre.flops / bytes_moved,
+            "achieved_tflops": pre.flops / pre.time_s / TFLOP,
+            "bound": pre.bound,
+        }
+    return {
+        "model": d["model"],
+        "hardware": d["hardware"],
+        "peak_tflops": peak_tflops,
+        "peak_dtype": d["hardware"]["peak_dtype"],
+        "bandwidth_gb_per_s": d["hardware"]["memory_bandwidth_gb_per_s"],
+        "ridge_flop_per_byte": peak_tflops * TFLOP / bandwidth if peak_tflops else None,
+        "ridge_batch": d["decode"]["ridge_batch"],
+        "decode": points,
+        "prefill": prefill_point,
+    }
+
+
+def utilisation(
+    kwargs: dict[str, Any], measured_decode_tok_s: float, measured_prefill_tok_s: float | None = None
+) -> dict[str, Any]:
+    """MBU and MFU of a measured run (PHYSICS.md section 8), next to the prediction for it.
+
+    `measured_decode_tok_s` is per stream, as benchmarks report it; a step serves `batch` streams:
+    MBU = measured tok/s x bytes read per step / datasheet bandwidth;
+    MFU = measured tok/s x FLOPs per step / datasheet peak (prefill: FLOPs per prompt token).
+    """
+    require_positive("measured_decode_tok_s", measured_decode_tok_s)
+    require_positive("measured_prefill_tok_s", measured_prefill_tok_s)
+    d = estimate(**kwargs).to_dict()
+    dec, hw, pre = d["decode"], d["hardware"], d["prefill"]
+    peak_flops = hw["peak_tflops"] * TFLOP if hw["peak_tflops"] else None
+    flops_per_step = dec["flops_per_token"] * dec["batch"]
+    mbu = measured_decode_tok_s * dec["bytes_per_step"] / (hw["memory_bandwidth_gb_per_s"] * GB)
+    decode_mfu = measured_decode_tok_s * flops_per_step / peak_flops if peak_flops else None
+    prefill_mfu = None
+    if measured_prefill_tok_s is not None and peak_flops and pre["flops"]:
+        prefill_mfu = measured_prefill_tok_s * (pre["flops"] / pre["prompt_tokens"]) / peak_flops
+    band = dec["interval_tok_s"]
+    notes = []
+    if measured_decode_tok_s > dec["ceiling_tok_s"]:
+        code = "above-ceiling"
+        notes.append(
+            "above the ceiling: a finding, not a success - a wrong spec, a cache hit, speculative "
+            "decoding or mis-counted tokens"
+        )
+    elif measured_decode_tok_s > band["high"]:
+        code = "above-band"
+    elif measured_decode_tok_s >= band["low"]:
+        code = "in-band"
+    else:
+        code = "below-band"
+        notes.append(
+            "below the 80 % band: look for partial CPU offload, a busy or throttled device, "
+            "a deep context or an engine setting"
+        )
+    if peak_flops is None:
+        notes.append(f"{hw['name']} has no published compute peak: MFU cannot be computed")
+    return {
+        "utilisation": {
+            "measured_decode_tok_s": measured_decode_tok_s,
+            "measured_prefill_tok_s": measured_prefill_tok_s,
+            "mbu": mbu,
+            "decode_mfu": decode_mfu,
+            "prefill_mfu": prefill_mfu,
+            "measured_over_ceiling": measured_decode_tok_s / dec["ceiling_tok_s"],
+            "measured_over_estimate": measured_decode_tok_s / dec["estimate_tok_s"],
+            "verdict_code": code,
+            "notes": notes,
+        },
+        "estimate": d,
+    }
+
+
+def latency_at_rate(ttft_ms: float, tok_s: float, output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> dict[str, Any]:
+    """End-to-end time of an answer from a time to first token and a decode rate (PHYSICS.md 5).
+
+    E2E = TTFT + (n_out - 1) / rate; reading it takes n_out / (5 to 10 tok/s).
+    """
+    require_non_negative("ttft_ms", ttft_ms)
+    require_positive("output_tokens", output_tokens)
+    require_positive("tok_s", tok_s)
+    ttft_s = ttft_ms / 1e3
+    tpot_s = 1.0 / tok_s
+    return {
+        "ttft_s": ttft_s,
+        "tpot_s": tpot_s,
+        "e2e_s": ttft_s + (output_tokens - 1) * tpot_s,
+        "output_tokens": output_tokens,
+        "tok_s": tok_s,
+        "verdict": reading_verdict(tok_s),
+        "verdict_code": verdict_code(tok_s),
+        "reading_time_s": [output_tokens / READING_SPEED_TOK_S[1], output_tokens / READING_SPEED_TOK_S[0]],
+    }
+
+
+def tier_of(memory_gb: float) -> int | None:
+    """The GPU tier (memory size class, GB) a device falls in; None above the largest tier."""
+    for tier in TIERS_GB:
+        if memory_gb <= tier * 1.02:
+            return tier
+    return None
+
+
+def panorama(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """One model on every catalog device: ceiling, estimate and memory verdict, with sources."""
+    given = [key for key in DEVICE_FIELDS if key in kwargs]
+    if given:
+        raise InputError(f"the panorama covers every device: drop {given[0]}")
+    rows = []
+    model: dict[str, Any] | None = None
+    for hw in hardware_catalog():
+        row: dict[str, Any] = {"hardware": hw.to_dict(), "tier_gb": tier_of(hw.memory_gb)}
+        try:
+            e = estimate(hw=hw, **kwargs)
+        except TokometerError as exc:
+            row["error"] = str(exc)
+            rows.append(row)
+            continue
+        model = model or {"id": e.model.id, "name": e.model.name, "weight_bytes": e.weights.total}
+        row.update(
+            {
+                "engine": e.engine.id,
+                "ceiling_tok_s": e.ceiling_tok_s,
+                "estimate_tok_s": e.estimate_tok_s,
+                "interval_tok_s": e.estimate_interval.to_dict(),
+                "bound": e.step.bound,
+                "fits": e.memory.fits,
+                "total_gb": e.memory.total_gb,
+                "available_gb": e.memory.available_gb,
+            }
+        )
+        rows.append(row)
+    return {"model": model, "tiers_gb": list(TIERS_GB), "rows": rows}
+
+
+@contextlib.contextmanager
+def _store() -> Iterator[Any]:
+    """`tokometer.store.open_store()`, closed after use; None while the run store is not installed."""
+    try:
+        module = importlib.import_module("tokometer.store")
+    except ImportError:
+        module = None
+    opener = getattr(module, "open_store", None)
+    if opener is None:
+        yield None
+        return
+    store = opener()
+    try:
+        yield store
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if isinstance(a, int | float) and isinstance(b, int | float) and b and math.isfinite(a / b):
+        return float(a / b)
+    return None
+
+
+def runs(limit: int = 50) -> dict[str, Any]:
+    """Stored benchmark runs, newest first, each with measured / predicted ratios."""
+    with _store() as store:
+        if store is None:
+            return {"available": False, "runs": []}
+        listed = store.list_runs(limit=limit)
+    rows = []
+    for run in listed:
+        summary = run.get("summary") or {}
+        prediction = run.get("prediction") or {}
+        measured = (summary.get("decode_tps") or {}).get("median")
+        rows.append(
+            {
+                **run,
+                "measured_over_estimate": _ratio(measured, prediction.get("estimate_tok_s")),
+                "measured_over_ceiling": _ratio(measured, prediction.get("ceiling_tok_s")),
+            }
+        )
+    return {"available": True, "runs": rows}
+
+
+def run_detail(run_id: str) -> dict[str, Any] | None:
+    """One stored run, or None when there is no store or no such run."""
+    with _store() as store:
+        if store is None:
+            return None
+        try:
+            run = store.get_run(int(run_id) if run_id.isdigit() else run_id)
+        except (LookupError, TokometerError):
+            return None
+    return dict(run) if run else None

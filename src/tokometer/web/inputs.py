@@ -1,0 +1,152 @@
+"""Request data -> keyword arguments of `tokometer.api.estimate`, checked before any work is done.
+
+The web API takes the library's own argument names (`params_b`, `bandwidth_gb_per_s`, `hw`...)
+from a JSON body or a query string. Anything malformed is an `InputError` (422 with its message);
+names go through the catalogs only: a page can never make the server read a file or fetch a URL
+(`estimate` would ingest a path or a Hub id given as a model, so those are refused here).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from tokometer.catalog import model_catalog
+from tokometer.errors import InputError, UnknownEntryError
+
+NAME_FIELDS = ("model", "hw", "quant", "engine", "backend", "kv_dtype")
+FLOAT_FIELDS = (
+    "params_b",
+    "active_params_b",
+    "bits",
+    "weights_gb",
+    "bandwidth_gb_per_s",
+    "memory_gb",
+    "tflops",
+)
+INT_FIELDS = ("n_layers", "prompt_tokens", "output_tokens", "context_tokens", "batch", "sessions")
+SETUP_FIELDS = (*NAME_FIELDS, *FLOAT_FIELDS, *INT_FIELDS)
+# the other fields some endpoints take (latency, utilisation, curves, feel, runs)
+OTHER_FIELDS = (
+    "ttft_ms",
+    "tok_s",
+    "measured_decode_tok_s",
+    "measured_prefill_tok_s",
+    "axis",
+    "values",
+    "batches",
+    "rates",
+    "seconds",
+    "lang",
+    "text",
+    "limit",
+)
+BACKENDS = ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu")
+MAX_NAME_CHARS = 200
+MAX_INT = 10**9
+
+# the library's messages name CLI options; the page highlights the matching field
+FIELD_OF_OPTION = {
+    "--params": "params_b",
+    "--active-params": "active_params_b",
+    "--layers": "n_layers",
+    "--bits": "bits",
+    "--weights-gb": "weights_gb",
+    "--bandwidth": "bandwidth_gb_per_s",
+    "--memory-gb": "memory_gb",
+    "--tflops": "tflops",
+    "--prompt": "prompt_tokens",
+    "--output": "output_tokens",
+    "--context": "context_tokens",
+    "--batch": "batch",
+    "--sessions": "sessions",
+}
+
+
+def field_of(message: str) -> str | None:
+    """The request field an error message is about, when it names one (`--bits must be...`)."""
+    head = message.split(" ", 1)[0]
+    return FIELD_OF_OPTION.get(head, head if head in SETUP_FIELDS or head in OTHER_FIELDS else None)
+
+
+def number(name: str, value: Any, *, integer: bool = False) -> float | int:
+    """A JSON number or a query-string numeral; booleans and other strings are refused."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = int(text) if integer and text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            raise InputError(f"{name} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    if integer:
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+            raise InputError(f"{name} must be a whole number, got {value!r}")
+        if abs(value) > MAX_INT:
+            raise InputError(f"{name} must be at most {MAX_INT:,}, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string, got {value!r}")
+    stripped: str = value.strip()
+    if len(stripped) > MAX_NAME_CHARS:
+        raise InputError(f"{name} is too long ({len(stripped)} characters, at most {MAX_NAME_CHARS})")
+    return stripped
+
+
+def catalog_model(name: str) -> str:
+    """Only catalog models: a path or a Hub id would make the server read files or the network."""
+    catalog = model_catalog()
+    if catalog.find(name) is None:
+        aliases = [alias for preset in catalog for alias in preset.aliases]
+        raise UnknownEntryError("model", name, catalog.ids + aliases)
+    return name
+
+
+def setup_kwargs(data: Mapping[str, Any], *, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Checked `estimate(...)` arguments from `data`; keys in `extra` are left to the caller.
+
+    Empty values (null, "") mean "not given", so a form can send every field it has.
+    """
+    unknown = sorted(set(data) - set(SETUP_FIELDS) - set(extra))
+    if unknown:
+        raise InputError(f"unknown field {unknown[0]!r}; expected some of {', '.join(SETUP_FIELDS)}")
+    kwargs: dict[str, Any] = {}
+    for key in SETUP_FIELDS:
+        value = data.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        if key in NAME_FIELDS:
+            kwargs[key] = text(key, value)
+        else:
+            kwargs[key] = number(key, value, integer=key in INT_FIELDS)
+    if "model" in kwargs:
+        catalog_model(kwargs["model"])
+    backend = kwargs.get("backend")
+    if backend is not None and backend not in BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return kwargs
+
+
+def optional_number(data: Mapping[str, Any], key: str, *, integer: bool = False) -> float | int | None:
+    value = data.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return number(key, value, integer=integer)
+
+
+def number_list(name: str, value: Any, *, integer: bool = False, limit: int = 64) -> list[float | int]:
+    """A JSON list of numbers or a comma-separated string, at most `limit` of them."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise InputError(f"{name} must be a list of numbers, got {value!r}")
+    items = [item for item in items if not (isinstance(item, str) and not item.strip())]
+    if not items:
+        raise InputError(f"{name} must hold at least one number")
+    if len(items) > limit:
+        raise InputError(f"{name} holds {len(items)} values, at most {limit}")
+    return [number(name, item, integer=integer) for item in items]

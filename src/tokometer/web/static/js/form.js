@@ -1,0 +1,236 @@
+// Form fields, client-side validation and the calculator scaffold shared by the calculator pages.
+import { ApiError, catalog } from './api.js';
+import { clear, h } from './dom.js';
+import { lang, t } from './i18n.js';
+import { readState, writeState } from './url.js';
+import { errorBox } from './widgets.js';
+
+/** Every input a page may show, named as the API names it. */
+export const FIELDS = {
+  model: { type: 'text', list: 'models', required: true },
+  quant: { type: 'select', source: 'weights', empty: 'opt.modelDefault' },
+  hw: { type: 'text', list: 'hardware', required: true },
+  engine: { type: 'select', source: 'engines', empty: 'opt.auto' },
+  kv_dtype: { type: 'select', source: 'kv', empty: 'opt.engineDefault' },
+  params_b: { type: 'number', check: 'positive', required: true, unit: 'B' },
+  active_params_b: { type: 'number', check: 'positive', unit: 'B' },
+  bits: { type: 'number', check: 'positive', max: 64, required: true, unit: 'bits', list: 'bits' },
+  bandwidth_gb_per_s: { type: 'number', check: 'positive', required: true, unit: 'GB/s' },
+  memory_gb: { type: 'number', check: 'positive', unit: 'GB' },
+  tflops: { type: 'number', check: 'positive', unit: 'TFLOPS' },
+  prompt_tokens: { type: 'int', check: 'nonneg', unit: 'tokens' },
+  output_tokens: { type: 'int', check: 'positive', unit: 'tokens' },
+  context_tokens: { type: 'int', check: 'nonneg', unit: 'tokens' },
+  batch: { type: 'int', check: 'positive' },
+  sessions: { type: 'int', check: 'positive' },
+  ttft_ms: { type: 'number', check: 'nonneg', required: true, unit: 'ms' },
+  tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok/s' },
+  measured_decode_tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok/s' },
+  measured_prefill_tok_s: { type: 'number', check: 'positive', unit: 'tok/s' },
+};
+
+export const SETUP = {
+  catalog: ['model', 'quant', 'hw'],
+  numbers: ['params_b', 'bits', 'bandwidth_gb_per_s'],
+};
+export const SETUP_MORE = {
+  catalog: ['engine', 'kv_dtype'],
+  numbers: ['memory_gb', 'tflops', 'active_params_b', 'engine'],
+};
+export const SETUP_DEFAULTS = {
+  model: 'llama-3.1-8b', quant: 'q4-k-m', hw: 'rtx-4090',
+  params_b: '70', bits: '16', bandwidth_gb_per_s: '3350',
+};
+const BITS = ['32', '16', '8.5', '8', '6.5625', '5.5', '4.9', '4.5', '4.25', '4', '3.4375', '2.625'];
+
+/** The message for a bad value, or null. `raw` is the input's text. */
+export function validate(name, raw) {
+  const spec = FIELDS[name];
+  const value = (raw ?? '').trim();
+  if (!value) return spec.required ? t('err.required') : null;
+  if (spec.type === 'text' || spec.type === 'select') return null;
+  const n = Number(value.replace(',', '.'));
+  if (!Number.isFinite(n)) return t('err.number');
+  if (spec.type === 'int' && !Number.isInteger(n)) return t('err.integer');
+  if (spec.check === 'positive' && !(n > 0)) return t('err.positive');
+  if (spec.check === 'nonneg' && !(n >= 0)) return t('err.nonneg');
+  if (spec.max !== undefined && n > spec.max) return t('err.max', { max: spec.max });
+  return null;
+}
+
+/** The value to send: numbers as numbers (a French decimal comma accepted), names as strings. */
+export function toApi(name, raw) {
+  const value = (raw ?? '').trim();
+  if (!value) return undefined;
+  const spec = FIELDS[name];
+  return spec.type === 'number' || spec.type === 'int' ? Number(value.replace(',', '.')) : value;
+}
+
+async function options(source) {
+  if (source === 'engines') return (await catalog('engines')).map((e) => [e.id, e.name]);
+  const quants = await catalog('quants');
+  const usage = source === 'kv' ? ['kv', 'both'] : ['weights', 'both'];
+  return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${q.bits_per_weight} b)`]);
+}
+
+export async function datalists() {
+  const [models, hardware] = await Promise.all([catalog('models'), catalog('hardware')]);
+  return h('div', { hidden: true },
+    h('datalist', { id: 'dl-models' }, models.map((m) => h('option', { value: m.id }, m.name))),
+    h('datalist', { id: 'dl-hardware' }, hardware.map((x) => h('option', { value: x.id }, x.name))),
+    h('datalist', { id: 'dl-bits' }, BITS.map((b) => h('option', { value: b }))));
+}
+
+/** One labelled input with its help line and an (initially empty) message line. */
+export async function field(name, value) {
+  const spec = FIELDS[name];
+  const id = `f-${name}`;
+  let input;
+  if (spec.type === 'select') {
+    const opts = await options(spec.source);
+    input = h('select', { id, name },
+      h('option', { value: '' }, t(spec.empty)),
+      opts.map(([v, label]) => h('option', { value: v, selected: v === value }, label)));
+    if (value && !opts.some(([v]) => v === value)) input.append(h('option', { value, selected: true }, value));
+  } else {
+    const numeric = spec.type !== 'text';
+    input = h('input', {
+      id, name, value: value ?? '', type: 'text', autocomplete: 'off', spellcheck: 'false',
+      inputmode: numeric ? (spec.type === 'int' ? 'numeric' : 'decimal') : null,
+      list: spec.list ? `dl-${spec.list}` : null,
+      'aria-describedby': `${id}-msg ${id}-help`,
+    });
+  }
+  return h('div', { class: 'field', 'data-field': name },
+    h('label', { for: id }, t(`f.${name}`), spec.unit ? h('span', { class: 'u' }, ` (${spec.unit === 'tokens' ? t('unit.tokens') : spec.unit})`) : null),
+    input,
+    h('p', { class: 'help', id: `${id}-help` }, t(`h.${name}`)),
+    h('p', { class: 'msg', id: `${id}-msg`, 'aria-live': 'polite' }));
+}
+
+export function markField(form, name, message) {
+  const box = form.querySelector(`[data-field="${name}"]`);
+  if (!box) return false;
+  box.classList.toggle('invalid', Boolean(message));
+  box.querySelector('.msg').textContent = message || '';
+  box.querySelector('input, select').setAttribute('aria-invalid', message ? 'true' : 'false');
+  return true;
+}
+
+function modeSwitch(modes, current, onChange) {
+  return h('div', { class: 'modes', role: 'radiogroup', 'aria-label': t('f.mode') },
+    modes.map((mode) => h('label', { class: mode === current ? 'on' : '' },
+      h('input', { type: 'radio', name: 'mode', value: mode, checked: mode === current, onchange: () => onChange(mode) }),
+      t(`mode.${mode}`))));
+}
+
+/**
+ * A calculator page: inputs from the URL, a form, validation, a debounced call, a rendered result.
+ *
+ * spec: {id, modes, fields(mode) -> {main: [...], more: [...]}, defaults(mode) -> {...},
+ *        call(values, mode) -> Promise<data>, render(out, data, values, mode)}
+ */
+export async function calculator(root, spec) {
+  const state = readState();
+  let mode = spec.modes.includes(state.mode) ? state.mode : spec.modes[0];
+  const out = h('div', { class: 'result', 'aria-live': 'polite', 'data-testid': 'result' });
+  const form = h('form', { class: 'inputs', novalidate: true, 'data-testid': 'form' });
+  let timer = null;
+  let sequence = 0;
+
+  function names() {
+    const f = spec.fields(mode);
+    return [...f.main, ...(f.more || [])];
+  }
+
+  function values() {
+    const result = {};
+    for (const name of names()) result[name] = form.elements[name]?.value ?? '';
+    return result;
+  }
+
+  async function build(initial) {
+    const f = spec.fields(mode);
+    const defaults = spec.defaults(mode);
+    const pick = (name) => (initial[name] !== undefined ? initial[name] : (defaults[name] ?? ''));
+    const main = await Promise.all(f.main.map((name) => field(name, pick(name))));
+    const more = await Promise.all((f.more || []).map((name) => field(name, pick(name))));
+    const moreOpen = (f.more || []).some((name) => initial[name]);
+    clear(form,
+      spec.modes.length > 1 ? modeSwitch(spec.modes, mode, switchMode) : null,
+      h('div', { class: 'grid' }, main),
+      more.length ? h('details', { class: 'more', open: moreOpen }, h('summary', {}, t('f.more')), h('div', { class: 'grid' }, more)) : null,
+      h('div', { class: 'actions' },
+        h('button', { type: 'submit', class: 'primary', 'data-testid': 'calculate' }, t('f.calculate')),
+        h('span', { class: 'status', 'data-testid': 'status' })));
+  }
+
+  async function switchMode(next) {
+    const kept = values();
+    mode = next;
+    await build(kept);
+    run();
+  }
+
+  async function run() {
+    clearTimeout(timer);
+    const current = values();
+    let bad = 0;
+    for (const name of names()) {
+      const message = validate(name, current[name]);
+      markField(form, name, message);
+      if (message) bad += 1;
+    }
+    writeState({ mode: spec.modes.length > 1 ? mode : '', ...current }, lang());
+    if (bad) {
+      form.querySelector('.status').textContent = t('err.fix', { n: bad });
+      out.classList.add('stale');
+      return;
+    }
+    const body = {};
+    for (const name of names()) {
+      const value = toApi(name, current[name]);
+      if (value !== undefined) body[name] = value;
+    }
+    const mine = ++sequence;
+    form.querySelector('.status').textContent = '';
+    try {
+      const data = await spec.call(body, mode);
+      if (mine !== sequence) return;
+      out.classList.remove('stale');
+      clear(out);
+      spec.render(out, data, body, mode);
+      out.dataset.ready = String(mine);
+    } catch (error) {
+      if (mine !== sequence) return;
+      if (!(error instanceof ApiError)) throw error;
+      if (error.field) markField(form, error.field, error.message);
+      const pick = error.field && form.elements[error.field]
+        ? (name) => { form.elements[error.field].value = name; run(); }
+        : null;
+      clear(out, errorBox(error, pick));
+      out.dataset.ready = String(mine);
+    }
+  }
+
+  form.addEventListener('input', (event) => {
+    const name = event.target.name;
+    if (!FIELDS[name] || event.target.tagName === 'SELECT') return; // selects and the mode switch act on 'change'
+    markField(form, name, validate(name, event.target.value));
+    clearTimeout(timer);
+    timer = setTimeout(run, 300);
+  });
+  form.addEventListener('change', (event) => {
+    if (event.target.tagName === 'SELECT') run();
+  });
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    run();
+  });
+
+  await build(state);
+  clear(root, h('div', { class: 'calc' }, h('div', { class: 'col-in' }, form), h('div', { class: 'col-out' }, out)));
+  const [lists] = await Promise.all([datalists(), run()]);
+  root.append(lists);
+  return { form, out, run };
+}

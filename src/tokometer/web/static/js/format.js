@@ -1,0 +1,45 @@
+// Numbers as the CLI prints them (`report.text.num`): about three significant figures.
+import { locale, t } from './i18n.js';
+
+export function num(value, digits = 3) {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  if (value === 0) return '0';
+  const magnitude = Math.floor(Math.log10(Math.abs(value)));
+  const decimals = Math.max(0, digits - 1 - magnitude);
+  return new Intl.NumberFormat(locale(), { minimumFractionDigits: decimals, maximumFractionDigits: decimals }).format(value);
+}
+
+export function int(value) {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  return new Intl.NumberFormat(locale(), { maximumFractionDigits: 0 }).format(value);
+}
+
+export function pct(fraction, digits = 0) {
+  if (fraction === null || fraction === undefined || !Number.isFinite(fraction)) return '–';
+  return new Intl.NumberFormat(locale(), { style: 'percent', maximumFractionDigits: digits, minimumFractionDigits: digits }).format(fraction);
+}
+
+export function seconds(value) {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  if (value < 1) return `${int(value * 1000)} ms`;
+  if (value < 120) return `${num(value)} s`;
+  return `${num(value / 60)} min`;
+}
+
+export function gb(bytes) {
+  return `${num(bytes / 1e9)} GB`;
+}
+
+export function tokS(value) {
+  return `${num(value)} ${t('unit.tok_s')}`;
+}
+
+/** Axis ticks: 1, 20, 1.5K, 10K (compact, locale-aware). */
+export function compact(value) {
+  return new Intl.NumberFormat(locale(), { notation: 'compact', maximumSignificantDigits: 3 }).format(value);
+}
+
+/** A number as typed: no forced decimals (a rate of 2 stays "2"). */
+export function plain(value) {
+  return new Intl.NumberFormat(locale(), { maximumFractionDigits: 2 }).format(value);
+}

@@ -1,0 +1,95 @@
+// Result building blocks shared by the pages: the ceiling/estimate pair, band bar, verdicts, notes.
+import { h } from './dom.js';
+import { num, pct, tokS } from './format.js';
+import { t } from './i18n.js';
+
+/** A big figure with its raw value in data-value (tests compare it with the CLI's JSON). */
+export function figure(testid, value, unit, extra = {}) {
+  return h('div', { class: 'figure' },
+    h('span', { class: 'value', 'data-testid': testid, 'data-value': value ?? '', ...extra }, num(value)),
+    unit ? h('span', { class: 'unit' }, unit) : null);
+}
+
+/**
+ * Ceiling and estimate side by side, never one without the other.
+ * `decode` is the estimate's decode block; `aggregate` shows the batch totals instead of per stream.
+ */
+export function ceilingPair(decode, { aggregate = false, prefix = '' } = {}) {
+  const batch = decode.batch || 1;
+  const factor = aggregate ? batch : 1;
+  const ceiling = aggregate ? decode.aggregate_ceiling_tok_s : decode.ceiling_tok_s;
+  const estimate = aggregate ? decode.aggregate_tok_s : decode.estimate_tok_s;
+  const band = decode.interval_tok_s;
+  return h('div', { class: 'pair' },
+    h('section', { class: 'card ceiling' },
+      h('h3', {}, t(aggregate ? 'r.ceilingAggregate' : 'r.ceiling')),
+      figure(`${prefix}ceiling`, ceiling, t('unit.tok_s')),
+      h('p', { class: 'sub' }, t('r.ceilingSub'))),
+    h('section', { class: 'card estimate' },
+      h('h3', {}, t(aggregate ? 'r.estimateAggregate' : 'r.estimate')),
+      figure(`${prefix}estimate`, estimate, t('unit.tok_s')),
+      h('p', { class: 'sub' },
+        t('r.band', { low: num(band.low * factor), high: num(band.high * factor), coverage: pct(band.coverage) }),
+        ' · ',
+        t('r.realised', { pct: pct(decode.realised_fraction) }))));
+}
+
+/** A horizontal scale from 0 to past the ceiling: the 80 % band, the estimate, the ceiling. */
+export function bandBar(decode) {
+  const top = decode.ceiling_tok_s * 1.08;
+  const at = (v) => `${Math.max(0, Math.min(100, (v / top) * 100)).toFixed(2)}%`;
+  const band = decode.interval_tok_s;
+  const bar = h('div', { class: 'bandbar', role: 'img', 'aria-label': t('r.bandAria', { low: num(band.low), high: num(band.high), ceiling: num(decode.ceiling_tok_s) }) });
+  const shade = h('span', { class: 'band' });
+  shade.style.left = at(band.low);
+  shade.style.width = `calc(${at(band.high)} - ${at(band.low)})`;
+  const est = h('span', { class: 'mark est' }, h('em', {}, num(decode.estimate_tok_s)));
+  est.style.left = at(decode.estimate_tok_s);
+  const ceil = h('span', { class: 'mark ceil' }, h('em', {}, t('r.ceilingShort')));
+  ceil.style.left = at(decode.ceiling_tok_s);
+  bar.append(shade, est, ceil);
+  return h('div', { class: 'bandwrap' }, bar,
+    h('div', { class: 'axis' }, h('span', {}, '0'), h('span', {}, tokS(decode.ceiling_tok_s))));
+}
+
+export function verdict(code) {
+  return h('span', { class: `verdict v-${code}`, 'data-testid': 'verdict', 'data-code': code }, t(`verdict.${code}`));
+}
+
+/** A two-column list of label/value rows. */
+export function facts(rows) {
+  return h('dl', { class: 'facts' }, rows.filter(Boolean).map(([label, value, testid]) => [
+    h('dt', {}, label),
+    h('dd', testid ? { 'data-testid': testid } : {}, value),
+  ]));
+}
+
+/** The estimate's own "why" lines and warnings (from the library, in English). */
+export function why(data) {
+  const lines = data.explanation || [];
+  const warnings = data.warnings || [];
+  if (!lines.length && !warnings.length) return null;
+  return h('section', { class: 'why' },
+    h('h3', {}, t('r.why')),
+    h('ul', {}, lines.map((line) => h('li', {}, line))),
+    warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w))) : null);
+}
+
+/** An API error; its "did you mean" names become buttons when `pick(name)` can use them. */
+export function errorBox(error, pick = null) {
+  const suggestions = error.suggestions || [];
+  const item = (name) => (pick
+    ? h('button', { type: 'button', class: 'suggest', 'data-suggest': name, onclick: () => pick(name) }, name)
+    : h('code', {}, name));
+  return h('div', { class: 'error', role: 'alert', 'data-testid': 'error' },
+    h('strong', {}, t('err.title')), ' ', error.message,
+    suggestions.length ? h('p', {}, `${t('err.didYouMean')} `, suggestions.map((name, i) => [i ? ' ' : '', item(name)])) : null);
+}
+
+export function setupLine(data) {
+  const m = data.model;
+  const hw = data.hardware;
+  return h('p', { class: 'setup' },
+    h('b', {}, m.name), ` · ${num(m.bits_per_weight)} ${t('unit.bitsPerWeight')} · ${num(m.weight_bytes / 1e9)} GB · `,
+    h('b', {}, hw.name), ` (${num(hw.memory_bandwidth_gb_per_s)} GB/s) · ${data.engine.name}`);
+}

@@ -1,0 +1,410 @@
+"""The web API: every endpoint, the CLI's JSON shapes, and 4xx JSON errors for bad requests."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from tokometer.catalog import hardware_catalog
+from tokometer.cli import cli
+from tokometer.web.app import PAGES, STATIC_DIR, create_app
+from web_helpers import fake_store_module
+
+
+@pytest.fixture
+def client() -> TestClient:
+    return TestClient(create_app(bench_urls=["http://127.0.0.1:8080/v1"]))
+
+
+def cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def error_of(response: Any, status: int = 422) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert isinstance(body["error"], str) and body["error"]
+    return body
+
+
+# --- estimate: the same JSON as `tokometer estimate --json` ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "argv"),
+    [
+        ({"params_b": 70, "bits": 16, "bandwidth_gb_per_s": 3350}, ["--params", "70", "--bits", "16", "--bandwidth", "3350"]),
+        ({"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "q4-k-m"}, ["llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m"]),
+        (
+            {"model": "qwen3-30b-a3b", "hw": "m2-ultra-76c", "batch": 4, "context_tokens": 8192, "kv_dtype": "q8-0"},
+            ["qwen3-30b-a3b", "--hw", "m2-ultra-76c", "--batch", "4", "--context", "8192", "--kv-dtype", "q8-0"],
+        ),
+    ],
+)
+def test_estimate_is_the_cli_json(client: TestClient, body: dict[str, Any], argv: list[str]) -> None:
+    expected = cli_json("estimate", *argv)
+    assert client.post("/api/estimate", json=body).json() == expected
+    query = {k: str(v) for k, v in body.items()}
+    assert client.get("/api/estimate", params=query).json() == expected
+
+
+def test_estimate_defaults_match_the_cli(client: TestClient) -> None:
+    assert client.post("/api/estimate", json={}).json() == cli_json("estimate")
+    assert client.post("/api/estimate", content=b"").json() == cli_json("estimate")
+
+
+def test_empty_values_mean_not_given(client: TestClient) -> None:
+    body = {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "", "engine": None, "context_tokens": ""}
+    assert client.post("/api/estimate", json=body).json() == cli_json("estimate", "llama-3.1-8b", "--hw", "rtx-4090")
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'"text"', "JSON object"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b'{"parms_b": 7}', "unknown field 'parms_b'"),
+        (b'{"params_b": "seven"}', "params_b must be a number"),
+        (b'{"params_b": true}', "params_b must be a number"),
+        (b'{"params_b": [7]}', "params_b must be a number"),
+        (b'{"batch": 1.5}', "batch must be a whole number"),
+        (b'{"batch": 1e300}', "batch must be at most"),
+        (b'{"model": 7}', "model must be a string"),
+        (b'{"backend": "opencl"}', "backend must be one of"),
+        (b'{"params_b": -70, "bits": 16, "bandwidth_gb_per_s": 3350}', "--params must be a positive number"),
+        (b'{"params_b": 70, "bits": 0, "bandwidth_gb_per_s": 3350}', "--bits must be a positive number"),
+        (b'{"params_b": 70, "bits": 100, "bandwidth_gb_per_s": 3350}', "--bits must be at most 64"),
+        (b'{"bandwidth_gb_per_s": -1}', "--bandwidth must be a positive number"),
+        (b'{"batch": 0}', "--batch must be a positive number"),
+        (b'{"model": "llama-3.1-8b", "params_b": 8}', "either a model name or --params"),
+        (b'{"model": "' + b"x" * 300 + b'"}', "too long"),
+    ],
+)
+def test_malformed_estimate_bodies_are_422_with_a_message(client: TestClient, content: bytes, needle: str) -> None:
+    body = error_of(client.post("/api/estimate", content=content, headers={"content-type": "application/json"}))
+    assert needle in body["error"]
+
+
+def test_errors_name_the_field_they_are_about(client: TestClient) -> None:
+    assert error_of(client.post("/api/estimate", json={"params_b": -1}))["field"] == "params_b"
+    assert error_of(client.post("/api/estimate", json={"bits": 0, "params_b": 7}))["field"] == "bits"
+    body = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "hw": "rtx-409"}))
+    assert body["field"] == "hw"
+    assert "rtx-4090" in body["suggestions"]
+
+
+def test_unknown_model_says_did_you_mean(client: TestClient) -> None:
+    body = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8bb"}))
+    assert "did you mean" in body["error"] and "llama-3.1-8b" in body["suggestions"]
+    assert body["field"] == "model"
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B", "/etc/passwd", "model.gguf", "../config.json"])
+def test_models_outside_the_catalog_are_never_read_or_fetched(
+    client: TestClient, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tokometer.api
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the web app must not resolve files or Hub ids")
+
+    monkeypatch.setattr(tokometer.api, "resolve_model", forbidden)
+    body = error_of(client.post("/api/estimate", json={"model": name}))
+    assert body["error"].startswith("unknown model")
+
+
+def test_oversized_body_is_rejected(client: TestClient) -> None:
+    big = b'{"model": "' + b"a" * 70_000 + b'"}'
+    assert "too large" in error_of(client.post("/api/estimate", content=big))["error"]
+
+
+# --- curves, roofline, utilisation, latency ----------------------------------------------------
+
+
+def test_context_curve_slows_with_depth(client: TestClient) -> None:
+    data = client.post("/api/curve", json={"model": "llama-3.1-8b", "hw": "rtx-4090", "axis": "context"}).json()
+    xs = [p["x"] for p in data["points"]]
+    assert xs == sorted(xs) and xs[0] == 0 and xs[-1] == 131072
+    speeds = [p["decode"]["estimate_tok_s"] for p in data["points"]]
+    assert speeds == sorted(speeds, reverse=True)
+    for p in data["points"]:
+        assert p["decode"]["estimate_tok_s"] <= p["decode"]["ceiling_tok_s"]
+    point = data["points"][3]
+    single = client.post("/api/estimate", json={"model": "llama-3.1-8b", "hw": "rtx-4090", "context_tokens": point["x"]}).json()
+    assert point["decode"] == single["decode"]
+
+
+def test_batch_curve_grows_the_aggregate(client: TestClient) -> None:
+    data = client.get("/api/curve", params={"model": "llama-3.1-8b", "hw": "h100-sxm", "axis": "batch", "values": "1,4,16,64"}).json()
+    assert [p["x"] for p in data["points"]] == [1, 4, 16, 64]
+    aggregate = [p["decode"]["aggregate_tok_s"] for p in data["points"]]
+    assert aggregate == sorted(aggregate)
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"axis": "depth"}, "axis must be context or batch"),
+        ({"axis": "batch", "values": "1,x"}, "values must be a number"),
+        ({"axis": "batch", "values": list(range(1, 100))}, "at most 64"),
+        ({"axis": "batch", "values": {"a": 1}}, "list of numbers"),
+        ({"axis": "batch", "values": [0]}, "--batch must be a positive number"),
+    ],
+)
+def test_bad_curves_are_422(client: TestClient, body: dict[str, Any], needle: str) -> None:
+    assert needle in error_of(client.post("/api/curve", json=body))["error"]
+
+
+def test_roofline_points_sit_under_the_roof(client: TestClient) -> None:
+    data = client.post("/api/roofline", json={"model": "llama-3.1-8b", "hw": "h100-sxm", "batch": 8}).json()
+    bw = data["bandwidth_gb_per_s"] * 1e9
+    peak = data["peak_tflops"]
+    assert data["ridge_flop_per_byte"] == pytest.approx(peak * 1e12 / bw)
+    intensities = [p["intensity_flop_per_byte"] for p in data["decode"]]
+    assert intensities == sorted(intensities)
+    for p in [*data["decode"], data["prefill"]]:
+        roof = min(peak, bw * p["intensity_flop_per_byte"] / 1e12)
+        assert 0 < p["achieved_tflops"] <= roof * 1.0001
+    assert data["prefill"]["intensity_flop_per_byte"] > intensities[0]
+
+
+def test_roofline_without_a_peak(client: TestClient) -> None:
+    data = client.post("/api/roofline", json={"params_b": 7, "bits": 4, "bandwidth_gb_per_s": 100}).json()
+    assert data["peak_tflops"] is None and data["ridge_flop_per_byte"] is None and data["prefill"] is None
+
+
+def test_utilisation_from_the_estimate_bytes_and_flops(client: TestClient) -> None:
+    setup = {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "q4-k-m"}
+    d = client.post("/api/estimate", json=setup).json()
+    data = client.post("/api/utilisation", json={**setup, "measured_decode_tok_s": 120, "measured_prefill_tok_s": 5000}).json()
+    u = data["utilisation"]
+    assert u["mbu"] == pytest.approx(120 * d["decode"]["bytes_per_token"] / (d["hardware"]["memory_bandwidth_gb_per_s"] * 1e9))
+    peak = d["hardware"]["peak_tflops"] * 1e12
+    assert u["decode_mfu"] == pytest.approx(120 * d["decode"]["flops_per_token"] / peak)
+    assert u["prefill_mfu"] == pytest.approx(5000 * d["prefill"]["flops"] / d["prefill"]["prompt_tokens"] / peak)
+    assert u["measured_over_ceiling"] == pytest.approx(120 / d["decode"]["ceiling_tok_s"])
+    assert data["estimate"] == d
+    assert client.get("/api/utilization", params={**setup, "measured_decode_tok_s": "120"}).json()["utilisation"]["mbu"] == u["mbu"]
+
+
+def test_utilisation_counts_every_stream_of_a_batch(client: TestClient) -> None:
+    setup = {"model": "llama-3.1-8b", "hw": "h100-sxm", "batch": 8}
+    d = client.post("/api/estimate", json=setup).json()
+    dec = d["decode"]
+    u = client.post("/api/utilisation", json={**setup, "measured_decode_tok_s": 50}).json()["utilisation"]
+    assert dec["bytes_per_step"] == pytest.approx(8 * dec["bytes_per_token"])
+    assert u["mbu"] == pytest.approx(50 * dec["bytes_per_step"] / (d["hardware"]["memory_bandwidth_gb_per_s"] * 1e9))
+    assert u["measured_over_estimate"] == pytest.approx(50 / dec["estimate_tok_s"])
+
+
+def test_utilisation_above_the_ceiling_is_a_finding(client: TestClient) -> None:
+    u = client.post("/api/utilisation", json={"params_b": 70, "bits": 16, "bandwidth_gb_per_s": 3350, "measured_decode_tok_s": 30}).json()["utilisation"]
+    assert u["verdict_code"] == "above-ceiling" and "finding" in u["notes"][0]
+    assert u["decode_mfu"] is None and any("compute peak" in n for n in u["notes"])
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"model": "llama-3.1-8b"}, "measured_decode_tok_s is required"),
+        ({"measured_decode_tok_s": -3}, "measured_decode_tok_s must be a positive number"),
+        ({"measured_decode_tok_s": "fast"}, "measured_decode_tok_s must be a number"),
+        ({"measured_decode_tok_s": 10, "measured_prefill_tok_s": 0}, "measured_prefill_tok_s must be a positive"),
+    ],
+)
+def test_bad_utilisation_is_422(client: TestClient, body: dict[str, Any], needle: str) -> None:
+    body_out = error_of(client.post("/api/utilisation", json=body))
+    assert needle in body_out["error"]
+    assert body_out.get("field") == needle.split(" ")[0]
+
+
+def test_latency_at_a_rate(client: TestClient) -> None:
+    data = client.post("/api/latency", json={"ttft_ms": 500, "output_tokens": 256, "tok_s": 30}).json()
+    assert data["e2e_s"] == pytest.approx(0.5 + 255 / 30)
+    assert data["verdict_code"] == "fast" and data["reading_time_s"] == [25.6, 51.2]
+    slow = client.get("/api/latency", params={"ttft_ms": "0", "tok_s": "2"}).json()
+    assert slow["verdict_code"] == "broken" and slow["output_tokens"] == 256
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"tok_s": 30}, "ttft_ms is required"),
+        ({"ttft_ms": 100}, "tok_s is required"),
+        ({"ttft_ms": -1, "tok_s": 30}, "ttft_ms must be zero or more"),
+        ({"ttft_ms": 100, "tok_s": 0}, "tok_s must be a positive number"),
+        ({"ttft_ms": 100, "tok_s": 5, "output_tokens": 0}, "output_tokens must be a positive number"),
+        ({"ttft_ms": 100, "tok_s": 5, "speed": 1}, "unknown field 'speed'"),
+    ],
+)
+def test_bad_latency_is_422(client: TestClient, body: dict[str, Any], needle: str) -> None:
+    assert needle in error_of(client.post("/api/latency", json=body))["error"]
+
+
+# --- panorama, catalogs ------------------------------------------------------------------------
+
+
+def test_panorama_covers_every_device(client: TestClient) -> None:
+    data = client.post("/api/panorama", json={"model": "llama-3.1-8b", "quant": "q4-k-m"}).json()
+    assert len(data["rows"]) == len(hardware_catalog())
+    assert data["model"]["id"] == "llama-3.1-8b"
+    rows = {r["hardware"]["id"]: r for r in data["rows"]}
+    single = client.post("/api/estimate", json={"model": "llama-3.1-8b", "quant": "q4-k-m", "hw": "rtx-4090"}).json()
+    assert rows["rtx-4090"]["estimate_tok_s"] == single["decode"]["estimate_tok_s"]
+    assert rows["rtx-4090"]["ceiling_tok_s"] == single["decode"]["ceiling_tok_s"]
+    assert rows["rtx-4090"]["tier_gb"] == 24 and rows["rtx-4090"]["fits"] is True
+    for r in data["rows"]:
+        assert r["hardware"]["source"]
+        assert r["estimate_tok_s"] <= r["ceiling_tok_s"]
+
+
+def test_panorama_refuses_a_device(client: TestClient) -> None:
+    assert "covers every device" in error_of(client.post("/api/panorama", json={"hw": "rtx-4090"}))["error"]
+
+
+@pytest.mark.parametrize("kind", ["hardware", "models", "quants", "engines"])
+def test_catalog_lists_are_the_cli_json(client: TestClient, kind: str) -> None:
+    assert client.get(f"/api/{kind}").json() == cli_json(kind, "list")
+
+
+def test_hardware_show(client: TestClient) -> None:
+    assert client.get("/api/hardware/RTX 4090").json() == cli_json("hardware", "show", "rtx-4090")
+    body = error_of(client.get("/api/hardware/rtx-409"), 404)
+    assert "rtx-4090" in body["suggestions"]
+
+
+# --- speed feel --------------------------------------------------------------------------------
+
+
+def test_feel_plan_and_tokens(client: TestClient) -> None:
+    data = client.post("/api/feel", json={"rates": [2, 5, 10, 30, 100], "lang": "fr"}).json()
+    assert "".join(data["tokens"]).startswith("Réponse courte")
+    assert data["text_tokens"] == len(data["tokens"])
+    assert [lane["verdict_code"] for lane in data["lanes"]] == ["broken", "reading", "fast", "fast", "fast"]
+    custom = client.get("/api/feel", params={"rates": "5,20", "text": "Hello there, world.", "seconds": "1"}).json()
+    assert "".join(custom["tokens"]) == "Hello there, world."
+    assert [lane["tokens_after"] for lane in custom["lanes"]] == [5, 5]
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"rates": "5,x"}, "rates must be numbers"),
+        ({"rates": [0]}, "each rate must be above 0"),
+        ({"rates": list(range(1, 12))}, "at most 8 rates"),
+        ({"lang": "de"}, "lang must be one of"),
+        ({"seconds": -1}, "seconds must be a positive number"),
+        ({"seconds": 0}, "seconds must be a positive number"),
+        ({"text": 5}, "text must be a string"),
+        ({"text": "a" * 20_001}, "too long"),
+        ({"speed": 3}, "unknown field 'speed'"),
+    ],
+)
+def test_bad_feel_is_422(client: TestClient, body: dict[str, Any], needle: str) -> None:
+    assert needle in error_of(client.post("/api/feel", json=body))["error"]
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tokometer.store", fake_store_module())
+
+
+def test_runs_with_measured_over_predicted(client: TestClient, fake_store: None) -> None:
+    data = client.get("/api/runs").json()
+    assert data["available"] is True and data["bench_urls"] == ["http://127.0.0.1:8080/v1"]
+    first, second, third = data["runs"]
+    assert first["measured_over_estimate"] == pytest.approx(121.5 / 134)
+    assert second["measured_over_ceiling"] == pytest.approx(1.25)
+    assert third["measured_over_estimate"] is None and third["measured_over_ceiling"] is None
+    assert client.get("/api/runs", params={"limit": "1"}).json()["runs"] == [first]
+    assert client.get("/api/runs/12").json()["summary"]["requests_ok"] == 20
+    assert "no stored run" in error_of(client.get("/api/runs/99"), 404)["error"]
+
+
+def test_runs_without_a_store_module(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tokometer.store", types.ModuleType("tokometer.store"))
+    assert client.get("/api/runs").json() == {"available": False, "runs": [], "bench_urls": ["http://127.0.0.1:8080/v1"]}
+    error_of(client.get("/api/runs/1"), 404)
+
+
+def test_runs_with_whatever_store_is_installed(client: TestClient) -> None:
+    response = client.get("/api/runs")
+    assert response.status_code == 200 and isinstance(response.json()["runs"], list)
+
+
+def test_bad_runs_limit(client: TestClient) -> None:
+    assert "limit must be between" in error_of(client.get("/api/runs", params={"limit": "0"}))["error"]
+
+
+# --- pages, static files, routing, headers -----------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/", *[f"/{p}" for p in PAGES]])
+def test_pages_serve_the_shell(client: TestClient, path: str) -> None:
+    response = client.get(path, params={"lang": "fr", "params_b": "70"})
+    assert response.status_code == 200
+    assert '<script type="module" src="/static/js/main.js">' in response.text
+    assert "default-src 'self'" in response.headers["content-security-policy"]
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_static_files_and_favicon(client: TestClient) -> None:
+    for path in ["/static/js/main.js", "/static/css/style.css", "/static/i18n/fr.json", "/static/favicon.svg"]:
+        assert client.get(path).status_code == 200, path
+    assert client.get("/favicon.ico", follow_redirects=False).headers["location"] == "/static/favicon.svg"
+
+
+def test_meta(client: TestClient) -> None:
+    data = client.get("/api/meta").json()
+    assert data["reading_speed_tok_s"] == [5.0, 10.0] and data["broken_stream_tok_s"] == 3.0
+    assert data["bench_urls"] == ["http://127.0.0.1:8080/v1"]
+
+
+def test_unknown_paths_and_methods(client: TestClient) -> None:
+    assert "not found" in error_of(client.get("/api/nothing"), 404)["error"]
+    assert "method not allowed" in error_of(client.delete("/api/estimate"), 405)["error"]
+    assert client.get("/nothing").status_code == 404
+    assert client.get("/static/../pyproject.toml").status_code == 404
+
+
+def test_loopback_host_check() -> None:
+    app = create_app(allowed_hosts=["127.0.0.1", "localhost"])
+    assert TestClient(app, base_url="http://evil.example").get("/api/meta").status_code == 400
+    assert TestClient(app, base_url="http://127.0.0.1:8765").get("/api/meta").status_code == 200
+
+
+# --- translations ------------------------------------------------------------------------------
+
+
+def test_translations_have_the_same_keys() -> None:
+    en = json.loads((STATIC_DIR / "i18n" / "en.json").read_text(encoding="utf-8"))
+    fr = json.loads((STATIC_DIR / "i18n" / "fr.json").read_text(encoding="utf-8"))
+    assert set(en) == set(fr)
+    assert all(value.strip() for value in [*en.values(), *fr.values()])
+    for key in en:
+        assert set(re.findall(r"\{\w+\}", en[key])) == set(re.findall(r"\{\w+\}", fr[key])), key
+
+
+def test_every_literal_key_the_pages_use_is_translated() -> None:
+    en = json.loads((STATIC_DIR / "i18n" / "en.json").read_text(encoding="utf-8"))
+    used = set()
+    for path in Path(STATIC_DIR / "js").rglob("*.js"):
+        used |= set(re.findall(r"\bt\('([\w.-]+)'", path.read_text(encoding="utf-8")))
+    assert used, "no t('...') calls found"
+    assert sorted(used - set(en)) == []

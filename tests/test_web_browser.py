@@ -1,0 +1,368 @@
+"""The web app in a real headless Chromium (Debian's `chromium`, driven by Playwright).
+
+`tokometer serve` runs in a subprocess on a free port. The tests check that every page loads
+without console errors, that a calculation shows the CLI's numbers, that the language choice
+persists, that the speed-feel lanes stream at the asked rates, and that bad input is explained.
+Screenshots of every page land in artifacts/screenshots/. Without Chromium the tests skip,
+except under CI=true, where they fail: scripts/ci/browser.sh installs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tokometer.report.text import num
+from tokometer.web.app import PAGES, create_app
+from web_helpers import fake_store_module
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+CHROMIUM = os.environ.get("TOKOMETER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "artifacts" / "screenshots"
+
+
+def missing(message: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (CI=true: browser tests must run; see scripts/ci/browser.sh)")
+    pytest.skip(message)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("web-home")
+
+
+@pytest.fixture(scope="module")
+def server(home: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "TOKOMETER_HOME": str(home)}
+    command = [sys.executable, "-m", "tokometer", "serve", "--port", str(port), "--bench-url", "http://127.0.0.1:9/v1"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/api/meta", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            output = proc.stdout.read() if proc.stdout else ""
+            pytest.fail(f"tokometer serve did not start:\n{output}")
+        time.sleep(0.1)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        missing(f"{CHROMIUM} is not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright package is not installed")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Tab:
+    """A page in a fresh browser context (its own localStorage), with its console errors."""
+
+    page: Any
+    base: str
+    errors: list[str] = field(default_factory=list)
+
+    def open(self, path: str) -> None:
+        self.page.goto(self.base + path)
+        self.page.wait_for_selector("body[data-ready=true]", timeout=15_000)
+
+    def value(self, testid: str) -> float:
+        return float(self.page.get_attribute(f"[data-testid={testid}]", "data-value"))
+
+    def text(self, selector: str) -> str:
+        return str(self.page.inner_text(selector)).strip()
+
+    def shot(self, name: str, full_page: bool = True) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+
+
+def new_tab(browser: Any, base: str, **options: Any) -> Tab:
+    context = browser.new_context(viewport=options.pop("viewport", {"width": 1280, "height": 900}), locale="en-US", **options)
+    page = context.new_page()
+    tab = Tab(page, base)
+    page.on("console", lambda message: tab.errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: tab.errors.append(str(error)))
+    return tab
+
+
+@pytest.fixture
+def tab(browser: Any, server: str) -> Iterator[Tab]:
+    t = new_tab(browser, server)
+    yield t
+    t.page.context.close()
+
+
+def cli_json(home: Path, *args: str) -> Any:
+    env = {**os.environ, "TOKOMETER_HOME": str(home)}
+    done = subprocess.run([sys.executable, "-m", "tokometer", *args, "--json"], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def wait_value(tab: Tab, testid: str, expected: float) -> None:
+    tab.page.wait_for_function(
+        "([id, want]) => { const el = document.querySelector(`[data-testid=${id}]`);"
+        " return el && Math.abs(Number(el.dataset.value) - want) <= 1e-9 * Math.abs(want); }",
+        arg=[testid, expected],
+        timeout=10_000,
+    )
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_each_page_loads_without_console_errors(tab: Tab, page_name: str) -> None:
+    tab.open(f"/{page_name}")
+    assert tab.page.locator("h1").count() == 1
+    assert tab.page.locator(f"#nav a[data-page={page_name}][aria-current=page]").count() == 1
+    assert tab.page.locator("[data-testid=error]").count() == 0
+    if page_name == "feel":
+        tab.page.wait_for_timeout(1500)
+    tab.shot(page_name, full_page=page_name != "hardware")
+    assert tab.errors == []
+
+
+@pytest.mark.parametrize("page_name", ["throughput", "hardware", "feel", "memory"])
+def test_pages_fit_a_phone(browser: Any, server: str, page_name: str) -> None:
+    phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    phone.open(f"/{page_name}?lang=fr")
+    if page_name == "feel":
+        phone.page.wait_for_timeout(1200)
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the page scrolls sideways on a phone"
+    phone.shot(f"{page_name}-phone-fr", full_page=page_name != "hardware")
+    assert phone.errors == []
+    phone.page.context.close()
+
+
+def test_throughput_shows_the_cli_numbers(tab: Tab, home: Path) -> None:
+    expected = cli_json(home, "estimate", "--params", "70", "--bits", "4", "--bandwidth", "3350")["decode"]
+    tab.open("/throughput")
+    tab.page.fill("#f-params_b", "70")
+    tab.page.fill("#f-bits", "4")
+    tab.page.fill("#f-bandwidth_gb_per_s", "3350")
+    tab.page.click("[data-testid=calculate]")
+    wait_value(tab, "ceiling", expected["ceiling_tok_s"])
+    wait_value(tab, "estimate", expected["estimate_tok_s"])
+    assert tab.text("[data-testid=ceiling]") == num(expected["ceiling_tok_s"])  # 95.7, as the CLI prints it
+    assert tab.text("[data-testid=estimate]") == num(expected["estimate_tok_s"])
+    assert "bits=4" in tab.page.url and "params_b=70" in tab.page.url
+    tab.shot("throughput-70b-4bit")
+
+    tab.page.reload()  # the URL restores inputs and result
+    tab.page.wait_for_selector("body[data-ready=true]")
+    assert tab.page.input_value("#f-bits") == "4"
+    assert tab.value("ceiling") == pytest.approx(expected["ceiling_tok_s"], rel=1e-12)
+    assert tab.errors == []
+
+
+def test_a_shared_catalog_url_restores_inputs_and_result(tab: Tab, home: Path) -> None:
+    expected = cli_json(home, "estimate", "qwen3-8b", "--hw", "h100-sxm", "-q", "q8-0", "--context", "4096")["decode"]
+    tab.open("/throughput?mode=catalog&model=qwen3-8b&quant=q8-0&hw=h100-sxm&context_tokens=4096")
+    assert tab.page.input_value("#f-model") == "qwen3-8b"
+    assert tab.page.input_value("#f-quant") == "q8-0"
+    assert tab.value("ceiling") == pytest.approx(expected["ceiling_tok_s"], rel=1e-12)
+    assert tab.value("estimate") == pytest.approx(expected["estimate_tok_s"], rel=1e-12)
+
+
+def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
+    batch = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")["decode"]
+    tab.open("/batch?model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&batch=16")
+    assert tab.value("aggregate-estimate") == pytest.approx(batch["aggregate_tok_s"], rel=1e-12)
+    assert tab.value("aggregate-ceiling") == pytest.approx(batch["aggregate_ceiling_tok_s"], rel=1e-12)
+    memory = cli_json(home, "estimate", "qwen3-32b", "--hw", "rtx-4090", "-q", "q4-k-m", "--context", "32768", "--sessions", "2")["memory"]
+    tab.open("/memory?model=qwen3-32b&quant=q4-k-m&hw=rtx-4090&context_tokens=32768&sessions=2")
+    assert tab.page.get_attribute("[data-testid=fits]", "data-fits") == ("yes" if memory["fits"] else "no")
+    assert tab.errors == []
+
+
+def test_language_switch_persists(tab: Tab) -> None:
+    tab.open("/throughput")
+    assert tab.text("h1") == "Inference throughput"
+    tab.page.click("button[data-lang=fr]")
+    tab.page.wait_for_function("() => document.querySelector('h1').textContent === \"Débit d'inférence\"")
+    assert "lang=fr" in tab.page.url
+    assert tab.text("[data-testid=calculate]") == "Calculer"
+    assert "," in tab.text("[data-testid=ceiling]")  # 23,9: a French decimal comma
+    tab.shot("throughput-fr")
+
+    tab.page.reload()
+    tab.page.wait_for_selector("body[data-ready=true]")
+    assert tab.text("h1") == "Débit d'inférence"
+    tab.open("/batch")  # no lang parameter: localStorage remembers
+    assert tab.text("h1") == "Débit par lots"
+    assert tab.page.get_attribute("html", "lang") == "fr"
+    assert "lang=fr" in tab.page.url
+
+    tab.page.click("button[data-lang=en]")
+    tab.page.wait_for_function("() => document.querySelector('h1').textContent === 'Batch throughput'")
+    tab.open("/latency")
+    assert tab.text("h1") == "Latency"
+    assert tab.errors == []
+
+
+def test_speed_feel_streams_at_the_asked_rates(tab: Tab) -> None:
+    rates = [2, 5, 10, 30, 100]
+    tab.open("/feel?rates=" + ",".join(map(str, rates)))
+    tab.page.wait_for_timeout(400)
+    start = tab.page.evaluate("performance.now()")
+    tab.page.wait_for_timeout(3000)  # the 100 tok/s lane ends its 384 tokens at 3.84 s
+    end = tab.page.evaluate("performance.now()")
+    lanes = tab.page.evaluate("window.tokometerFeel.lanes()")
+    assert [lane["rate"] for lane in lanes] == rates
+    measured = {}
+    for lane in lanes:
+        times = [t for t in lane["times"] if start <= t <= end]
+        assert len(times) >= 4, lane["rate"]
+        rate = (len(times) - 1) * 1000.0 / (times[-1] - times[0])
+        measured[lane["rate"]] = rate
+        assert rate == pytest.approx(lane["rate"], rel=0.10)
+    SHOTS.parent.mkdir(parents=True, exist_ok=True)
+    (SHOTS.parent / "feel_rates.json").write_text(json.dumps({"asked_tok_s": rates, "measured_tok_s": measured}, indent=2))
+    assert tab.page.locator("[data-testid=lane] .v-broken").count() == 1  # 2 tok/s feels broken
+    assert tab.page.locator("[data-testid=lane] .v-reading").count() == 1  # 5 tok/s is reading speed
+    tab.shot("feel-running")
+    assert tab.errors == []
+
+
+def test_speed_feel_rejects_bad_rates(tab: Tab) -> None:
+    tab.open("/feel?rates=5,20")
+    assert tab.page.locator("[data-testid=lane]").count() == 2
+    tab.page.fill("[data-testid=rates]", "5,-2")
+    tab.page.click("[data-testid=apply]")
+    assert tab.text("#f-rates-msg") == "Rates must be positive numbers."
+
+
+def test_bad_input_shows_a_message(tab: Tab) -> None:
+    tab.open("/throughput")
+    tab.page.fill("#f-params_b", "-5")
+    tab.page.fill("#f-bits", "abc")
+    tab.page.click("[data-testid=calculate]")
+    assert tab.text("[data-field=params_b] .msg") == "Must be greater than zero."
+    assert tab.text("[data-field=bits] .msg") == "Enter a number."
+    assert tab.text("[data-testid=status]") == "Fix 2 field(s) to calculate."
+    assert tab.page.get_attribute("#f-params_b", "aria-invalid") == "true"
+    assert "params_b=-5" in tab.page.url  # even a bad state can be shared and shown
+    tab.shot("throughput-bad-input")
+    assert tab.errors == []
+
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8bb&hw=rtx-4090&lang=fr")
+    error = tab.text("[data-testid=error]")
+    assert "unknown model 'llama-3.1-8bb'" in error and "llama-3.1-8b" in error
+    assert "Vouliez-vous dire" in error
+    assert "did you mean" in tab.text("[data-field=model] .msg")
+    tab.shot("throughput-unknown-model-fr")
+    tab.page.click("[data-suggest='llama-3.1-8b']")  # a suggestion fixes the field
+    tab.page.wait_for_selector("[data-testid=ceiling]")
+    assert tab.page.input_value("#f-model") == "llama-3.1-8b"
+    assert "model=llama-3.1-8b&" in tab.page.url
+
+
+def test_hardware_table_sorts_and_filters(tab: Tab) -> None:
+    tab.open("/hardware")
+    rows = tab.page.locator("[data-testid=hardware-table] tbody tr")
+    total = rows.count()
+    assert total > 100
+    tab.page.click("button[data-sort=bandwidth]")
+    bandwidths = [float(x.replace(",", "")) for x in tab.page.locator("[data-testid=hardware-table] tbody tr td:nth-child(5)").all_inner_texts()]
+    assert bandwidths == sorted(bandwidths, reverse=True)
+    assert "sort=bandwidth" in tab.page.url
+    tab.page.select_option("select[name=vendor]", "apple")
+    assert 0 < rows.count() < total
+    assert set(tab.page.locator("[data-testid=hardware-table] tbody tr td:nth-child(2)").all_inner_texts()) == {"apple"}
+    assert "vendor=apple" in tab.page.url
+    tab.page.reload()
+    tab.page.wait_for_selector("body[data-ready=true]")
+    assert tab.page.input_value("select[name=vendor]") == "apple"
+    assert tab.errors == []
+
+
+def test_runs_page_shows_an_empty_state_and_the_bench_urls(tab: Tab) -> None:
+    tab.open("/runs")
+    assert tab.page.locator("[data-testid=runs-empty]").count() == 1
+    assert "http://127.0.0.1:9/v1" in tab.text("main")
+    assert tab.errors == []
+
+
+@contextlib.contextmanager
+def thread_server(app: Any) -> Iterator[str]:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_runs_page_lists_measured_next_to_predicted(browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tokometer.store", fake_store_module())
+    with thread_server(create_app()) as base:
+        tab = new_tab(browser, base)
+        tab.open("/runs")
+        rows = tab.page.locator("[data-testid=runs-table] tbody tr")
+        assert rows.count() == 3
+        first = rows.nth(0).locator("td").all_inner_texts()
+        assert first[1:4] == ["llama-3.1-8b", "rtx-4090", "decode"]
+        assert first[-2] == "91%"  # 121.5 measured / 134 estimated
+        assert rows.nth(1).locator("td .over").count() == 1  # 250 measured over a 200 ceiling
+        rows.nth(0).click()
+        tab.page.wait_for_selector("[data-testid=run-detail] h3")
+        assert "run=12" in tab.page.url
+        tab.shot("runs")
+        assert tab.errors == []
+        tab.page.context.close()
