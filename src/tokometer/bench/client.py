@@ -1,0 +1,397 @@
+"""Send one streaming request, stamp every chunk on arrival, and turn the bytes into a record.
+
+The hot loop only does `clock()` and `list.append` per chunk (tugot17/tokenomics#16: stamp the
+clock the instant a chunk lands, before any parsing). Framing, JSON and counting happen in
+`build_record`, after the stream has ended, and are pure, so tests feed it fake chunks.
+
+The HTTP transport and the clock are parameters: `httpx.MockTransport` and a fake clock in unit
+tests, a real connection pool and `time.perf_counter` in use. Failures (refused, dropped, HTTP
+errors, errors inside a 200 stream, malformed JSON, stalls, total timeouts) become a record with
+`ok=False` and the reason; whatever arrived before the failure is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from tokometer.bench.metrics import RequestMetrics, Trace, request_metrics
+from tokometer.bench.protocols import Parsed, Protocol, server_counts
+from tokometer.bench.sse import Chunk, parse_stream
+
+Clock = Callable[[], float]
+DONE_DRAIN_S = 2.0  # after the end marker, wait at most this long for the stream to close
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """Everything one request left behind; times are absolute client-clock seconds."""
+
+    seq: int
+    phase: str  # cold | decode | ttft | depth | concurrency | rate
+    label: str
+    ok: bool
+    t0: float
+    group: int = 0  # round within a level (concurrency: requests launched together)
+    error: str | None = None
+    error_kind: str | None = None
+    status_code: int | None = None
+    t_headers: float | None = None
+    t_end: float | None = None
+    event_times: tuple[float, ...] = ()
+    event_tokens: tuple[int, ...] | None = None
+    events_total: int = 0
+    output_tokens: int | None = None
+    output_tokens_source: str = "events"
+    prompt_tokens: int | None = None
+    prompt_tokens_source: str | None = None  # server | tokenize (the server's /tokenize, after the run)
+    cached_tokens: int | None = None
+    finish_reason: str | None = None
+    max_tokens: int | None = None
+    ignore_eos: bool = False
+    text_chars: int = 0
+    usage: dict[str, Any] | None = None
+    server_timings: dict[str, Any] | None = None
+    server_decode_tps: float | None = None
+    server_reported_decode_tps: float | None = None
+    server_prefill_ms: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def trace(self) -> Trace:
+        return Trace(
+            t0_s=self.t0,
+            event_times_s=self.event_times,
+            output_tokens=self.output_tokens,
+            prompt_tokens=self.prompt_tokens,
+            cached_tokens=self.cached_tokens,
+            event_tokens=self.event_tokens,
+        )
+
+    def metrics(self) -> RequestMetrics:
+        return request_metrics(self.trace())
+
+    @property
+    def ended_early(self) -> bool:
+        """Fewer tokens than asked for: the server stopped on EOS or a stop word."""
+        if not self.ok or self.max_tokens is None or self.output_tokens is None:
+            return False
+        return self.output_tokens < self.max_tokens and self.finish_reason != "length"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Stored shape: times relative to t0 (`t0_s` kept for ordering requests in time)."""
+        data = asdict(self)
+        t0 = self.t0
+        data["t0_s"] = t0
+        del data["t0"]
+        data["t_headers_s"] = None if self.t_headers is None else self.t_headers - t0
+        data["t_end_s"] = None if self.t_end is None else self.t_end - t0
+        del data["t_headers"], data["t_end"]
+        data["event_times_s"] = [t - t0 for t in self.event_times]
+        del data["event_times"]
+        data["event_tokens"] = list(self.event_tokens) if self.event_tokens is not None else None
+        data["metrics"] = self.metrics().to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RequestRecord:
+        t0 = float(data.get("t0_s") or 0.0)
+
+        def absolute(key: str) -> float | None:
+            value = data.get(key)
+            return None if value is None else t0 + float(value)
+
+        tokens = data.get("event_tokens")
+        return cls(
+            seq=int(data["seq"]),
+            phase=str(data["phase"]),
+            label=str(data.get("label") or ""),
+            ok=bool(data["ok"]),
+            t0=t0,
+            group=int(data.get("group") or 0),
+            error=data.get("error"),
+            error_kind=data.get("error_kind"),
+            status_code=data.get("status_code"),
+            t_headers=absolute("t_headers_s"),
+            t_end=absolute("t_end_s"),
+            event_times=tuple(t0 + float(t) for t in data.get("event_times_s") or ()),
+            event_tokens=tuple(int(k) for k in tokens) if tokens is not None else None,
+            events_total=int(data.get("events_total") or 0),
+            output_tokens=data.get("output_tokens"),
+            output_tokens_source=str(data.get("output_tokens_source") or "events"),
+            prompt_tokens=data.get("prompt_tokens"),
+            prompt_tokens_source=data.get("prompt_tokens_source"),
+            cached_tokens=data.get("cached_tokens"),
+            finish_reason=data.get("finish_reason"),
+            max_tokens=data.get("max_tokens"),
+            ignore_eos=bool(data.get("ignore_eos")),
+            text_chars=int(data.get("text_chars") or 0),
+            usage=data.get("usage"),
+            server_timings=data.get("server_timings"),
+            server_decode_tps=data.get("server_decode_tps"),
+            server_reported_decode_tps=data.get("server_reported_decode_tps"),
+            server_prefill_ms=data.get("server_prefill_ms"),
+            params=dict(data.get("params") or {}),
+        )
+
+
+def _done_markers(protocol: Protocol) -> tuple[bytes, ...]:
+    """Bytes that end a stream, checked on raw chunks (a marker split across reads is just missed:
+    the stream then ends when the server closes it). Quotes inside generated text are escaped, so
+    `"done":true` cannot come from the model; a literal `data: [DONE]` in the text only starts the
+    bounded drain early."""
+    if protocol.name == "ollama":
+        return (b'"done":true',)
+    if protocol.name == "llamacpp":
+        return (b'"stop":true',)
+    return (b"data: [DONE]", b"data:[DONE]")
+
+
+def build_record(
+    protocol: Protocol,
+    chunks: list[Chunk],
+    *,
+    seq: int,
+    phase: str,
+    label: str,
+    t0: float,
+    group: int = 0,
+    t_headers: float | None = None,
+    t_end: float | None = None,
+    status_code: int | None = 200,
+    failure: tuple[str, str] | None = None,
+    max_tokens: int | None = None,
+    ignore_eos: bool = False,
+    params: dict[str, Any] | None = None,
+) -> RequestRecord:
+    """Parse the stream's chunks into a record: token events, counts, finish reason, errors."""
+    error_kind, error = failure if failure else (None, None)
+    token_times: list[float] = []
+    cumulative: list[int | None] = []
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    finish: str | None = None
+    done = False
+    text_chars = 0
+    events = parse_stream(chunks, protocol.framing)
+    for event in events:
+        if event.data.strip() == "[DONE]":
+            done = True
+            continue
+        try:
+            obj = json.loads(event.data)
+        except json.JSONDecodeError:
+            if error is None:
+                error_kind, error = "malformed", f"malformed JSON in the stream: {event.data[:80]!r}"
+            continue
+        parsed: Parsed = protocol.parse(obj)
+        if parsed.error is not None:
+            if error is None or error_kind in ("truncated", "dropped"):
+                error_kind, error = "server-error", f"server error inside the stream: {parsed.error}"
+            continue
+        if parsed.usage:
+            usage = parsed.usage
+        if parsed.timings:
+            timings = parsed.timings
+        if parsed.finish_reason:
+            finish = parsed.finish_reason
+        done = done or parsed.done
+        if parsed.is_token:
+            token_times.append(event.t_s)
+            text_chars += len(parsed.text)
+            running = parsed.usage.get("completion_tokens") if parsed.usage else None
+            cumulative.append(running if isinstance(running, int) else None)
+    if error is None and not done and finish is None:
+        error_kind, error = "truncated", "the stream ended before the server said it was done (connection dropped?)"
+    if error is None and not token_times:
+        error_kind, error = "empty", "the stream carried no generated tokens"
+    counts = server_counts(usage, timings, len(token_times))
+    event_tokens: tuple[int, ...] | None = None
+    if cumulative and all(c is not None for c in cumulative):
+        previous = 0
+        steps = []
+        for c in cumulative:
+            assert c is not None
+            steps.append(c - previous)
+            previous = c
+        event_tokens = tuple(steps)
+    return RequestRecord(
+        seq=seq,
+        phase=phase,
+        label=label,
+        ok=error is None,
+        t0=t0,
+        group=group,
+        error=error,
+        error_kind=error_kind,
+        status_code=status_code,
+        t_headers=t_headers,
+        t_end=t_end,
+        event_times=tuple(token_times),
+        event_tokens=event_tokens,
+        events_total=len(events),
+        output_tokens=counts.output_tokens if token_times or counts.output_tokens_source != "events" else None,
+        output_tokens_source=counts.output_tokens_source,
+        prompt_tokens=counts.prompt_tokens,
+        prompt_tokens_source="server" if counts.prompt_tokens is not None else None,
+        cached_tokens=counts.cached_tokens,
+        finish_reason=finish,
+        max_tokens=max_tokens,
+        ignore_eos=ignore_eos,
+        text_chars=text_chars,
+        usage=usage,
+        server_timings=timings,
+        server_decode_tps=counts.server_decode_tps,
+        server_reported_decode_tps=counts.server_reported_decode_tps,
+        server_prefill_ms=counts.server_prefill_ms,
+        params=params or {},
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+@dataclass
+class Exchange:
+    """The raw result of one request: timestamped chunks, not yet parsed (parsing is off the timed path)."""
+
+    protocol: Protocol
+    seq: int
+    phase: str
+    label: str
+    t0: float
+    t_headers: float | None
+    t_end: float
+    status_code: int | None
+    chunks: list[Chunk]
+    failure: tuple[str, str] | None
+    max_tokens: int | None
+    ignore_eos: bool
+    params: dict[str, Any]
+    group: int = 0
+    prompt: str | None = field(default=None, repr=False)  # kept for counting tokens, never stored
+
+    def record(self) -> RequestRecord:
+        return build_record(
+            self.protocol,
+            self.chunks,
+            seq=self.seq,
+            phase=self.phase,
+            label=self.label,
+            t0=self.t0,
+            group=self.group,
+            t_headers=self.t_headers,
+            t_end=self.t_end,
+            status_code=self.status_code,
+            failure=self.failure,
+            max_tokens=self.max_tokens,
+            ignore_eos=self.ignore_eos,
+            params=self.params,
+        )
+
+
+async def send_streaming(
+    client: httpx.AsyncClient,
+    url: str,
+    protocol: Protocol,
+    body: dict[str, Any],
+    *,
+    seq: int,
+    phase: str,
+    label: str,
+    clock: Clock,
+    headers: Mapping[str, str] | None = None,
+    stall_timeout_s: float = 300.0,
+    total_timeout_s: float | None = None,
+    max_tokens: int | None = None,
+    ignore_eos: bool = False,
+    group: int = 0,
+) -> Exchange:
+    """POST `body` and read the stream chunk by chunk; never raises for I/O failures.
+
+    Returns the raw exchange; call `.record()` once the timed part of the run is over.
+    """
+    content = json.dumps(body).encode()
+    request = client.build_request(
+        "POST",
+        url,
+        content=content,
+        headers={"content-type": "application/json", "accept-encoding": "identity", **(headers or {})},
+        timeout=httpx.Timeout(stall_timeout_s, connect=min(stall_timeout_s, 30.0)),
+    )
+    markers = _done_markers(protocol)
+    chunks: list[Chunk] = []
+    status: int | None = None
+    t_headers: float | None = None
+    failure: tuple[str, str] | None = None
+    params = {k: v for k, v in body.items() if k not in ("prompt", "messages")}
+    t0 = clock()
+    try:
+        async with asyncio.timeout(total_timeout_s):
+            response = await client.send(request, stream=True)
+            try:
+                t_headers = clock()
+                status = response.status_code
+                if status >= 400:
+                    detail = (await response.aread())[:300].decode("utf-8", "replace").strip()
+                    failure = ("http", f"HTTP {status}" + (f": {detail}" if detail else ""))
+                elif response.is_stream_consumed:  # the body was read eagerly (an in-memory transport)
+                    chunks.append((clock(), response.content))
+                else:
+                    stream = response.aiter_raw()
+                    finished = False
+                    async for chunk in stream:
+                        chunks.append((clock(), chunk))
+                        if any(m in chunk for m in markers):
+                            finished = True
+                            break
+                    if finished:  # drain the tail so the connection can be reused, but never hang on it
+                        with contextlib.suppress(TimeoutError, httpx.HTTPError):
+                            async with asyncio.timeout(DONE_DRAIN_S):
+                                async for chunk in stream:
+                                    chunks.append((clock(), chunk))
+            finally:
+                await response.aclose()
+    except TimeoutError:
+        failure = ("timeout", f"the request took longer than {total_timeout_s:g} s")
+    except httpx.ReadTimeout:
+        failure = ("stall", f"no data from the server for {stall_timeout_s:g} s")
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        failure = ("connect", f"cannot connect: {_describe(exc)}")
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        failure = ("dropped", f"connection dropped: {_describe(exc)}")
+    except httpx.HTTPError as exc:
+        failure = ("http", f"{type(exc).__name__}: {_describe(exc)}")
+    return Exchange(
+        protocol=protocol,
+        seq=seq,
+        phase=phase,
+        label=label,
+        t0=t0,
+        t_headers=t_headers,
+        t_end=clock(),
+        status_code=status,
+        chunks=chunks,
+        failure=failure,
+        max_tokens=max_tokens,
+        ignore_eos=ignore_eos,
+        params=params,
+        group=group,
+        prompt=_prompt_text(body),
+    )
+
+
+def _prompt_text(body: Mapping[str, Any]) -> str | None:
+    if isinstance(body.get("prompt"), str):
+        return str(body["prompt"])
+    messages = body.get("messages")
+    if isinstance(messages, list):
+        return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
+    return None

@@ -1,0 +1,291 @@
+"""Import other tools' results into tokometer's run shape, normalised to the formulas in metrics.py.
+
+- `llama-bench -o json` (or `-o jsonl`): one request per repetition sample. `tg N` samples give
+  decode speed (llama-bench's `N / t`: N tokens over N single-token steps, in-process: no HTTP, no
+  sampling); `pp N` samples give prefill speed, and their time stands in for TTFT. `-d` depths
+  become levels. Build, CPU/GPU, backend, model size and the rest are kept as server identity.
+- `vllm bench serve --save-result` JSON: with `--save-detailed` the per-request `ttfts`, `itls`,
+  `input_lens`, `output_lens` and `errors` are rebuilt into token timestamps and summarised by
+  tokometer's own formulas; otherwise the file's medians are taken as they are.
+- tokometer's own `runs export --format json` output (one run or a list), for moving runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tokometer.bench.client import RequestRecord
+from tokometer.bench.metrics import DEFINITIONS, stats
+from tokometer.bench.summary import summarize_levels, summarize_records
+from tokometer.errors import InputError
+
+_LLAMA_BENCH_IDENTITY = (
+    "build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
+    "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "n_gpu_layers",
+    "split_mode", "main_gpu", "flash_attn", "devices", "use_mmap", "embeddings",
+)  # fmt: skip
+
+
+def read_any(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise InputError(f"{path}: line {number} is not JSON (expected llama-bench or vllm bench JSON)") from None
+    return rows
+
+
+def detect_format(data: Any) -> str:
+    if isinstance(data, list) and data and all(isinstance(d, dict) for d in data):
+        if all("samples_ts" in d or "avg_ts" in d for d in data):
+            return "llama-bench"
+        if all("summary" in d and "started_at" in d for d in data):
+            return "tokometer"
+    if isinstance(data, dict):
+        if "summary" in data and "started_at" in data:
+            return "tokometer"
+        if "completed" in data and any(k in data for k in ("median_ttft_ms", "request_throughput", "ttfts")):
+            return "vllm-bench"
+    raise InputError("unrecognised file: expected `llama-bench -o json`, `vllm bench serve` JSON or a tokometer export")
+
+
+def import_file(path: Path) -> list[dict[str, Any]]:
+    """Runs (tokometer's stored shape) from one results file."""
+    data = read_any(path)
+    kind = detect_format(data)
+    if kind == "llama-bench":
+        return [from_llama_bench(data, source_file=path.name)]
+    if kind == "vllm-bench":
+        return [from_vllm_bench(data, source_file=path.name)]
+    runs = data if isinstance(data, list) else [data]
+    for run in runs:
+        run.pop("id", None)
+    return runs
+
+
+def _summary_from_rates(decode: Sequence[float], prefill: Sequence[float], prefill_ms: Sequence[float], prompt_tokens: float | None) -> dict[str, Any]:
+    summary = summarize_records([])
+    summary.update(
+        {
+            "requests_ok": len(decode) + len(prefill),
+            "requests_total": len(decode) + len(prefill),
+            "decode_tps": stats(decode),
+            "prefill_tps": stats(prefill),
+            "ttft_ms": stats(prefill_ms),
+            "ttft_prompt_tokens": prompt_tokens,
+            "output_tokens_source": "llama-bench",
+        }
+    )
+    decode_stats = summary["decode_tps"]
+    if decode_stats["median"]:
+        summary["decode_spread_fraction"] = (decode_stats["max"] - decode_stats["min"]) / decode_stats["median"]
+        summary["tpot_ms"] = stats(1000.0 / v for v in decode if v)
+    return summary
+
+
+def from_llama_bench(tests: list[dict[str, Any]], *, source_file: str = "") -> dict[str, Any]:
+    requests: list[dict[str, Any]] = []
+    depths = sorted({int(t.get("n_depth") or 0) for t in tests})
+    seq = 0
+    for test in tests:
+        n_prompt, n_gen, depth = int(test.get("n_prompt") or 0), int(test.get("n_gen") or 0), int(test.get("n_depth") or 0)
+        name = ("pp" + str(n_prompt) if n_prompt and not n_gen else "tg" + str(n_gen) if n_gen and not n_prompt else f"pp{n_prompt}+tg{n_gen}")
+        name += f" @ d{depth}" if depth else ""
+        phase = "decode" if n_gen and not n_prompt else "ttft" if n_prompt and not n_gen else "combined"
+        samples_ts = test.get("samples_ts") or [test.get("avg_ts")]
+        samples_ns = test.get("samples_ns") or [test.get("avg_ns")] * len(samples_ts)
+        for ts, ns in zip(samples_ts, samples_ns, strict=False):
+            if ts is None:
+                continue
+            metrics: dict[str, Any] = {"decode_tps": ts if phase == "decode" else None}
+            if phase == "ttft":
+                metrics.update({"prefill_tps": ts, "ttft_ms": ns / 1e6 if ns else None})
+            requests.append(
+                {
+                    "seq": seq,
+                    "phase": phase,
+                    "label": f"depth={depth}" if len(depths) > 1 else "",
+                    "ok": True,
+                    "output_tokens": n_gen or None,
+                    "output_tokens_source": "llama-bench",
+                    "prompt_tokens": n_prompt or None,
+                    "params": {"test": name, "n_depth": depth, "sample_ns": ns, "sample_ts": ts},
+                    "metrics": metrics,
+                }
+            )
+            seq += 1
+
+    def summary_for(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        decode = [r["metrics"]["decode_tps"] for r in rows if r["phase"] == "decode"]
+        pre = [r for r in rows if r["phase"] == "ttft"]
+        prompt = statistics.median([r["prompt_tokens"] for r in pre]) if pre else None
+        return _summary_from_rates(decode, [r["metrics"]["prefill_tps"] for r in pre], [r["metrics"]["ttft_ms"] for r in pre if r["metrics"]["ttft_ms"]], prompt)
+
+    first = tests[0] if tests else {}
+    levels = []
+    if len(depths) > 1:
+        for depth in depths:
+            rows = [r for r in requests if r["params"]["n_depth"] == depth]
+            levels.append({"label": f"depth={depth}", "depth": depth, "summary": summary_for(rows)})
+    base = [r for r in requests if r["params"]["n_depth"] == depths[0]] if depths else requests
+    model = first.get("model_type") or Path(str(first.get("model_filename") or "model")).name
+    return {
+        "started_at": first.get("test_time") or "",
+        "finished_at": tests[-1].get("test_time") if tests else None,
+        "status": "complete",
+        "source": "llama-bench",
+        "url": None,
+        "model": model,
+        "mode": "depth" if len(depths) > 1 else "speed",
+        "protocol": "llama-bench",
+        "config": {"imported_from": source_file, "tests": sorted({r["params"]["test"] for r in requests})},
+        "server": {"engine": "llama.cpp (llama-bench, in-process)", "identity": {k: first[k] for k in _LLAMA_BENCH_IDENTITY if k in first}},
+        "summary": summary_for(base),
+        "levels": levels,
+        "notes": [
+            "imported from llama-bench: decode = tg samples (N tokens / N steps, in-process, no HTTP or sampling); "
+            "TTFT = pp prompt-processing time (no first decode step)"
+        ],
+        "definitions": DEFINITIONS,
+        "requests": requests,
+    }
+
+
+def from_vllm_bench(result: dict[str, Any], *, source_file: str = "") -> dict[str, Any]:
+    ttfts = result.get("ttfts")
+    itls = result.get("itls")
+    rate = result.get("request_rate")
+    concurrency = result.get("max_concurrency")
+    if concurrency:
+        label = f"concurrency={int(concurrency)}"
+        mode = "concurrency"
+    else:
+        label = f"rate={float(rate)}" if isinstance(rate, int | float) else "rate=inf"
+        mode = "rate"
+    scalars = {k: v for k, v in result.items() if not isinstance(v, list | dict)}
+    notes = []
+    records: list[RequestRecord] = []
+    if isinstance(ttfts, list) and isinstance(itls, list):
+        errors = result.get("errors") or [""] * len(ttfts)
+        outputs = result.get("output_lens") or [None] * len(ttfts)
+        inputs = result.get("input_lens") or [None] * len(ttfts)
+        starts = result.get("start_times") or [0.0] * len(ttfts)
+        for i, (ttft, gaps) in enumerate(zip(ttfts, itls, strict=False)):
+            ok = not (errors[i] if i < len(errors) else "") and ttft is not None and ttft > 0
+            times: list[float] = []
+            if ok:
+                t0 = float(starts[i] if i < len(starts) else 0.0)
+                t = t0 + float(ttft)
+                times.append(t)
+                for gap in gaps or []:
+                    t += float(gap)
+                    times.append(t)
+            else:
+                t0 = float(starts[i] if i < len(starts) else 0.0)
+            out = outputs[i] if i < len(outputs) else None
+            records.append(
+                RequestRecord(
+                    seq=i,
+                    phase="concurrency" if concurrency else "rate",
+                    label=label,
+                    ok=ok,
+                    t0=t0,
+                    error=(errors[i] or "failed") if not ok and i < len(errors) else None,
+                    error_kind="imported" if not ok else None,
+                    t_end=times[-1] if times else None,
+                    event_times=tuple(times),
+                    events_total=len(times),
+                    output_tokens=int(out) if out is not None and ok else None,
+                    output_tokens_source="usage" if out is not None else "events",
+                    prompt_tokens=inputs[i] if i < len(inputs) else None,
+                )
+            )
+        summary = summarize_records(records)
+        levels = summarize_levels(records)
+        if "start_times" not in result:
+            notes.append("vllm bench gave no start times: throughput and duration come from the file, not from timestamps")
+            summary["duration_s"] = result.get("duration")
+            summary["output_throughput_tps"] = result.get("output_throughput")
+            summary["request_throughput_rps"] = result.get("request_throughput")
+            for level in levels:
+                level["summary"].update({k: summary[k] for k in ("duration_s", "output_throughput_tps", "request_throughput_rps")})
+    else:
+        notes.append("vllm bench result without --save-detailed: medians taken from the file")
+        summary = summarize_records([])
+        median_tpot = result.get("median_tpot_ms")
+        completed = int(result.get("completed") or 0)
+        failed = int(result.get("failed") or max(0, int(result.get("num_prompts") or completed) - completed))
+        summary.update(
+            {
+                "requests_ok": completed,
+                "requests_failed": failed,
+                "requests_total": completed + failed,
+                "decode_tps": _from_file(result, "tpot", invert=True),
+                "ttft_ms": _from_file(result, "ttft"),
+                "tpot_ms": _from_file(result, "tpot"),
+                "itl_ms": _from_file(result, "itl"),
+                "e2el_ms": _from_file(result, "e2el"),
+                "duration_s": result.get("duration"),
+                "output_throughput_tps": result.get("output_throughput"),
+                "request_throughput_rps": result.get("request_throughput"),
+                "output_tokens_source": "usage",
+            }
+        )
+        if median_tpot is None:
+            summary["decode_tps"] = stats([])
+        levels = [{"label": label, label.split("=")[0]: concurrency or rate, "summary": dict(summary)}]
+    for level in levels:
+        level["summary"]["aggregate_tps"] = stats([result.get("output_throughput")])
+    return {
+        "started_at": _vllm_date(str(result.get("date") or "")),
+        "finished_at": None,
+        "status": "complete",
+        "source": "vllm-bench",
+        "url": result.get("base_url"),
+        "model": result.get("model_id"),
+        "mode": mode,
+        "protocol": result.get("backend"),
+        "config": {"imported_from": source_file, **{k: v for k, v in scalars.items() if not k.startswith(("mean_", "median_", "std_", "p9", "p5"))}},
+        "server": {"engine": "vllm bench serve", "identity": {k: scalars[k] for k in ("backend", "tokenizer_id", "version") if k in scalars}},
+        "summary": summary,
+        "levels": levels,
+        "notes": notes,
+        "definitions": DEFINITIONS,
+        "requests": [r.to_dict() for r in records],
+    }
+
+
+def _from_file(result: dict[str, Any], metric: str, *, invert: bool = False) -> dict[str, Any]:
+    """vLLM's mean/median/std/p99 of one metric (ms), or their tok/s inverse for TPOT."""
+
+    def get(stat: str) -> float | None:
+        value = result.get(f"{stat}_{metric}_ms")
+        if not isinstance(value, int | float):
+            return None
+        return (1000.0 / value if value else None) if invert else float(value)
+
+    data = {"n": int(result.get("completed") or 0), "median": get("median"), "mean": get("mean"), "std": None if invert else get("std"), "min": None, "max": None, "p90": get("p90"), "p99": get("p99")}
+    if invert:  # a high percentile of TPOT is a low percentile of speed
+        data["p90"] = data["p99"] = None
+    return data
+
+
+def _vllm_date(text: str) -> str:
+    """vLLM's `20250424-115851` -> ISO 8601 (UTC assumed)."""
+    if len(text) == 15 and text[8] == "-":
+        return f"{text[0:4]}-{text[4:6]}-{text[6:8]}T{text[9:11]}:{text[11:13]}:{text[13:15]}+00:00"
+    return text

@@ -1,0 +1,558 @@
+"""Run a benchmark: detect the server, drop a cold run, then measure in one of four modes.
+
+- `speed` (default): the seed's "measure yourself": `runs` generations of `max_tokens` from a
+  short prompt (decode speed), then `runs` long-prompt requests (TTFT, prefill speed).
+- `depth`: decode speed at each context depth (`--depth 0,4096,16384`).
+- `concurrency`: for each level c, `runs` rounds of c simultaneous streams; per-stream speed and
+  the aggregate while all c decode together (`--concurrency 1,2,4`).
+- `rate`: open-loop Poisson arrivals at R requests/s for a duration; goodput under SLOs.
+
+`--requests` caps the measured requests of any mode. Ctrl-C stops the run and keeps everything
+that completed (status `interrupted`). Each concurrent stream gets its own client and keep-alive
+connection, opened before the timed part: httpcore's shared pool scans every connection for every
+queued request, which at a 256-stream burst costs more CPU than the streams themselves.
+Chunk parsing waits until a batch of streams is over, so it never delays another stream's bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from tokometer.bench import prompts
+from tokometer.bench.client import Clock, Exchange, RequestRecord, send_streaming
+from tokometer.bench.detect import Endpoint, detect
+from tokometer.bench.metrics import DEFINITIONS
+from tokometer.bench.protocols import GenerationRequest
+from tokometer.bench.summary import summarize_levels, summarize_records
+from tokometer.errors import BenchError, InputError
+
+TTFT_MAX_TOKENS = 4
+COLD_MAX_TOKENS = 32
+DEFAULT_RATE_DURATION_S = 60.0
+Progress = Callable[[int, int | None, str], None]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Everything that defines a run (the API key is used, never stored or printed)."""
+
+    url: str
+    model: str | None = None
+    protocol: str = "auto"
+    runs: int = 3
+    warmup: int = 1
+    max_tokens: int = 200
+    prompt_tokens: int = 1024
+    depths: tuple[int, ...] = ()
+    concurrency: tuple[int, ...] = ()
+    rate_rps: float | None = None
+    duration_s: float | None = None
+    requests: int | None = None
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    stall_timeout_s: float = 300.0
+    request_timeout_s: float | None = None
+    ignore_eos: bool | None = None  # None: send it where the server is known to support it
+    seed: int | None = None
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def mode(self) -> str:
+        if self.depths:
+            return "depth"
+        if self.concurrency:
+            return "concurrency"
+        if self.rate_rps is not None:
+            return "rate"
+        return "speed"
+
+    def validate(self) -> None:
+        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None)) if on]
+        if len(chosen) > 1:
+            raise InputError(f"choose one of {', '.join(chosen)}, not several")
+        for name, value in (("--runs", self.runs), ("--max-tokens", self.max_tokens)):
+            if value < 1:
+                raise InputError(f"{name} must be at least 1, got {value}")
+        for name, value in (("--warmup", self.warmup), ("--prompt-tokens", self.prompt_tokens)):
+            if value < 0:
+                raise InputError(f"{name} must be zero or more, got {value}")
+        if any(d < 0 for d in self.depths):
+            raise InputError("--depth values must be zero or more")
+        if any(c < 1 for c in self.concurrency):
+            raise InputError("--concurrency values must be at least 1")
+        if max(self.concurrency, default=1) > 4096:
+            raise InputError("--concurrency above 4096 is not supported")
+        for name, number in (
+            ("--rate", self.rate_rps),
+            ("--duration", self.duration_s),
+            ("--slo-ttft", self.slo_ttft_ms),
+            ("--slo-tpot", self.slo_tpot_ms),
+            ("--timeout", self.stall_timeout_s),
+            ("--request-timeout", self.request_timeout_s),
+        ):
+            if number is not None and not number > 0:
+                raise InputError(f"{name} must be a positive number, got {number!r}")
+        if self.requests is not None and self.requests < 1:
+            raise InputError(f"--requests must be at least 1, got {self.requests}")
+        if self.duration_s is not None and self.rate_rps is None:
+            raise InputError("--duration needs --rate")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "model": self.model,
+            "protocol": self.protocol,
+            "mode": self.mode,
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "max_tokens": self.max_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "depths": list(self.depths),
+            "concurrency": list(self.concurrency),
+            "rate_rps": self.rate_rps,
+            "duration_s": self.duration_s,
+            "requests": self.requests,
+            "slo_ttft_ms": self.slo_ttft_ms,
+            "slo_tpot_ms": self.slo_tpot_ms,
+            "stall_timeout_s": self.stall_timeout_s,
+            "request_timeout_s": self.request_timeout_s,
+            "ignore_eos": self.ignore_eos,
+            "seed": self.seed,
+            "temperature": 0.0,
+            "authenticated": self.api_key is not None,
+        }
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    config: BenchConfig
+    endpoint: Endpoint | None
+    records: tuple[RequestRecord, ...]
+    status: str  # complete | interrupted | failed
+    started_at: str
+    finished_at: str
+    notes: tuple[str, ...] = ()
+    tokens_per_word: float | None = None
+    ignore_eos: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        return summarize_records(self.records, slo_ttft_ms=self.config.slo_ttft_ms, slo_tpot_ms=self.config.slo_tpot_ms)
+
+    def levels(self) -> list[dict[str, Any]]:
+        return summarize_levels(self.records, slo_ttft_ms=self.config.slo_ttft_ms, slo_tpot_ms=self.config.slo_tpot_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        ep = self.endpoint
+        config = self.config.to_dict()
+        config["ignore_eos_sent"] = self.ignore_eos
+        config["tokens_per_word"] = self.tokens_per_word
+        return {
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "status": self.status,
+            "url": self.config.url,
+            "model": ep.model if ep else self.config.model,
+            "mode": self.config.mode,
+            "protocol": ep.protocol.name if ep else None,
+            "config": config,
+            "server": ep.to_dict() if ep else None,
+            "summary": self.summary(),
+            "levels": self.levels(),
+            "notes": list(self.notes),
+            "definitions": DEFINITIONS,
+            "requests": [r.to_dict() for r in self.records],
+        }
+
+
+class _Stop(Exception):
+    """The --requests cap was reached."""
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _shared_ssl_context() -> ssl.SSLContext:
+    try:
+        import certifi
+
+        return ssl.create_default_context(cafile=certifi.where())
+    except ImportError:  # pragma: no cover - httpx depends on certifi
+        return ssl.create_default_context()
+
+
+class Runner:
+    """One benchmark run. `transport` and `clock` are injectable (MockTransport, fake clocks)."""
+
+    def __init__(
+        self,
+        config: BenchConfig,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Clock = time.perf_counter,
+        progress: Progress | None = None,
+        now: Callable[[], str] = _utc_now,
+    ) -> None:
+        config.validate()
+        self.config = config
+        self.transport = transport
+        self.clock = clock
+        self.progress = progress
+        self.now = now
+        self.endpoint: Endpoint | None = None
+        self.exchanges: list[Exchange] = []
+        self.notes: list[str] = []
+        self.rng = random.Random(config.seed)
+        self.tokens_per_word = 1.0
+        self.tokens_per_word_measured: float | None = None
+        self.ignore_eos = False
+        self._seq = 0
+        self._measured = 0
+        self._total = self._planned_total()
+        self._ssl: ssl.SSLContext | None = None
+        self._prompt_counts: dict[int, int] = {}
+        self._tokenize_at: tuple[str, Callable[[str], dict[str, Any]]] | None = None
+        self._tokenize_missing = False
+
+    # --- public --------------------------------------------------------------------------------
+
+    def run(self) -> BenchResult:
+        started = self.now()
+        status = "complete"
+        gc_was_enabled = gc.isenabled()
+        try:
+            asyncio.run(self._main())
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.notes.append("interrupted: the requests completed before Ctrl-C are kept")
+        finally:  # _main pauses the garbage collector while it measures
+            gc.unfreeze()
+            if gc_was_enabled:
+                gc.enable()
+        records = tuple(self._with_prompt_count(ex.record()) for ex in self.exchanges)
+        measured_ok = [r for r in records if r.phase != "cold" and r.ok]
+        if status == "complete" and not measured_ok:
+            status = "failed"
+        return BenchResult(
+            config=self.config,
+            endpoint=self.endpoint,
+            records=records,
+            status=status,
+            started_at=started,
+            finished_at=self.now(),
+            notes=tuple(self.notes),
+            tokens_per_word=self.tokens_per_word_measured,
+            ignore_eos=self.ignore_eos,
+        )
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def _with_prompt_count(self, record: RequestRecord) -> RequestRecord:
+        count = self._prompt_counts.get(record.seq)
+        if record.prompt_tokens is None and count is not None:
+            return replace(record, prompt_tokens=count, prompt_tokens_source="tokenize")
+        return record
+
+    def _planned_total(self) -> int | None:
+        cfg = self.config
+        mode = cfg.mode
+        if mode == "speed":
+            total = cfg.runs * (2 if cfg.prompt_tokens > 0 else 1)
+        elif mode == "depth":
+            total = cfg.runs * len(cfg.depths)
+        elif mode == "concurrency":
+            total = cfg.runs * sum(cfg.concurrency)
+        else:
+            total = cfg.requests or 0
+            if not total:
+                return None
+        if cfg.requests is not None:
+            total = min(total, cfg.requests)
+        return total + cfg.warmup
+
+    def _client(self, connections: int | None = 1) -> httpx.AsyncClient:
+        headers = {"user-agent": "tokometer-bench"}
+        if self.config.api_key:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        if self.transport is not None:
+            return httpx.AsyncClient(transport=self.transport, headers=headers, limits=limits)
+        if self._ssl is None:
+            self._ssl = _shared_ssl_context()
+        return httpx.AsyncClient(headers=headers, limits=limits, verify=self._ssl)
+
+    def _tick(self, label: str) -> None:
+        if self.progress is not None:
+            self.progress(len(self.exchanges), self._total, label)
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        phase: str,
+        label: str,
+        prompt: str,
+        max_tokens: int,
+        *,
+        cache_prompt: bool = True,
+        group: int = 0,
+    ) -> Exchange:
+        if phase != "cold":
+            if self.config.requests is not None and self._measured >= self.config.requests:
+                raise _Stop
+            self._measured += 1
+        ep = self.endpoint
+        assert ep is not None
+        extra: dict[str, Any] = {}
+        if ep.supports_continuous_usage and ep.protocol.base == "openai":
+            extra["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+        request = GenerationRequest(
+            prompt=prompt,
+            max_tokens=max_tokens,
+            model=ep.model,
+            ignore_eos=self.ignore_eos,
+            seed=self.config.seed if self.config.seed is not None else 0,
+            cache_prompt=cache_prompt,
+            extra=extra,
+        )
+        seq = self._seq
+        self._seq += 1
+        exchange = await send_streaming(
+            client,
+            ep.request_url,
+            ep.protocol,
+            ep.protocol.body(request),
+            seq=seq,
+            phase=phase,
+            label=label,
+            clock=self.clock,
+            stall_timeout_s=self.config.stall_timeout_s,
+            total_timeout_s=self.config.request_timeout_s,
+            max_tokens=max_tokens,
+            ignore_eos=self.ignore_eos,
+            group=group,
+        )
+        self.exchanges.append(exchange)
+        self._tick(label or phase)
+        return exchange
+
+    # --- the run -------------------------------------------------------------------------------
+
+    async def _main(self) -> None:
+        cfg = self.config
+        async with self._client(8) as probe:
+            self.endpoint = await detect(probe, cfg.url, protocol=cfg.protocol, model=cfg.model)
+        ep = self.endpoint
+        self.ignore_eos = ep.supports_ignore_eos if cfg.ignore_eos is None else cfg.ignore_eos
+        if not self.ignore_eos and ep.protocol.name != "ollama":
+            self.notes.append("ignore_eos not sent (server not known to support it): outputs may end early")
+        if ep.protocol.name == "ollama":
+            self.notes.append("Ollama has no ignore_eos: outputs may end before --max-tokens")
+        n_clients = max(cfg.concurrency) if cfg.mode == "concurrency" else 1
+        pool = cfg.mode == "rate"
+        clients = [self._client(None if pool else 1) for _ in range(n_clients)]
+        gc.collect()
+        gc.freeze()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # no collector pauses inside the timed part (vLLM freezes its heap too)
+        try:
+            await self._warmup(clients[0])
+            if n_clients > 1:
+                await asyncio.gather(*(self._open(c) for c in clients[1:]))
+            if cfg.mode == "speed":
+                await self._speed(clients[0])
+            elif cfg.mode == "depth":
+                await self._depth(clients[0])
+            elif cfg.mode == "concurrency":
+                await self._concurrency(clients)
+            else:
+                await self._rate(clients[0])
+        except _Stop:
+            self.notes.append(f"stopped after --requests {cfg.requests}")
+        try:
+            await self._count_prompts(clients[0])
+        finally:
+            gc.unfreeze()
+            if gc_was_enabled:
+                gc.enable()
+            await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+
+    async def _open(self, client: httpx.AsyncClient) -> None:
+        """Open a keep-alive connection before the timed part (any answer will do)."""
+        assert self.endpoint is not None
+        try:
+            await client.get(self.endpoint.root + "/", timeout=10.0)
+        except httpx.HTTPError:
+            pass
+
+    async def _warmup(self, client: httpx.AsyncClient) -> None:
+        """Cold runs (dropped from statistics); also settle the protocol and tokens per word."""
+        ep = self.endpoint
+        assert ep is not None
+        for i in range(self.config.warmup):
+            prompt = prompts.long_prompt(prompts.CALIBRATION_WORDS, self.rng)
+            cold_tokens = min(self.config.max_tokens, COLD_MAX_TOKENS)
+            exchange = await self._send(client, "cold", "cold", prompt, cold_tokens)
+            if i == 0 and exchange.failure and exchange.failure[0] == "http":
+                retried = await self._retry_cold(client, exchange, prompt, cold_tokens)
+                exchange = retried or exchange
+            record = exchange.record()
+            prompt_tokens = record.prompt_tokens
+            if prompt_tokens is None and record.ok:
+                prompt_tokens = await self._tokenize(client, prompt)
+                if prompt_tokens is not None:
+                    self._prompt_counts[exchange.seq] = prompt_tokens
+            if record.ok and prompt_tokens and self.tokens_per_word_measured is None:
+                ratio = prompt_tokens / max(1, len(prompt.split()))
+                self.tokens_per_word_measured = ratio
+                self.tokens_per_word = min(4.0, max(0.5, ratio))
+
+    async def _retry_cold(self, client: httpx.AsyncClient, failed: Exchange, prompt: str, max_tokens: int) -> Exchange | None:
+        ep = self.endpoint
+        assert ep is not None and failed.failure is not None
+        message = failed.failure[1].lower()
+        if failed.status_code in (404, 405) and ep.protocol.name == "openai-completions" and not ep.fixed:
+            self.endpoint = ep.with_protocol("openai-chat")
+            self.notes.append("no /completions endpoint: switched to chat completions")
+            retried = await self._send(client, "cold", "cold", prompt, max_tokens)
+            if retried.status_code in (404, 405):
+                raise BenchError(
+                    f"{ep.url} does not answer as an LLM server: {ep.request_url} and "
+                    f"{self.endpoint.request_url} both gave HTTP {retried.status_code} (pass the full endpoint URL or --protocol)"
+                )
+            return retried
+        if failed.status_code == 400 and self.ignore_eos and "ignore_eos" in message:
+            self.ignore_eos = False
+            self.notes.append("the server rejected ignore_eos: sent without it")
+            return await self._send(client, "cold", "cold", prompt, max_tokens)
+        if failed.status_code in (401, 403):
+            raise BenchError(f"{ep.request_url} refused the request ({failed.failure[1][:120]}); set an API key with --api-key or TOKOMETER_API_KEY")
+        if failed.status_code == 404 and ep.model and "model" in message:
+            raise BenchError(f"the server does not know model {ep.model!r}: {failed.failure[1][:160]}")
+        return None
+
+    def _tokenize_candidates(self) -> list[tuple[str, Callable[[str], dict[str, Any]]]]:
+        ep = self.endpoint
+        assert ep is not None
+        model = ep.model
+        return [
+            (f"{ep.root}/tokenize", lambda text: {"content": text}),  # llama.cpp server
+            (f"{ep.root}/tokenize", lambda text: {"model": model, "prompt": text}),  # vLLM, SGLang
+            (f"{ep.root}/extras/tokenize", lambda text: {"input": text, "model": model}),  # llama-cpp-python
+        ]
+
+    async def _tokenize(self, client: httpx.AsyncClient, text: str) -> int | None:
+        """Prompt tokens from the server's tokenize endpoint, for servers that report no usage."""
+        if self._tokenize_missing:
+            return None
+        candidates = [self._tokenize_at] if self._tokenize_at else self._tokenize_candidates()
+        for url, make_body in candidates:
+            try:
+                response = await client.post(url, json=make_body(text), timeout=10.0)
+                data = response.json() if response.status_code == 200 else None
+            except (httpx.HTTPError, ValueError):
+                data = None
+            count = None
+            if isinstance(data, dict):
+                if isinstance(data.get("tokens"), list):
+                    count = len(data["tokens"])
+                elif isinstance(data.get("count"), int):
+                    count = int(data["count"])
+            if count is not None:
+                self._tokenize_at = (url, make_body)
+                return count
+        self._tokenize_missing = True
+        return None
+
+    async def _count_prompts(self, client: httpx.AsyncClient, budget_s: float = 30.0) -> None:
+        """After the timed part: count the prompts of requests whose server gave no prompt count."""
+        if self._tokenize_missing:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget_s
+        for exchange in self.exchanges:
+            if exchange.seq in self._prompt_counts or not exchange.prompt or exchange.failure:
+                continue
+            if exchange.record().prompt_tokens is not None or loop.time() > deadline:
+                continue
+            count = await self._tokenize(client, exchange.prompt)
+            if count is None:
+                return
+            self._prompt_counts[exchange.seq] = count
+
+    async def _speed(self, client: httpx.AsyncClient) -> None:
+        cfg = self.config
+        for _ in range(cfg.runs):
+            await self._send(client, "decode", "", prompts.short_prompt(self.rng), cfg.max_tokens)
+        if cfg.prompt_tokens > 0:
+            for _ in range(cfg.runs):
+                prompt = prompts.long_prompt(cfg.prompt_tokens, self.rng, self.tokens_per_word)
+                await self._send(client, "ttft", "", prompt, TTFT_MAX_TOKENS, cache_prompt=False)
+
+    async def _depth(self, client: httpx.AsyncClient) -> None:
+        cfg = self.config
+        for depth in cfg.depths:
+            for _ in range(cfg.runs):
+                if depth == 0:
+                    prompt = prompts.short_prompt(self.rng)
+                else:
+                    prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
+                await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
+
+    async def _concurrency(self, clients: list[httpx.AsyncClient]) -> None:
+        cfg = self.config
+        for level in cfg.concurrency:
+            for round_index in range(cfg.runs):
+                batch = [
+                    self._send(clients[i], "concurrency", f"concurrency={level}", prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
+                    for i in range(level)
+                ]
+                results = await asyncio.gather(*batch, return_exceptions=True)
+                if any(isinstance(r, _Stop) for r in results):
+                    raise _Stop
+                for r in results:
+                    if isinstance(r, BaseException):
+                        raise r
+
+    async def _rate(self, client: httpx.AsyncClient) -> None:
+        cfg = self.config
+        assert cfg.rate_rps is not None
+        duration = cfg.duration_s or (None if cfg.requests else DEFAULT_RATE_DURATION_S)
+        label = f"rate={float(cfg.rate_rps)}"
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        arrival = start
+        tasks: list[asyncio.Task[Exchange]] = []
+        sent = 0
+        while True:
+            arrival += self.rng.expovariate(cfg.rate_rps)
+            if duration is not None and arrival - start > duration:
+                break
+            if cfg.requests is not None and sent >= cfg.requests:
+                break
+            delay = arrival - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(self._send(client, "rate", label, prompts.short_prompt(self.rng), cfg.max_tokens)))
+            sent += 1
+            if self._total is None and self.progress is not None and duration:
+                self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def run_benchmark(config: BenchConfig, **kwargs: Any) -> BenchResult:
+    """Convenience wrapper: `Runner(config, **kwargs).run()`."""
+    return Runner(config, **kwargs).run()
+
+
+__all__ = ["BenchConfig", "BenchResult", "Runner", "run_benchmark"]

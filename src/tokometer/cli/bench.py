@@ -1,0 +1,412 @@
+"""`tokometer bench`, `tokometer runs ...` and `tokometer probe`: measure, keep, compare, grade.
+
+Entry points only: the measuring is `tokometer.bench`, the keeping `tokometer.store`, the
+predicting `tokometer.api.estimate`. Heavy modules load inside the commands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tokometer.cli.options import engine_options, hardware_options, json_option, model_options
+from tokometer.errors import BenchError, InputError
+
+API_KEY_ENV = ("TOKOMETER_API_KEY", "OPENAI_API_KEY")
+
+
+def _int_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
+    if not value:
+        return ()
+    try:
+        items = tuple(int(v.strip().replace("_", "")) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated whole numbers, got {value!r}") from None
+    if not items:
+        raise click.BadParameter("expected at least one number")
+    return items
+
+
+def _progress() -> Callable[[int, int | None, str], None] | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int | None, label: str) -> None:
+        if total:
+            width = 28
+            filled = min(width, int(width * done / total))
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label:<18}")
+        else:
+            sys.stderr.write(f"\r{done} requests {label:<18}")
+        sys.stderr.flush()
+
+    return show
+
+
+def _end_progress(progress: object) -> None:
+    if progress is not None:
+        sys.stderr.write("\r" + " " * 60 + "\r")
+        sys.stderr.flush()
+
+
+class _Predictor:
+    """Predictions for the measured workload (batch, depth), from the user's model and hardware."""
+
+    def __init__(self, model: str | None, options: dict[str, Any]) -> None:
+        self.model = model
+        self.options = {k: v for k, v in options.items() if v is not None}
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.options.get("hw") or self.options.get("bandwidth_gb_per_s"))
+
+    def check_hardware(self) -> None:
+        from tokometer.catalog import hardware_catalog
+
+        hw = self.options.get("hw")
+        if hw and str(hw).lower() == "local" and hardware_catalog().find("local") is None:
+            raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
+
+    def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
+        from tokometer.api import estimate
+
+        name = model or self.model
+        return estimate(name, **self.options, **workload).to_dict()
+
+
+def _predict_and_grade(run: dict[str, Any], predictor: _Predictor, served_model: str | None, notes: list[str]) -> None:
+    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one)."""
+    from tokometer.bench.grading import grade, prediction_headline
+    from tokometer.errors import TokometerError
+
+    summary = run["summary"]
+    config = run["config"]
+    max_tokens = int(config.get("max_tokens") or 200)
+    run.setdefault("prediction", None)
+    run.setdefault("hardware", None)
+    if not predictor.wanted:
+        run["grading"] = grade(summary, None)
+        return
+    model = predictor.model
+    guessed = model is None and not predictor.options.get("params_b")
+    if guessed:
+        if not served_model:
+            notes.append("no prediction: the server named no model; pass --predict-model")
+            run["grading"] = grade(summary, None)
+            return
+        model = served_model
+    prompt = int(summary.get("ttft_prompt_tokens") or summary.get("prompt_tokens") or 512)
+    depth = int((summary.get("prompt_tokens") or 0) + max_tokens / 2)
+    try:
+        full = predictor.estimate(model, prompt_tokens=prompt, output_tokens=max_tokens, context_tokens=depth, batch=1)
+    except (TokometerError, OSError, ValueError) as exc:
+        if not guessed:
+            raise
+        notes.append(f"no prediction: the server's model {served_model!r} is not one tokometer knows ({exc}); pass --predict-model")
+        run["grading"] = grade(summary, None)
+        return
+    run["prediction"] = {**prediction_headline(full), "estimate": full}
+    run["hardware"] = full["hardware"]["id"]
+    mode = run.get("mode")
+    run["grading"] = grade(summary, full if mode == "speed" else None)
+    for level in run.get("levels") or []:
+        level_summary = level["summary"]
+        level_depth = int((level_summary.get("prompt_tokens") or 0) + max_tokens / 2)
+        if "concurrency" in level:
+            batch = int(level["concurrency"])
+        elif "depth" in level:
+            batch = 1
+        else:
+            level["grading"] = grade(level_summary, None)
+            continue
+        level_full = predictor.estimate(model, prompt_tokens=max(1, int(level_summary.get("prompt_tokens") or prompt)), output_tokens=max_tokens, context_tokens=level_depth, batch=batch)
+        level["prediction"] = prediction_headline(level_full)
+        level["grading"] = grade(level_summary, level_full, batch=batch)
+    if mode in ("concurrency", "depth") and run.get("levels"):  # the headline is the first level
+        run["grading"] = dict(run["levels"][0]["grading"])
+
+
+@click.command()
+@click.argument("url")
+@click.option("-m", "--model", "served_model", help="Model name to request (default: the server's first model).")
+@click.option("--protocol", type=click.Choice(["auto", "openai-chat", "openai-completions", "llamacpp", "ollama"]), default="auto", show_default=True, help="Wire protocol; auto probes the server.")
+@click.option("--api-key", help="Bearer token (default: $TOKOMETER_API_KEY, then $OPENAI_API_KEY); never stored or printed.")
+@click.option("--runs", type=int, default=3, show_default=True, help="Measured repetitions (rounds, in --concurrency mode).")
+@click.option("--warmup", type=int, default=1, show_default=True, help="Cold runs sent first and dropped from the statistics.")
+@click.option("--max-tokens", type=int, default=200, show_default=True, help="Tokens to generate per request.")
+@click.option("--prompt-tokens", type=int, default=1024, show_default=True, help="Length of the long prompt that measures TTFT and prefill (0: skip).")
+@click.option("--depth", "depths", callback=_int_list, help="Decode speed at these context depths, e.g. 0,4096,16384.")
+@click.option("--concurrency", callback=_int_list, help="Concurrent streams, e.g. 1,2,4: per-stream and aggregate speed.")
+@click.option("--rate", "rate_rps", type=float, help="Open-loop Poisson arrivals, requests per second.")
+@click.option("--duration", "duration_s", type=float, help="Seconds of arrivals for --rate (default 60).")
+@click.option("--requests", type=int, help="Stop after this many measured requests (any mode).")
+@click.option("--slo-ttft", "slo_ttft_ms", type=float, help="Goodput SLO: time to first token, ms.")
+@click.option("--slo-tpot", "slo_tpot_ms", type=float, help="Goodput SLO: time per output token after the first, ms.")
+@click.option("--timeout", "stall_timeout_s", type=float, default=300.0, show_default=True, help="Seconds without data before a request counts as stalled.")
+@click.option("--request-timeout", "request_timeout_s", type=float, help="Seconds a whole request may take.")
+@click.option("--ignore-eos/--no-ignore-eos", default=None, help="Ask the server to ignore end-of-sequence (default: where known to work).")
+@click.option("--seed", type=int, help="Seed for prompts and arrivals.")
+@click.option("--predict-model", help="Model to predict for the verdict (catalog name, .gguf, config.json, Hub id).")
+@model_options
+@hardware_options
+@engine_options
+@click.option("--no-save", is_flag=True, help="Do not store the run.")
+@json_option
+def bench(
+    url: str,
+    served_model: str | None,
+    protocol: str,
+    api_key: str | None,
+    predict_model: str | None,
+    no_save: bool,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Measure a running LLM server: decode speed, time to first token, and how they compare.
+
+    URL is the server (with or without /v1) or a full endpoint. The protocol is detected:
+    OpenAI chat/completions (vLLM, SGLang, LM Studio, llama.cpp, llama-cpp-python...), llama.cpp's
+    native /completion, Ollama's /api/generate. One cold run is dropped, then --runs requests of
+    --max-tokens tokens measure decode speed (tokens after the first / seconds after the first)
+    and --runs long-prompt requests measure TTFT. With --hw (or --hw local after `tokometer
+    probe`) the result is graded against the prediction.
+
+    \b
+        tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
+        tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
+    """
+    from tokometer.bench.render import render_prediction, render_run
+    from tokometer.bench.runner import BenchConfig, Runner
+    from tokometer.report.text import to_json
+
+    bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "ignore_eos", "seed")
+    settings = {k: options.pop(k) for k in bench_keys}
+    key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
+    config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
+    config.validate()
+    predictor = _Predictor(predict_model, options)
+    if predictor.wanted:
+        predictor.check_hardware()
+        if predict_model or options.get("params_b"):
+            early = predictor.estimate(prompt_tokens=config.prompt_tokens or 512, output_tokens=config.max_tokens)
+            if not as_json:
+                from tokometer.bench.grading import prediction_headline
+
+                click.echo(render_prediction(prediction_headline(early)), err=True)
+    elif predict_model:
+        raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
+
+    progress = _progress()
+    runner = Runner(config, progress=progress)
+    try:
+        result = runner.run()
+    finally:
+        _end_progress(progress)
+    if result.endpoint is None:
+        if result.status == "interrupted":
+            raise click.exceptions.Exit(130)
+        raise BenchError(f"nothing measured at {url}")
+    run = result.to_dict()
+    notes = run["notes"]
+    _predict_and_grade(run, predictor, result.endpoint.model, notes)
+    run["source"] = "tokometer"
+    run_id = None
+    if not no_save and result.records:
+        from tokometer.store import open_store
+
+        with open_store() as store:
+            run_id = store.save_run(run)
+    run["id"] = run_id
+    if as_json:
+        shown = {k: v for k, v in run.items() if k != "requests"}
+        shown["requests_recorded"] = len(run["requests"])
+        click.echo(to_json(shown))
+    else:
+        click.echo(render_run(run))
+        if run_id is not None:
+            click.echo(f"\nsaved as run #{run_id}: `tokometer runs show {run_id}`")
+    if result.status == "interrupted":
+        raise click.exceptions.Exit(130)
+    if result.status == "failed":
+        s = run["summary"]
+        first = s.get("first_error") or next((r.get("error") for r in run["requests"] if r.get("error")), "no response")
+        saved = f" (run #{run_id} saved)" if run_id is not None else ""
+        raise BenchError(f"all {s['requests_total']} measured requests failed: {first}{saved}")
+
+
+@click.group()
+def runs() -> None:
+    """Stored benchmark runs: list, show, compare, export, import, path."""
+
+
+@runs.command("list")
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--model", help="Only runs of this served model.")
+@json_option
+def runs_list(limit: int, model: str | None, as_json: bool) -> None:
+    """The most recent runs, newest first."""
+    from tokometer.bench.render import render_list
+    from tokometer.report.text import to_json
+    from tokometer.store import open_store
+
+    with open_store() as store:
+        found = store.list_runs(limit=limit, model=model)
+    click.echo(to_json(found) if as_json else render_list(found))
+
+
+@runs.command("show")
+@click.argument("run_id", type=int)
+@click.option("--requests", "with_requests", is_flag=True, help="Also list every request.")
+@json_option
+def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
+    """One run in full: summary, levels, prediction, grade, flags."""
+    from tokometer.bench.render import render_run
+    from tokometer.report.text import to_json
+    from tokometer.store import open_store
+
+    with open_store() as store:
+        run = store.get_run(run_id, with_requests=with_requests or as_json)
+    if as_json and not with_requests:
+        run.pop("requests", None)
+    click.echo(to_json(run) if as_json else render_run(run, with_requests=with_requests))
+
+
+@runs.command("compare")
+@click.argument("run_ids", type=int, nargs=-1, required=True)
+@json_option
+def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
+    """Runs side by side, with each one's change against the first."""
+    from tokometer.bench.render import compare_table, render_compare
+    from tokometer.report.text import to_json
+    from tokometer.store import open_store
+
+    if len(run_ids) < 2:
+        raise InputError("give at least two run ids to compare")
+    with open_store() as store:
+        found = store.get_runs(run_ids, with_requests=False)
+    if as_json:
+        click.echo(to_json({"runs": [{k: r.get(k) for k in ("id", "started_at", "url", "model", "hardware", "mode", "source")} for r in found], "rows": compare_table(found)}))
+    else:
+        click.echo(render_compare(found))
+
+
+@runs.command("export")
+@click.argument("run_ids", type=int, nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
+@click.option("--requests", "per_request", is_flag=True, help="CSV: one row per request instead of per run.")
+@click.option("--limit", type=int, default=1000, show_default=True, help="Without ids: the most recent runs.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path), help="Write to a file instead of stdout.")
+@json_option
+def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: int, output: Path | None, as_json: bool) -> None:
+    """Runs as JSON (everything, timestamps included) or CSV."""
+    from tokometer.bench.render import to_csv
+    from tokometer.report.text import to_json
+    from tokometer.store import open_store
+
+    if as_json:
+        fmt = "json"
+    with open_store() as store:
+        ids = list(run_ids) or [r["id"] for r in store.list_runs(limit=limit)]
+        found = store.get_runs(ids, with_requests=fmt == "json" or per_request)
+    text = to_json(found) if fmt == "json" else to_csv(found, requests=per_request)
+    if output is None:
+        click.echo(text, nl=fmt == "json")
+    else:
+        try:
+            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror}") from None
+        click.echo(f"wrote {len(found)} run(s) to {output}", err=True)
+
+
+@runs.command("import")
+@click.argument("files", type=click.Path(exists=True, dir_okay=False, path_type=Path), nargs=-1, required=True)
+@json_option
+def runs_import(files: tuple[Path, ...], as_json: bool) -> None:
+    """Import `llama-bench -o json`, `vllm bench serve` JSON or a tokometer export."""
+    from tokometer.bench.grading import grade
+    from tokometer.bench.importers import import_file
+    from tokometer.report.text import to_json
+    from tokometer.store import open_store
+
+    loaded = []
+    for path in files:
+        for run in import_file(path):
+            run.setdefault("grading", grade(run["summary"], None))
+            loaded.append((path, run))
+    imported = []
+    with open_store() as store:
+        for path, run in loaded:
+            run_id = store.save_run(run)
+            imported.append({"id": run_id, "file": str(path), "source": run.get("source"), "model": run.get("model"), "requests": len(run.get("requests") or [])})
+    if as_json:
+        click.echo(to_json(imported))
+    else:
+        for item in imported:
+            click.echo(f"imported {item['file']} ({item['source']}, {item['model']}, {item['requests']} samples) as run #{item['id']}")
+
+
+@runs.command("delete")
+@click.argument("run_id", type=int)
+@click.option("--yes", is_flag=True, help="Do not ask.")
+def runs_delete(run_id: int, yes: bool) -> None:
+    """Delete one run and its requests."""
+    from tokometer.store import open_store
+
+    with open_store() as store:
+        store.get_run(run_id, with_requests=False)
+        if not yes:
+            click.confirm(f"delete run #{run_id}?", abort=True)
+        store.delete_run(run_id)
+    click.echo(f"deleted run #{run_id}")
+
+
+@runs.command("path")
+@json_option
+def runs_path(as_json: bool) -> None:
+    """Where the runs database lives ($TOKOMETER_HOME/runs.db)."""
+    from tokometer.report.text import to_json
+    from tokometer.store import default_path
+
+    path = default_path()
+    click.echo(to_json({"path": str(path), "exists": path.exists()}) if as_json else str(path))
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="Smaller arrays and fewer repetitions (a few seconds).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True, help="auto: the GPU through torch when present, else the CPU.")
+@click.option("--no-save", is_flag=True, help="Measure only; do not write the `local` profile.")
+@json_option
+def probe(quick: bool, device: str, no_save: bool, as_json: bool) -> None:
+    """Measure this machine's memory bandwidth and matmul speed; save them as hardware `local`.
+
+    Then `tokometer estimate MODEL --hw local` and `tokometer bench URL --hw local` predict for
+    this very machine. The bandwidth is measured (STREAM-like copy and triad over arrays far
+    larger than the caches, best of several passes), so it is what the memory really delivers,
+    not the datasheet peak.
+    """
+    from tokometer.bench.probe import probe as run_probe
+    from tokometer.bench.probe import profile_entry, save_local_profile
+    from tokometer.report.text import num, to_json
+
+    if not as_json:
+        click.echo("measuring memory bandwidth and matmul speed...", err=True)
+    result = run_probe(quick=quick, device=device)
+    path = None if no_save else save_local_profile(result)
+    if as_json:
+        click.echo(to_json({"probe": result.to_dict(), "profile": profile_entry(result), "saved_to": str(path) if path else None}))
+        return
+    click.echo(f"{result.name}: {result.device}, {result.threads} thread(s), {num(result.memory_gb)} GB memory")
+    click.echo(f"memory bandwidth  {num(result.memory_bandwidth_gb_per_s)} GB/s  (copy {num(result.copy_gb_per_s)}, triad {num(result.triad_gb_per_s)}; {result.array_bytes / 1e6:,.0f} MB arrays)")
+    if result.fp16_tflops:
+        click.echo(f"fp16 matmul       {num(result.fp16_tflops)} TFLOPS")
+    if result.fp32_tflops:
+        click.echo(f"fp32 matmul       {num(result.fp32_tflops)} TFLOPS")
+    click.echo(f"took {result.elapsed_s:.1f} s" + (" (quick)" if quick else ""))
+    if path:
+        click.echo(f"saved as hardware `local` in {path}: try `tokometer estimate llama-3.1-8b -q q4_k_m --hw local`")

@@ -1,0 +1,259 @@
+"""Benchmark runs in SQLite: every run with its configuration, server identity, the raw token
+timestamps of every request (so metrics can be recomputed) and the prediction it was graded against.
+
+The database lives at `tokometer_home()/runs.db`; `TOKOMETER_HOME` moves it (tests point it at a
+temporary directory). The schema comes from `store.migrations`. Writes are single transactions,
+so a failure or Ctrl-C mid-save leaves the database as it was.
+
+    store = open_store()
+    run_id = store.save_run(result_dict)
+    store.list_runs(limit=50)   # newest first, summaries only
+    store.get_run(run_id)       # everything, requests included
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tokometer.errors import TokometerError
+from tokometer.store.migrations import migrate, transaction
+
+DB_NAME = "runs.db"
+_LIST_COLUMNS = (
+    "id, started_at, finished_at, status, source, url, model, hardware, mode, protocol, "
+    "summary_json, prediction_json, grading_json"
+)
+
+
+class StoreError(TokometerError):
+    """The runs database cannot be opened or read."""
+
+
+class RunNotFound(StoreError):
+    def __init__(self, run_id: int, path: Path) -> None:
+        self.run_id = run_id
+        super().__init__(f"no run #{run_id} in {path} (see `tokometer runs list`)")
+
+
+def default_path() -> Path:
+    from tokometer.catalog import tokometer_home
+
+    return tokometer_home() / DB_NAME
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, allow_nan=False, default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | set):
+        return list(value)
+    raise TypeError(f"cannot store {type(value).__name__}")
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinities are not JSON: store them as null."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def prediction_brief(prediction: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The headline of a stored prediction (without the full estimate)."""
+    if not prediction:
+        return None
+    return {k: v for k, v in prediction.items() if k != "estimate"}
+
+
+class RunStore:
+    """A handle on the runs database; use as a context manager or call `close()`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA foreign_keys = ON")
+            migrate(self.db)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the runs database {path}: {exc}") from None
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def save_run(self, run: Mapping[str, Any]) -> int:
+        """Insert one run and its requests in a single transaction; return its id."""
+        from tokometer import __version__
+
+        run = _clean(dict(run))
+        try:
+            with transaction(self.db):
+                cursor = self.db.execute(
+                    """INSERT INTO runs (started_at, finished_at, status, source, url, model, hardware, mode,
+                       protocol, config_json, server_json, summary_json, levels_json, prediction_json,
+                       grading_json, notes_json, tokometer_version)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (
+                        run["started_at"],
+                        run.get("finished_at"),
+                        run.get("status", "complete"),
+                        run.get("source", "tokometer"),
+                        run.get("url"),
+                        run.get("model"),
+                        run.get("hardware"),
+                        run.get("mode", "speed"),
+                        run.get("protocol"),
+                        _dumps(run.get("config") or {}),
+                        _dumps(run.get("server")),
+                        _dumps(run.get("summary") or {}),
+                        _dumps(run.get("levels")),
+                        _dumps(run.get("prediction")),
+                        _dumps(run.get("grading")),
+                        _dumps(run.get("notes")),
+                        run.get("tokometer_version", __version__),
+                    ),
+                )
+                run_id = int(cursor.lastrowid or 0)
+                self.db.executemany(
+                    """INSERT INTO requests (run_id, seq, phase, label, grp, ok, error_kind, error, t0_s,
+                       event_times_json, event_tokens_json, output_tokens, output_tokens_source,
+                       prompt_tokens, cached_tokens, finish_reason, server_timings_json, record_json)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    [
+                        (
+                            run_id,
+                            r["seq"],
+                            r["phase"],
+                            r.get("label") or "",
+                            r.get("group") or 0,
+                            1 if r.get("ok") else 0,
+                            r.get("error_kind"),
+                            r.get("error"),
+                            r.get("t0_s"),
+                            _dumps(r.get("event_times_s")),
+                            _dumps(r.get("event_tokens")),
+                            r.get("output_tokens"),
+                            r.get("output_tokens_source"),
+                            r.get("prompt_tokens"),
+                            r.get("cached_tokens"),
+                            r.get("finish_reason"),
+                            _dumps(r.get("server_timings")),
+                            _dumps(r),
+                        )
+                        for r in run.get("requests") or []
+                    ],
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+        return run_id
+
+    def delete_run(self, run_id: int) -> None:
+        with transaction(self.db):
+            deleted = self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
+        if not deleted:
+            raise RunNotFound(run_id, self.path)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def _row(self, row: sqlite3.Row) -> dict[str, Any]:
+        return {
+            "id": row["id"],
+            "started_at": row["started_at"],
+            "finished_at": row["finished_at"],
+            "status": row["status"],
+            "source": row["source"],
+            "url": row["url"],
+            "model": row["model"],
+            "hardware": row["hardware"],
+            "mode": row["mode"],
+            "protocol": row["protocol"],
+            "summary": _loads(row["summary_json"]) or {},
+            "prediction": prediction_brief(_loads(row["prediction_json"])),
+            "grading": _loads(row["grading_json"]),
+        }
+
+    def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        """Newest first: id, when, where, what, summary, prediction headline, grading."""
+        try:
+            if model:
+                rows = self.db.execute(
+                    f"SELECT {_LIST_COLUMNS} FROM runs WHERE model = ? ORDER BY id DESC LIMIT ? OFFSET ?",
+                    (model, limit, offset),
+                )
+            else:
+                rows = self.db.execute(
+                    f"SELECT {_LIST_COLUMNS} FROM runs ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)
+                )
+            return [self._row(row) for row in rows]
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def get_run(self, run_id: int, *, with_requests: bool = True) -> dict[str, Any]:
+        """One run in full: configuration, server identity, summary, levels, prediction, requests."""
+        try:
+            row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(run_id, self.path)
+            run = self._row(row)
+            run["prediction"] = _loads(row["prediction_json"])
+            run["config"] = _loads(row["config_json"]) or {}
+            run["server"] = _loads(row["server_json"])
+            run["levels"] = _loads(row["levels_json"]) or []
+            run["notes"] = _loads(row["notes_json"]) or []
+            run["tokometer_version"] = row["tokometer_version"]
+            if with_requests:
+                run["requests"] = [
+                    json.loads(r["record_json"])
+                    for r in self.db.execute("SELECT record_json FROM requests WHERE run_id = ? ORDER BY seq", (run_id,))
+                ]
+            return run
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
+
+    def get_runs(self, run_ids: Sequence[int], *, with_requests: bool = True) -> list[dict[str, Any]]:
+        return [self.get_run(i, with_requests=with_requests) for i in run_ids]
+
+    def recompute(self, run_id: int) -> dict[str, Any]:
+        """The summary recomputed from the stored timestamps (equals the stored one for tokometer runs)."""
+        from tokometer.bench.client import RequestRecord
+        from tokometer.bench.summary import summarize_records
+
+        run = self.get_run(run_id)
+        config = run.get("config") or {}
+        records = [RequestRecord.from_dict(r) for r in run["requests"] if "t0_s" in r]
+        return summarize_records(records, slo_ttft_ms=config.get("slo_ttft_ms"), slo_tpot_ms=config.get("slo_tpot_ms"))
+
+    def schema(self) -> str:
+        return "\n".join(r[0] + ";" for r in self.db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name"))
+
+
+def open_store(path: str | Path | None = None) -> RunStore:
+    """Open (creating and migrating if needed) the runs database; default `tokometer_home()/runs.db`."""
+    return RunStore(Path(path) if path is not None else default_path())
+
+
+__all__ = ["RunNotFound", "RunStore", "StoreError", "default_path", "open_store"]

@@ -1,0 +1,107 @@
+"""Grading: share of the ceiling, MBU, MFU and the flags of PHYSICS.md section 8."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tokometer.bench.grading import grade, prediction_headline, validity_flags
+from tokometer.bench.metrics import stats
+
+
+def prediction(ceiling: float = 200.0, estimate: float = 120.0) -> dict[str, Any]:
+    return {
+        "decode": {
+            "ceiling_tok_s": ceiling,
+            "estimate_tok_s": estimate,
+            "interval_tok_s": {"low": estimate * 0.9, "high": estimate * 1.1, "coverage": 0.8},
+            "bytes_per_token": 5e9,
+            "batch": 1,
+            "depth_tokens": 300.0,
+        },
+        "prefill": {"prompt_tokens": 1000, "flops": 1.6e13, "tok_s": 5000.0, "ttft_s": 0.2},
+        "hardware": {"id": "gpu-x", "name": "GPU X", "memory_bandwidth_gb_per_s": 1000.0, "peak_tflops": 100.0},
+        "model": {"name": "Model 8B", "quant": "q4-k-m"},
+        "engine": {"id": "llama-cpp"},
+    }
+
+
+def summary(decode: float, **extra: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"decode_tps": stats([decode]), "requests_ok": 3, "requests_failed": 0, "requests_total": 3}
+    base.update(extra)
+    return base
+
+
+def codes(result: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in result["flags"]]
+
+
+def test_inside_the_range_with_mbu_and_mfu() -> None:
+    result = grade(summary(120.0, prefill_tps=stats([4000.0])), prediction())
+    assert result["realised_fraction"] == pytest.approx(0.6)
+    assert result["within_interval"] and codes(result) == []
+    assert result["achieved_bandwidth_gb_per_s"] == pytest.approx(600.0)  # 120 tok/s * 5 GB
+    assert result["mbu"] == pytest.approx(0.6)
+    assert result["achieved_prefill_tflops"] == pytest.approx(64.0)  # 4000 tok/s * 16 GFLOP
+    assert result["mfu_prefill"] == pytest.approx(0.64)
+    assert "60% of the physical ceiling" in result["verdict"] and "inside" in result["verdict"]
+
+
+def test_above_the_ceiling_is_a_finding() -> None:
+    result = grade(summary(260.0), prediction())
+    assert codes(result)[0] == "above-ceiling"
+    assert "speculative decoding" in result["flags"][0]["message"]
+
+
+def test_far_below_points_at_offload() -> None:
+    result = grade(summary(30.0), prediction())
+    assert codes(result)[0] == "far-below" and "offloaded" in result["flags"][0]["message"]
+    assert codes(grade(summary(100.0), prediction())) == ["below-range"]
+
+
+def test_batched_levels_use_the_aggregate_for_mbu() -> None:
+    result = grade(summary(100.0, aggregate_tps=stats([400.0])), prediction(), batch=4)
+    assert result["measured_aggregate_tps"] == 400.0
+    assert result["mbu"] == pytest.approx(2.0)  # 400 tok/s x 5 GB per token over 1000 GB/s
+
+
+def test_validity_flags_without_a_prediction() -> None:
+    s = summary(
+        100.0,
+        requests_failed=2,
+        requests_total=5,
+        errors={"dropped": 2},
+        first_error="connection dropped",
+        client_server_gap_fraction=-0.2,
+        server_decode_tps=stats([125.0]),
+        cached_tokens_max=512,
+        ended_early=1,
+        finish_reasons={"stop": 1, "length": 2},
+        output_tokens_source="events",
+        decode_spread_fraction=0.5,
+    )
+    result = grade(s, None)
+    assert codes(result) == ["failures", "client-server-gap", "cache-hit", "ended-early", "counted-events", "high-spread"]
+    assert result["verdict"] == "no prediction to grade against"
+    assert "125.0" in result["flags"][1]["message"]
+    assert validity_flags(summary(100.0)) == []
+
+
+def test_no_measurement_no_grade() -> None:
+    assert grade({"decode_tps": stats([])}, prediction())["verdict"] == "no successful measurement"
+
+
+def test_headline_keeps_what_the_store_lists() -> None:
+    head = prediction_headline(prediction())
+    assert head["ceiling_tok_s"] == 200.0 and head["estimate_tok_s"] == 120.0
+    assert head["hardware"] == "gpu-x" and head["memory_bandwidth_gb_per_s"] == 1000.0
+
+
+@given(st.floats(min_value=0.1, max_value=1e4), st.floats(min_value=1.0, max_value=1e4))
+def test_flag_above_ceiling_exactly_when_faster_than_it(measured: float, ceiling: float) -> None:
+    result = grade(summary(measured), prediction(ceiling=ceiling, estimate=ceiling * 0.6))
+    assert ("above-ceiling" in codes(result)) == (measured > ceiling)
+    assert result["realised_fraction"] == pytest.approx(measured / ceiling)

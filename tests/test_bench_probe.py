@@ -1,0 +1,159 @@
+"""`tokometer probe`: a bounded measurement, saved as a schema-valid `local` hardware entry."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bench_fixtures import bench_home, run_cli  # noqa: F401
+from tokometer.bench.probe import (
+    ProbeResult,
+    measure_cpu,
+    measure_torch,
+    probe,
+    profile_entry,
+    replace_table,
+    save_local_profile,
+)
+from tokometer.catalog import HARDWARE_SCHEMA, hardware_catalog, tokometer_home
+from tokometer.catalog.schema import check_entry
+from tokometer.errors import CatalogError, InputError
+
+
+def fake_result(bandwidth: float = 42.0) -> ProbeResult:
+    return ProbeResult(
+        device="cpu", name="Test CPU", vendor="generic", kind="cpu", segment="desktop", backend="cpu",
+        memory_gb=32.0, memory_bandwidth_gb_per_s=bandwidth, copy_gb_per_s=bandwidth * 0.9,
+        triad_gb_per_s=bandwidth, fp32_tflops=0.5, fp16_tflops=None, threads=4, array_bytes=2**28,
+        repetitions=10, elapsed_s=1.0, quick=True,
+    )  # fmt: skip
+
+
+@pytest.mark.timeout(60)
+def test_quick_cpu_probe_is_bounded_and_plausible() -> None:
+    result = measure_cpu(quick=True, budget_s=2.0)
+    assert result.device == "cpu" and result.kind == "cpu"
+    assert 0.1 < result.memory_bandwidth_gb_per_s < 5000
+    assert result.memory_bandwidth_gb_per_s == max(result.copy_gb_per_s, result.triad_gb_per_s)
+    assert result.fp32_tflops and 1e-4 < result.fp32_tflops < 1000
+    assert result.array_bytes >= 16 * 2**20
+    assert result.elapsed_s < 30
+    assert result.memory_gb > 0
+
+
+def test_without_torch_the_gpu_path_reports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    assert measure_torch(quick=True) is None
+    with pytest.raises(InputError, match="no GPU"):
+        probe(quick=True, device="gpu")
+
+
+def test_profile_entry_is_schema_valid_and_sourced() -> None:
+    entry = profile_entry(fake_result())
+    checked = check_entry("hardware.toml", "local", entry, HARDWARE_SCHEMA)
+    assert checked["kind"] == "cpu" and checked["memory_bandwidth_gb_per_s"] == 42.0
+    assert checked["source"].startswith("tokometer probe 2")
+    assert "Measured" in checked["notes"]
+
+
+def test_save_makes_hw_local_predict_for_this_machine() -> None:
+    home = tokometer_home()
+    from tokometer.api import estimate
+
+    user = home / "hardware.toml"
+    user.write_text('# my devices\n[my-box]\nname = "My box"\nvendor = "generic"\nkind = "cpu"\nsegment = "desktop"\nmemory_gb = 64.0\nmemory_bandwidth_gb_per_s = 80.0\nlaunch_year = 2024\nsource = "me"\n')
+    hardware_catalog()  # load (and cache) before the probe writes
+    save_local_profile(fake_result(42.0))
+    first = estimate("llama-3.1-8b", "local", quant="q4-k-m")
+    assert first.hardware.memory_bandwidth_gb_per_s == 42.0
+    save_local_profile(fake_result(84.0))  # replaces [local], keeps [my-box] and the comment
+    second = estimate("llama-3.1-8b", "local", quant="q4-k-m")
+    assert second.ceiling_tok_s == pytest.approx(2 * first.ceiling_tok_s)
+    text = user.read_text()
+    data = tomllib.loads(text)
+    assert set(data) == {"my-box", "local"} and text.count("[local]") == 1
+    assert "# my devices" in text
+    assert hardware_catalog().get("my-box").memory_bandwidth_gb_per_s == 80.0
+
+
+def test_an_invalid_user_catalog_is_never_overwritten() -> None:
+    home = tokometer_home()
+    user = home / "hardware.toml"
+    user.write_text("[broken\n")
+    with pytest.raises(CatalogError, match="not valid TOML"):
+        save_local_profile(fake_result())
+    assert user.read_text() == "[broken\n"
+
+
+def test_replace_table_handles_subtables_and_empty_files() -> None:
+    text = '[a]\nx = 1\n[local]\ny = 2\n[local.sub]\nz = 3\n[b]\nw = 4\n'
+    out = replace_table(text, "local", "[local]\nnew = 1\n")
+    assert tomllib.loads(out) == {"a": {"x": 1}, "b": {"w": 4}, "local": {"new": 1}}
+    assert replace_table("", "local", "[local]\nv = 1\n") == "[local]\nv = 1\n"
+
+
+@pytest.mark.timeout(60)
+def test_cli_probe_quick_json_then_estimate_local() -> None:
+    code, out, err = run_cli(["probe", "--quick", "--device", "cpu", "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["profile"]["source"].startswith("tokometer probe")
+    assert data["saved_to"].endswith("hardware.toml")
+    code, out, _ = run_cli(["estimate", "llama-3.1-8b", "-q", "q4_k_m", "--hw", "local", "--json"])
+    assert code == 0
+    assert json.loads(out)["hardware"]["id"] == "local"
+
+
+class _FakeTensor:
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def copy_(self, other: _FakeTensor) -> _FakeTensor:
+        np.copyto(self.array, other.array)
+        return self
+
+    def __matmul__(self, other: _FakeTensor) -> _FakeTensor:
+        return _FakeTensor(self.array @ other.array)
+
+
+def _fake_torch() -> types.SimpleNamespace:
+    """Just enough of torch's API, on numpy, to drive the CUDA path of the probe."""
+
+    def float32_matrix(m: int, n: int, dtype: Any, device: str) -> _FakeTensor:
+        return _FakeTensor(np.ones((m, n), dtype=np.float32))  # numpy fp16 GEMM would take minutes
+
+    return types.SimpleNamespace(
+        __version__="0.0-fake",
+        float16="float16",
+        float32=np.float32,
+        version=types.SimpleNamespace(hip=None),
+        backends=types.SimpleNamespace(mps=None),
+        cuda=types.SimpleNamespace(
+            is_available=lambda: True,
+            get_device_properties=lambda index: types.SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=80 * 10**9),
+            synchronize=lambda: None,
+        ),
+        empty=lambda n, dtype, device: _FakeTensor(np.empty(n, dtype=dtype)),
+        ones=lambda n, dtype, device: _FakeTensor(np.ones(n, dtype=dtype)),
+        full=lambda shape, value, dtype, device: _FakeTensor(np.full(shape, value, dtype=dtype)),
+        randn=float32_matrix,
+        add=lambda b, c, alpha, out: np.add(b.array, c.array * alpha, out=out.array),
+    )
+
+
+@pytest.mark.timeout(120)
+def test_the_torch_gpu_path_runs_and_saves_a_gpu_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch())
+    result = probe(quick=True)
+    assert (result.device, result.kind, result.backend, result.vendor, result.segment) == ("cuda", "gpu", "cuda", "nvidia", "datacenter")
+    assert result.memory_gb == 80.0 and result.fp16_tflops and result.fp32_tflops
+    assert result.memory_bandwidth_gb_per_s == max(result.copy_gb_per_s, result.triad_gb_per_s) > 0
+    save_local_profile(result)
+    local = hardware_catalog().get("local")
+    assert local.kind == "gpu" and local.backend == "cuda" and local.fp16_tflops == pytest.approx(result.fp16_tflops, rel=1e-3)
