@@ -25,6 +25,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from tokometer.costmodel.levers import IDEAL
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
 from tokometer.validate import (
@@ -59,18 +60,8 @@ class Features:
 
 
 def _unit(prior: Efficiency) -> Efficiency:
-    return Efficiency(
-        bandwidth_fraction=1.0,
-        quantized_bandwidth_fraction=1.0,
-        layer_overhead_us=0.0,
-        step_overhead_us=0.0,
-        prefill_efficiency_max=1.0,
-        quantized_prefill_efficiency_max=1.0,
-        prefill_half_tokens=0.0,
-        prefill_attention_fraction=1.0,
-        decode_compute_fraction=1.0,
-        prefill_chunk_tokens=prior.prefill_chunk_tokens,
-    )
+    """eta = 1 and no fixed costs, with the engine's prefill chunking: the physics alone."""
+    return replace(IDEAL, prefill_chunk_tokens=prior.prefill_chunk_tokens)
 
 
 def features(case: Case) -> Features | None:
