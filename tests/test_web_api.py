@@ -24,10 +24,14 @@ def client() -> TestClient:
     return TestClient(create_app(bench_urls=["http://127.0.0.1:8080/v1"]))
 
 
-def cli_json(*args: str) -> Any:
+def cli_output(*args: str) -> str:
     result = CliRunner().invoke(cli, [*args, "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return result.output
+
+
+def cli_json(*args: str) -> Any:
+    return json.loads(cli_output(*args))
 
 
 def error_of(response: Any, status: int = 422) -> dict[str, Any]:
@@ -50,13 +54,125 @@ def error_of(response: Any, status: int = 422) -> dict[str, Any]:
             {"model": "qwen3-30b-a3b", "hw": "m2-ultra-76c", "batch": 4, "context_tokens": 8192, "kv_dtype": "q8-0"},
             ["qwen3-30b-a3b", "--hw", "m2-ultra-76c", "--batch", "4", "--context", "8192", "--kv-dtype", "q8-0"],
         ),
+        (  # tensor parallel over NVLink
+            {"model": "llama-3.1-70b", "hw": "h100-sxm", "quant": "fp8", "tp": 2, "link": "nvlink"},
+            ["llama-3.1-70b", "--hw", "h100-sxm", "-q", "fp8", "--tp", "2", "--link", "nvlink"],
+        ),
+        (  # tensor x pipeline over a PCIe link with fewer lanes
+            {"model": "qwen3-32b", "hw": "rtx-4090", "tp": 2, "pp": 2, "link": "pcie4x8", "batch": 4},
+            ["qwen3-32b", "--hw", "rtx-4090", "--tp", "2", "--pp", "2", "--link", "pcie4x8", "--batch", "4"],
+        ),
+        (  # speculative decoding
+            {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "q4-k-m", "draft": "llama-3.2-1b", "acceptance": 0.8, "draft_tokens": 5},
+            ["llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--draft", "llama-3.2-1b", "--acceptance", "0.8", "--draft-tokens", "5"],
+        ),
+        (  # speculative decoding, acceptance assumed (a warning), draft in its own format
+            {"model": "llama-3.1-8b", "hw": "h100-sxm", "draft": "llama-3.2-1b", "draft_quant": "fp8"},
+            ["llama-3.1-8b", "--hw", "h100-sxm", "--draft", "llama-3.2-1b", "--draft-quant", "fp8"],
+        ),
+        (  # CPU offload: a layer count and a CPU memory system
+            {"model": "llama-3.1-70b", "hw": "rtx-4090", "quant": "q4-k-m", "gpu_layers": 24, "cpu_hw": "ddr5-6000-dual-channel"},
+            ["llama-3.1-70b", "--hw", "rtx-4090", "-q", "q4-k-m", "--gpu-layers", "24", "--cpu-hw", "ddr5-6000-dual-channel"],
+        ),
+        (  # CPU offload: a share of the layers, streamed over PCIe
+            {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "fp16", "gpu_layers": 0.5, "offload_mode": "stream", "link": "pcie4"},
+            ["llama-3.1-8b", "--hw", "rtx-4090", "-q", "fp16", "--gpu-layers", "0.5", "--offload-mode", "stream", "--link", "pcie4"],
+        ),
     ],
 )
 def test_estimate_is_the_cli_json(client: TestClient, body: dict[str, Any], argv: list[str]) -> None:
-    expected = cli_json("estimate", *argv)
-    assert client.post("/api/estimate", json=body).json() == expected
+    output = cli_output("estimate", *argv)
+    expected = json.loads(output)
+    posted = client.post("/api/estimate", json=body)
+    assert posted.json() == expected
+    assert posted.text + "\n" == output  # byte for byte: the same `to_json` rendering
     query = {k: str(v) for k, v in body.items()}
-    assert client.get("/api/estimate", params=query).json() == expected
+    got = client.get("/api/estimate", params=query)
+    assert got.json() == expected
+    assert got.text + "\n" == output
+
+
+def test_lever_sections_are_active_when_set(client: TestClient) -> None:
+    setup = {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "q4-k-m"}
+    plain = client.post("/api/estimate", json=setup).json()
+    assert plain["speculative"]["active"] is False and plain["offload"]["active"] is False
+    assert plain["parallel"]["devices"] == 1
+    spec = client.post("/api/estimate", json={**setup, "draft": "llama-3.2-1b"}).json()["speculative"]
+    assert spec["active"] and spec["speedup"] == pytest.approx(spec["tok_s"] / plain["decode"]["estimate_tok_s"])
+    assert spec["acceptance"] == 0.7  # assumed without an acceptance
+    par = client.post("/api/estimate", json={**setup, "tp": 2}).json()
+    assert par["parallel"]["tp"] == 2 and par["parallel"]["speedup"] > 1
+    assert par["decode"]["ceiling_tok_s"] == pytest.approx(2 * plain["decode"]["ceiling_tok_s"])
+    off = client.post("/api/estimate", json={**setup, "gpu_layers": "16"}).json()["offload"]
+    assert off["active"] and (off["gpu_layers"], off["cpu_layers"], off["cpu_hw"]) == (16, 16, "ddr5-dual-channel")
+
+
+@pytest.mark.parametrize(("number", "typed"), [(16, "16"), (0.5, "0.5"), (1.0, "1.0"), (0, "0")])
+def test_gpu_layers_as_a_number_or_as_typed(client: TestClient, number: float, typed: str) -> None:
+    """An integer is a layer count and a float a share, as "16" and "0.5" are on the command line."""
+    setup = {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "fp16"}
+    expected = cli_json("estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "fp16", "--gpu-layers", typed)
+    assert client.post("/api/estimate", json={**setup, "gpu_layers": number}).json() == expected
+    assert client.post("/api/estimate", json={**setup, "gpu_layers": typed}).json() == expected
+    assert client.get("/api/estimate", params={**setup, "gpu_layers": typed}).json() == expected
+
+
+def test_advise_switches_the_quant_advice_off(client: TestClient) -> None:
+    from tokometer.api import estimate
+    from tokometer.report.text import to_json
+
+    setup = {"model": "llama-3.1-70b", "hw": "rtx-4090", "quant": "q4-k-m", "gpu_layers": 24}
+    advised = client.post("/api/estimate", json=setup).json()
+    assert advised == client.post("/api/estimate", json={**setup, "advise": True}).json()
+    quiet = client.get("/api/estimate", params={**setup, "advise": "false"})
+    assert quiet.text == to_json(estimate(**setup, advise=False).to_dict())
+    assert quiet.json()["offload"]["advice"] is None
+
+
+def test_a_bad_tp_is_422_on_the_tp_field(client: TestClient) -> None:
+    body = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "hw": "h100-sxm", "tp": 0}))
+    assert body["field"] == "tp" and "--tp must be a whole number of devices" in body["error"]
+    assert error_of(client.get("/api/estimate", params={"tp": "0"}))["field"] == "tp"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "needle"),
+    [
+        ({"tp": -2}, "tp", "--tp must be a whole number of devices, 1 or more"),
+        ({"tp": 1.5}, "tp", "tp must be a whole number"),
+        ({"tp": "two"}, "tp", "tp must be a number"),
+        ({"pp": 0}, "pp", "--pp must be a whole number of devices"),
+        ({"pp": 100}, "pp", "more stages than the model's 32 layers"),
+        ({"tp": 2, "link": "infiniband"}, "link", "unknown link 'infiniband'"),
+        ({"tp": 2, "link": "-5"}, "link", "--link bandwidth must be a positive number"),
+        ({"link": "nvlink"}, "link", "--link needs --tp or --pp"),
+        ({"gpu_layers": "lots"}, "gpu_layers", "--gpu-layers must be a layer count or a fraction"),
+        ({"gpu_layers": 1.5}, "gpu_layers", "as a fraction must be between 0 and 1"),
+        ({"gpu_layers": 99}, "gpu_layers", "more than the model's 32 layers"),
+        ({"gpu_layers": True}, "gpu_layers", "gpu_layers must be a layer count"),
+        ({"gpu_layers": [3]}, "gpu_layers", "gpu_layers must be a layer count"),
+        ({"gpu_layers": 8, "tp": 2}, "gpu_layers", "one lever at a time"),
+        ({"cpu_hw": "ddr5-dual-channel"}, "gpu_layers", "need --gpu-layers"),
+        ({"gpu_layers": 8, "cpu_hw": "h100-sxm"}, "cpu_hw", "--cpu-hw must be a CPU memory system"),
+        ({"gpu_layers": 8, "cpu_hw": "ddr5-dual-chanel"}, "cpu_hw", "unknown hardware"),
+        ({"gpu_layers": 8, "offload_mode": "disk"}, "offload_mode", "--offload-mode must be one of cpu, stream"),
+        ({"hw": "ddr5-dual-channel", "gpu_layers": 8}, "gpu_layers", "--gpu-layers needs a GPU"),
+        ({"draft": "llama-3.2-1bb"}, "draft", "did you mean"),
+        ({"draft": "qwen3-0.6b"}, "draft", "needs the same tokenizer"),
+        ({"draft": "llama-3.2-1b", "acceptance": 1}, "acceptance", "--acceptance must be in [0, 1)"),
+        ({"draft": "llama-3.2-1b", "acceptance": -0.1}, "acceptance", "--acceptance must be in [0, 1)"),
+        ({"draft": "llama-3.2-1b", "draft_tokens": 0}, "draft_tokens", "--draft-tokens must be an integer from 1 to 64"),
+        ({"draft": "llama-3.2-1b", "draft_tokens": 65}, "draft_tokens", "--draft-tokens must be an integer from 1 to 64"),
+        ({"draft": "llama-3.2-1b", "draft_quant": "q5-zz"}, "draft_quant", "unknown"),
+        ({"acceptance": 0.8}, "draft", "need --draft MODEL"),
+        ({"draft_tokens": 3}, "draft", "need --draft MODEL"),
+        ({"advise": "maybe"}, "advise", "advise must be true or false"),
+    ],
+)
+def test_bad_levers_are_422_on_their_field(client: TestClient, body: dict[str, Any], field: str, needle: str) -> None:
+    answer = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "hw": "rtx-4090", **body}))
+    assert needle in answer["error"]
+    assert answer["field"] == field
 
 
 def test_estimate_defaults_match_the_cli(client: TestClient) -> None:
@@ -124,6 +240,8 @@ def test_models_outside_the_catalog_are_never_read_or_fetched(
     monkeypatch.setattr(tokometer.api, "resolve_model", forbidden)
     body = error_of(client.post("/api/estimate", json={"model": name}))
     assert body["error"].startswith("unknown model")
+    draft = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "draft": name}))
+    assert draft["error"].startswith("unknown model") and draft["field"] == "draft"
 
 
 def test_oversized_body_is_rejected(client: TestClient) -> None:
@@ -168,6 +286,13 @@ def test_bad_curves_are_422(client: TestClient, body: dict[str, Any], needle: st
     assert needle in error_of(client.post("/api/curve", json=body))["error"]
 
 
+@pytest.mark.parametrize(
+    ("batches", "needle"), [([0], "--batch must be a positive number"), ("1,x", "batches must be a number")]
+)
+def test_bad_roofline_batches_are_422(client: TestClient, batches: Any, needle: str) -> None:
+    assert needle in error_of(client.post("/api/roofline", json={"batches": batches}))["error"]
+
+
 def test_roofline_points_sit_under_the_roof(client: TestClient) -> None:
     data = client.post("/api/roofline", json={"model": "llama-3.1-8b", "hw": "h100-sxm", "batch": 8}).json()
     bw = data["bandwidth_gb_per_s"] * 1e9
@@ -179,6 +304,55 @@ def test_roofline_points_sit_under_the_roof(client: TestClient) -> None:
         roof = min(peak, bw * p["intensity_flop_per_byte"] / 1e12)
         assert 0 < p["achieved_tflops"] <= roof * 1.0001
     assert data["prefill"]["intensity_flop_per_byte"] > intensities[0]
+
+
+def test_roofline_decode_is_the_estimates_batching_curve(client: TestClient) -> None:
+    setup = {"model": "llama-3.1-8b", "hw": "h100-sxm", "context_tokens": 2048}
+    curve = client.post("/api/estimate", json=setup).json()["batching"]["curve"]
+    roof = client.post("/api/roofline", json=setup).json()["decode"]
+    assert [p["batch"] for p in roof] == [p["batch"] for p in curve] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    for r, c in zip(roof, curve, strict=True):
+        assert r["aggregate_tok_s"] == c["aggregate_tok_s"] and r["bound"] == c["bound"]
+        assert r["intensity_flop_per_byte"] == pytest.approx(
+            c["flops_per_step"] / (c["weight_bytes_per_step"] + c["kv_bytes_per_step"]), rel=1e-12
+        )
+    # the same points as one estimate per batch (what the page computed before)
+    asked = [3, 16, 600]
+    per_batch = client.post("/api/curve", json={**setup, "axis": "batch", "values": asked}).json()["points"]
+    roof = client.post("/api/roofline", json={**setup, "batches": asked}).json()["decode"]
+    assert [p["batch"] for p in roof] == asked
+    for r, p in zip(roof, per_batch, strict=True):
+        dec = p["decode"]
+        assert r["bound"] == dec["bound"]
+        assert r["aggregate_tok_s"] == pytest.approx(dec["aggregate_tok_s"], rel=1e-12)
+        assert r["intensity_flop_per_byte"] == pytest.approx(dec["flops_per_token"] / dec["bytes_per_token"], rel=1e-12)
+        assert r["achieved_tflops"] == pytest.approx(dec["aggregate_tok_s"] * dec["flops_per_token"] / 1e12, rel=1e-12)
+
+
+def test_curves_and_roofline_take_the_levers(client: TestClient) -> None:
+    setup = {"model": "llama-3.1-70b", "hw": "h100-sxm", "quant": "fp8", "tp": 2, "link": "nvlink"}
+    data = client.post("/api/curve", json={**setup, "axis": "context", "values": [0, 4096]}).json()
+    single = client.post("/api/estimate", json={**setup, "context_tokens": 4096}).json()
+    assert data["points"][1]["decode"] == single["decode"]
+    assert error_of(client.post("/api/curve", json={**setup, "tp": 0, "axis": "batch"}))["field"] == "tp"
+    rows = {r["hardware"]["id"]: r for r in client.post("/api/panorama", json={"model": "llama-3.1-70b", "tp": 2}).json()["rows"]}
+    alone = client.post("/api/estimate", json={"model": "llama-3.1-70b", "hw": "h100-sxm", "tp": 2}).json()
+    assert rows["h100-sxm"]["estimate_tok_s"] == alone["decode"]["estimate_tok_s"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/roofline", {"tp": 2}, "tp"),
+        ("/api/roofline", {"gpu_layers": 10}, "gpu_layers"),
+        ("/api/utilisation", {"measured_decode_tok_s": 40, "tp": 2}, "tp"),
+        ("/api/utilisation", {"measured_decode_tok_s": 40, "draft": "llama-3.2-1b"}, "draft"),
+    ],
+)
+def test_one_device_endpoints_refuse_the_levers(client: TestClient, path: str, body: dict[str, Any], field: str) -> None:
+    """Their MBU, MFU and roof divide by one device's datasheet numbers."""
+    answer = error_of(client.post(path, json={"model": "llama-3.1-8b", "hw": "h100-sxm", **body}))
+    assert answer["field"] == field and f"not taken by {path}" in answer["error"]
 
 
 def test_roofline_without_a_peak(client: TestClient) -> None:

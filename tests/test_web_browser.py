@@ -213,6 +213,111 @@ def test_a_shared_catalog_url_restores_inputs_and_result(tab: Tab, home: Path) -
     assert tab.value("estimate") == pytest.approx(expected["estimate_tok_s"], rel=1e-12)
 
 
+def test_an_advanced_option_shows_the_cli_numbers_and_survives_a_reload(tab: Tab, home: Path) -> None:
+    argv = ["llama-3.1-70b", "--hw", "h100-sxm", "-q", "fp8"]
+    plain = cli_json(home, "estimate", *argv)["decode"]
+    expected = cli_json(home, "estimate", *argv, "--tp", "2", "--link", "nvlink")
+    tab.open("/throughput?mode=catalog&model=llama-3.1-70b&quant=fp8&hw=h100-sxm")
+    advanced = tab.page.locator("[data-testid=advanced]")
+    assert advanced.get_attribute("open") is None  # collapsed by default
+    assert tab.page.locator("[data-testid=parallel]").count() == 0
+    wait_value(tab, "estimate", plain["estimate_tok_s"])
+
+    tab.page.click("[data-testid=advanced] summary")
+    tab.page.wait_for_function("() => location.search.includes('advanced=1')")  # even the open section is in the URL
+    tab.page.fill("#f-tp", "2")
+    tab.page.fill("#f-link", "nvlink")
+    tab.page.click("[data-testid=calculate]")
+    wait_value(tab, "estimate", expected["decode"]["estimate_tok_s"])
+    wait_value(tab, "ceiling", expected["decode"]["ceiling_tok_s"])
+    assert tab.text("[data-testid=estimate]") == num(expected["decode"]["estimate_tok_s"])
+    assert tab.text("[data-testid=ceiling]") == num(expected["decode"]["ceiling_tok_s"])
+    parallel = expected["parallel"]
+    assert tab.value("parallel-speedup") == pytest.approx(parallel["speedup"], rel=1e-12)
+    assert tab.value("single-device") == pytest.approx(parallel["single_device_tok_s"], rel=1e-12)
+    assert "450 GB/s" in tab.text("[data-testid=parallel]")  # the NVLink of an H100 SXM
+    assert "2 × NVIDIA H100" in tab.text(".setup")
+    assert "tp=2" in tab.page.url and "link=nvlink" in tab.page.url
+    assert tab.text("[data-testid=advanced-count]") == "(2 set)"
+    tab.page.evaluate("window.scrollTo(0, 0)")
+    tab.shot("throughput-advanced-tp2")
+
+    tab.page.reload()  # the URL restores the advanced inputs, the open section and the result
+    tab.page.wait_for_selector("body[data-ready=true]")
+    assert tab.page.input_value("#f-tp") == "2"
+    assert tab.page.input_value("#f-link") == "nvlink"
+    assert advanced.get_attribute("open") is not None
+    assert tab.value("estimate") == pytest.approx(expected["decode"]["estimate_tok_s"], rel=1e-12)
+    assert tab.value("ceiling") == pytest.approx(expected["decode"]["ceiling_tok_s"], rel=1e-12)
+    assert tab.value("parallel-speedup") == pytest.approx(parallel["speedup"], rel=1e-12)
+
+    tab.page.fill("#f-tp", "")  # cleared: back to one device, the section stays open
+    tab.page.fill("#f-link", "")
+    tab.page.click("[data-testid=calculate]")
+    wait_value(tab, "estimate", plain["estimate_tok_s"])
+    assert tab.page.locator("[data-testid=parallel]").count() == 0
+    assert "tp=" not in tab.page.url and "advanced=1" in tab.page.url
+    tab.page.click("[data-testid=advanced] summary")
+    tab.page.wait_for_function("() => !location.search.includes('advanced=')")
+    assert tab.errors == []
+
+
+def test_shared_urls_with_a_draft_or_offloaded_layers(tab: Tab, home: Path) -> None:
+    expected = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--draft", "llama-3.2-1b", "--acceptance", "0.8")
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&draft=llama-3.2-1b&acceptance=0.8")
+    assert tab.page.locator("[data-testid=advanced]").get_attribute("open") is not None  # a set lever opens it
+    spec = expected["speculative"]
+    assert tab.value("estimate") == pytest.approx(expected["decode"]["estimate_tok_s"], rel=1e-12)
+    assert tab.value("spec-estimate") == pytest.approx(spec["tok_s"], rel=1e-12)
+    assert tab.value("spec-ceiling") == pytest.approx(spec["ceiling_tok_s"], rel=1e-12)
+    assert tab.value("spec-speedup") == pytest.approx(spec["speedup"], rel=1e-12)
+    tab.shot("throughput-advanced-draft")
+
+    argv = ["llama-3.1-70b", "--hw", "rtx-4090", "-q", "q4-k-m", "--gpu-layers", "0.3", "--cpu-hw", "ddr5-6000-dual-channel"]
+    expected = cli_json(home, "estimate", *argv)
+    tab.open("/throughput?mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090&gpu_layers=0.3&cpu_hw=ddr5-6000-dual-channel&lang=fr")
+    assert tab.page.input_value("#f-cpu_hw") == "ddr5-6000-dual-channel"
+    off = expected["offload"]
+    assert tab.value("estimate") == pytest.approx(expected["decode"]["estimate_tok_s"], rel=1e-12)
+    assert tab.value("offload-split") == off["gpu_layers"] == 24
+    assert tab.page.get_attribute("[data-testid=offload-split]", "data-cpu") == str(off["cpu_layers"])
+    assert tab.value("offload-gpu-only") == pytest.approx(off["gpu_only_tok_s"], rel=1e-12)
+    assert tab.page.locator("[data-testid=formula]").count() == 0  # BW / M is not the ceiling of a split model
+    assert "24 couches sur 80" in tab.text("[data-testid=offload]")
+    tab.shot("throughput-advanced-offload-fr")
+    assert tab.errors == []
+
+
+def test_bad_advanced_input_is_explained_on_its_field(tab: Tab) -> None:
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&tp=0&acceptance=1")
+    assert tab.text("[data-field=tp] .msg") == "Must be greater than zero."
+    assert tab.text("[data-field=acceptance] .msg") == "Must be less than 1."
+    assert tab.text("[data-testid=status]") == "Fix 2 field(s) to calculate."
+
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&gpu_layers=40")
+    assert "more than the model's 32 layers" in tab.text("[data-field=gpu_layers] .msg")
+    assert "more than the model's 32 layers" in tab.text("[data-testid=error]")
+    tab.page.fill("#f-gpu_layers", "1.5")
+    tab.page.click("[data-testid=calculate]")
+    assert tab.text("[data-field=gpu_layers] .msg") == "A share must be between 0 and 1."
+    tab.page.fill("#f-gpu_layers", "0,5")  # a French decimal comma is a share, as 0.5 is
+    tab.page.click("[data-testid=calculate]")
+    tab.page.wait_for_selector("[data-testid=offload-split]")
+    assert tab.value("offload-split") == 16
+    assert [e for e in tab.errors if "status of 422" not in e] == []  # Chromium logs the refused request
+
+
+def test_the_advanced_section_fits_a_phone(browser: Any, server: str) -> None:
+    phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    phone.open("/throughput?lang=fr&mode=catalog&model=llama-3.1-70b&quant=fp8&hw=h100-sxm&tp=4&pp=2&link=pcie5")
+    phone.page.wait_for_selector("[data-testid=parallel]")
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the page scrolls sideways on a phone"
+    phone.shot("throughput-advanced-phone-fr")
+    assert phone.errors == []
+    phone.page.context.close()
+
+
 def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
     batch = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")["decode"]
     tab.open("/batch?model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&batch=16")

@@ -3,12 +3,14 @@
 Routes:
     /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs
         the pages (one HTML shell; the page's state lives in its query string)
-    /api/estimate          `Estimate.to_dict()`, the JSON of `tokometer estimate --json`
+    /api/estimate          `Estimate.to_dict()`, the JSON of `tokometer estimate --json`, levers
+                           included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
     /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
     /api/runs, /api/runs/{id}, /api/meta
 
-Computing endpoints take a JSON object (POST) or the same names in a query string (GET). Errors are
+Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
+(`inputs.LEVER_FIELDS`) go to estimate, curve and panorama, not to roofline and utilisation. Errors are
 `{"error": message}`: 422 for a malformed body or a bad value (TokometerError messages; an unknown
 name adds "suggestions"), 404 for an unknown path or resource. The server never fetches a URL and
 never reads a file a request names; benchmark endpoints given on the command line are listed only.
@@ -35,6 +37,7 @@ from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.report.text import to_json
 from tokometer.web import compute, feel
 from tokometer.web.inputs import (
+    LEVER_FIELDS,
     NAME_FIELDS,
     field_of,
     number_list,
@@ -120,15 +123,23 @@ def _curve(data: Data, request: Request) -> Any:
     return compute.curve(kwargs, text("axis", data.get("axis") or "context"), values)
 
 
+def one_device(kwargs: Data, path: str) -> Data:
+    """The roofline and MBU/MFU divide by one device's datasheet numbers: no levers there (yet)."""
+    for key in LEVER_FIELDS:
+        if key in kwargs:
+            raise InputError(f"{key} is not taken by {path}: it compares one device's steps with its datasheet")
+    return kwargs
+
+
 def _roofline(data: Data, request: Request) -> Any:
-    kwargs = setup_kwargs(data, extra=("batches",))
+    kwargs = one_device(setup_kwargs(data, extra=("batches",)), "/api/roofline")
     kwargs.pop("batch", None)
     batches = number_list("batches", data["batches"], integer=True) if data.get("batches") else None
     return compute.roofline(kwargs, batches)
 
 
 def _utilisation(data: Data, request: Request) -> Any:
-    kwargs = setup_kwargs(data, extra=("measured_decode_tok_s", "measured_prefill_tok_s"))
+    kwargs = one_device(setup_kwargs(data, extra=("measured_decode_tok_s", "measured_prefill_tok_s")), "/api/utilisation")
     measured = optional_number(data, "measured_decode_tok_s")
     if measured is None:
         raise InputError("measured_decode_tok_s is required: the decode speed you measured, in tok/s")

@@ -1,9 +1,14 @@
 """What each web endpoint answers, as plain JSON-ready dicts built from `tokometer.api`.
 
 No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
-return data, so tests call them directly. Where the library has no function yet (a context
-curve, a roofline, the panorama, utilisation of a measured figure) they call `estimate` several
-times and reuse its one JSON shape, `Estimate.to_dict()`.
+return data, so tests call them directly.
+
+Curves: the roofline's decode steps are the library's batching curve (`Estimate.batch_points`,
+the points of `batching.curve` in the JSON), one estimate for all of them. `curve()` still calls
+`estimate` once per x: its points carry each x's whole `decode` block (the 80 % band, bytes, times)
+and memory total, which the library's `batching`/`context` points do not, and the library adds
+the setup's own batch or depth to its x values, so it would not give the points asked for.
+The panorama calls `estimate` once per device.
 """
 
 from __future__ import annotations
@@ -134,24 +139,28 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
     """Decode steps at several batch sizes and the prefill, placed on the hardware's roofline.
 
     Intensity = FLOPs / bytes moved (FLOP/byte); attainable = min(peak, bandwidth x intensity).
+    The decode steps are the estimate's batching curve (`batching.curve`) at `batches`.
     """
     result = estimate(**kwargs)
     d = result.to_dict()
     bandwidth = d["hardware"]["memory_bandwidth_gb_per_s"] * GB
     peak_tflops = d["hardware"]["peak_tflops"]
-    decode = curve(kwargs, "batch", batches)
+    wanted = sorted({int(b) for b in batches}) if batches else list(DEFAULT_BATCHES)
+    for b in wanted:
+        require_positive("--batch", b)
     points = []
-    for p in decode["points"]:
-        dec = p["decode"]
-        flops_per_token = dec["flops_per_token"]
+    for p in result.batch_points(wanted):
+        if p.batch not in wanted:  # the library adds the setup's own batch
+            continue
+        flops_per_token = p.flops_per_step / p.batch
         points.append(
             {
-                "batch": p["x"],
-                "intensity_flop_per_byte": flops_per_token / dec["bytes_per_token"],
-                "achieved_tflops": dec["aggregate_tok_s"] * flops_per_token / TFLOP,
-                "ceiling_tflops": dec["aggregate_ceiling_tok_s"] * flops_per_token / TFLOP,
-                "bound": dec["bound"],
-                "aggregate_tok_s": dec["aggregate_tok_s"],
+                "batch": p.batch,
+                "intensity_flop_per_byte": p.flops_per_step / (p.weight_bytes_per_step + p.kv_bytes_per_step),
+                "achieved_tflops": p.aggregate_tok_s * flops_per_token / TFLOP,
+                "ceiling_tflops": p.ceiling_aggregate_tok_s * flops_per_token / TFLOP,
+                "bound": p.bound,
+                "aggregate_tok_s": p.aggregate_tok_s,
             }
         )
     pre = result.prefill

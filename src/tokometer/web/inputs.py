@@ -1,9 +1,10 @@
 """Request data -> keyword arguments of `tokometer.api.estimate`, checked before any work is done.
 
-The web API takes the library's own argument names (`params_b`, `bandwidth_gb_per_s`, `hw`...)
-from a JSON body or a query string. Anything malformed is an `InputError` (422 with its message);
-names go through the catalogs only: a page can never make the server read a file or fetch a URL
-(`estimate` would ingest a path or a Hub id given as a model, so those are refused here).
+The web API takes the library's own argument names (`params_b`, `bandwidth_gb_per_s`, `hw`...,
+and the levers `draft`, `tp`, `gpu_layers`... of `LEVER_FIELDS`) from a JSON body or a query
+string. Anything malformed is an `InputError` (422 with its message); names go through the
+catalogs only: a page can never make the server read a file or fetch a URL (`estimate` would
+ingest a path or a Hub id given as a model or a draft, so those are refused here).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from tokometer.catalog import model_catalog
 from tokometer.errors import InputError, UnknownEntryError
 
-NAME_FIELDS = ("model", "hw", "quant", "engine", "backend", "kv_dtype")
+NAME_FIELDS = ("model", "hw", "quant", "engine", "backend", "kv_dtype", "draft", "draft_quant", "cpu_hw")
+TEXT_FIELDS = ("link", "offload_mode")  # parsed and checked by the library
 FLOAT_FIELDS = (
     "params_b",
     "active_params_b",
@@ -24,9 +26,35 @@ FLOAT_FIELDS = (
     "bandwidth_gb_per_s",
     "memory_gb",
     "tflops",
+    "acceptance",
 )
-INT_FIELDS = ("n_layers", "prompt_tokens", "output_tokens", "context_tokens", "batch", "sessions")
-SETUP_FIELDS = (*NAME_FIELDS, *FLOAT_FIELDS, *INT_FIELDS)
+INT_FIELDS = (
+    "n_layers",
+    "prompt_tokens",
+    "output_tokens",
+    "context_tokens",
+    "batch",
+    "sessions",
+    "draft_tokens",
+    "tp",
+    "pp",
+)
+LAYER_FIELDS = ("gpu_layers",)  # a count (26) or a share (0.8): a string keeps the CLI's reading of it
+FLAG_FIELDS = ("advise",)
+SETUP_FIELDS = (*NAME_FIELDS, *TEXT_FIELDS, *FLOAT_FIELDS, *INT_FIELDS, *LAYER_FIELDS, *FLAG_FIELDS)
+# the levers of `estimate` (speculative decoding, TP/PP, CPU offload), as `tokometer estimate --help` lists them
+LEVER_FIELDS = (
+    "draft",
+    "draft_quant",
+    "acceptance",
+    "draft_tokens",
+    "tp",
+    "pp",
+    "link",
+    "gpu_layers",
+    "cpu_hw",
+    "offload_mode",
+)
 # the other fields some endpoints take (latency, utilisation, curves, feel, runs)
 OTHER_FIELDS = (
     "ttft_ms",
@@ -61,12 +89,33 @@ FIELD_OF_OPTION = {
     "--context": "context_tokens",
     "--batch": "batch",
     "--sessions": "sessions",
+    "--draft": "draft",
+    "--draft-quant": "draft_quant",
+    "--acceptance": "acceptance",
+    "--draft-tokens": "draft_tokens",
+    "--tp": "tp",
+    "--pp": "pp",
+    "--link": "link",
+    "--gpu-layers": "gpu_layers",
+    "--cpu-hw": "cpu_hw",
+    "--offload-mode": "offload_mode",
 }
+# messages that do not start with the option they are about: (prefix or fragment, field to fix)
+FIELD_OF_PHRASE = (
+    ("unknown link ", "link"),  # `unknown link 'x': use nvlink, pcie3...`
+    (" need --draft ", "draft"),  # `--acceptance, --draft-tokens and --draft-quant need --draft MODEL`
+    (" need --gpu-layers ", "gpu_layers"),  # `--cpu-hw and --offload-mode need --gpu-layers N`
+)
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off")
 
 
 def field_of(message: str) -> str | None:
     """The request field an error message is about, when it names one (`--bits must be...`)."""
-    head = message.split(" ", 1)[0]
+    for phrase, name in FIELD_OF_PHRASE:
+        if message.startswith(phrase) or (phrase.startswith(" ") and phrase in message):
+            return name
+    head = message.split(" ", 1)[0].rstrip(",:")
     return FIELD_OF_OPTION.get(head, head if head in SETUP_FIELDS or head in OTHER_FIELDS else None)
 
 
@@ -98,6 +147,25 @@ def text(name: str, value: Any) -> str:
     return stripped
 
 
+def layers(name: str, value: Any) -> int | float | str:
+    """`gpu_layers`: a string as typed (`"26"` is a count, `"0.8"` a share, as on the command line)
+    or a JSON number (an integer is a count, a float a share); the library checks the value."""
+    if isinstance(value, str):
+        return text(name, value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {value!r}")
+    return value
+
+
+def flag(name: str, value: Any) -> bool:
+    """A JSON boolean, or true/false (1/0, yes/no, on/off) in a query string."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return value.strip().lower() in TRUE_WORDS
+    raise InputError(f"{name} must be true or false, got {value!r}")
+
+
 def catalog_model(name: str) -> str:
     """Only catalog models: a path or a Hub id would make the server read files or the network."""
     catalog = model_catalog()
@@ -120,12 +188,17 @@ def setup_kwargs(data: Mapping[str, Any], *, extra: tuple[str, ...] = ()) -> dic
         value = data.get(key)
         if value is None or (isinstance(value, str) and not value.strip()):
             continue
-        if key in NAME_FIELDS:
+        if key in NAME_FIELDS or key in TEXT_FIELDS:
             kwargs[key] = text(key, value)
+        elif key in LAYER_FIELDS:
+            kwargs[key] = layers(key, value)
+        elif key in FLAG_FIELDS:
+            kwargs[key] = flag(key, value)
         else:
             kwargs[key] = number(key, value, integer=key in INT_FIELDS)
-    if "model" in kwargs:
-        catalog_model(kwargs["model"])
+    for key in ("model", "draft"):
+        if key in kwargs:
+            catalog_model(kwargs[key])
     backend = kwargs.get("backend")
     if backend is not None and backend not in BACKENDS:
         raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")

@@ -1,6 +1,7 @@
 // Form fields, client-side validation and the calculator scaffold shared by the calculator pages.
 import { ApiError, catalog } from './api.js';
 import { clear, h } from './dom.js';
+import { plain } from './format.js';
 import { lang, t } from './i18n.js';
 import { readState, writeState } from './url.js';
 import { errorBox } from './widgets.js';
@@ -27,6 +28,15 @@ export const FIELDS = {
   tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok/s' },
   measured_decode_tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok/s' },
   measured_prefill_tok_s: { type: 'number', check: 'positive', unit: 'tok/s' },
+  // the levers (`tokometer estimate --tp/--pp/--link, --gpu-layers/--cpu-hw, --draft/--acceptance/--draft-tokens`)
+  tp: { type: 'int', check: 'positive', placeholder: '1' },
+  link: { type: 'text', list: 'links' },
+  pp: { type: 'int', check: 'positive', placeholder: '1' },
+  gpu_layers: { type: 'layers' },
+  cpu_hw: { type: 'select', source: 'cpu', empty: 'opt.cpuDefault' },
+  draft: { type: 'text', list: 'models' },
+  acceptance: { type: 'number', check: 'nonneg', below: 1, placeholder: '0.7' },
+  draft_tokens: { type: 'int', check: 'positive', max: 64, placeholder: '4' },
 };
 
 export const SETUP = {
@@ -41,6 +51,13 @@ export const SETUP_DEFAULTS = {
   model: 'llama-3.1-8b', quant: 'q4-k-m', hw: 'rtx-4090',
   params_b: '70', bits: '16', bandwidth_gb_per_s: '3350',
 };
+/** The advanced section: [group title key, fields], collapsed unless one of them is set. */
+export const ADVANCED = [
+  ['g.parallel', ['tp', 'link', 'pp']],
+  ['g.offload', ['gpu_layers', 'cpu_hw']],
+  ['g.speculative', ['draft', 'acceptance', 'draft_tokens']],
+];
+const LINKS = ['nvlink', 'pcie5', 'pcie4', 'pcie4x8', 'pcie3'];
 const BITS = ['32', '16', '8.5', '8', '6.5625', '5.5', '4.9', '4.5', '4.25', '4', '3.4375', '2.625'];
 
 /** The message for a bad value, or null. `raw` is the input's text. */
@@ -51,23 +68,38 @@ export function validate(name, raw) {
   if (spec.type === 'text' || spec.type === 'select') return null;
   const n = Number(value.replace(',', '.'));
   if (!Number.isFinite(n)) return t('err.number');
+  if (spec.type === 'layers') { // a count (26) or, with a decimal point, a share (0.8)
+    if (n < 0) return t('err.nonneg');
+    if (/[.,eE]/.test(value)) return n > 1 ? t('err.share') : null;
+    return Number.isInteger(n) ? null : t('err.integer');
+  }
   if (spec.type === 'int' && !Number.isInteger(n)) return t('err.integer');
   if (spec.check === 'positive' && !(n > 0)) return t('err.positive');
   if (spec.check === 'nonneg' && !(n >= 0)) return t('err.nonneg');
   if (spec.max !== undefined && n > spec.max) return t('err.max', { max: spec.max });
+  if (spec.below !== undefined && n >= spec.below) return t('err.below', { max: spec.below });
   return null;
 }
 
-/** The value to send: numbers as numbers (a French decimal comma accepted), names as strings. */
+/**
+ * The value to send: numbers as numbers (a French decimal comma accepted), names as strings.
+ * GPU layers stay a string, so "26" is a count and "0.8" a share, as on the command line.
+ */
 export function toApi(name, raw) {
   const value = (raw ?? '').trim();
   if (!value) return undefined;
   const spec = FIELDS[name];
+  if (spec.type === 'layers') return value.replace(',', '.');
   return spec.type === 'number' || spec.type === 'int' ? Number(value.replace(',', '.')) : value;
 }
 
 async function options(source) {
   if (source === 'engines') return (await catalog('engines')).map((e) => [e.id, e.name]);
+  if (source === 'cpu') {
+    return (await catalog('hardware')).filter((x) => x.kind === 'cpu')
+      .sort((a, b) => a.memory_bandwidth_gb_per_s - b.memory_bandwidth_gb_per_s)
+      .map((x) => [x.id, `${x.memory_bandwidth_gb_per_s} GB/s · ${x.name.replace(/ \(.*\)$/, '')}`]);
+  }
   const quants = await catalog('quants');
   const usage = source === 'kv' ? ['kv', 'both'] : ['weights', 'both'];
   return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${q.bits_per_weight} b)`]);
@@ -78,7 +110,8 @@ export async function datalists() {
   return h('div', { hidden: true },
     h('datalist', { id: 'dl-models' }, models.map((m) => h('option', { value: m.id }, m.name))),
     h('datalist', { id: 'dl-hardware' }, hardware.map((x) => h('option', { value: x.id }, x.name))),
-    h('datalist', { id: 'dl-bits' }, BITS.map((b) => h('option', { value: b }))));
+    h('datalist', { id: 'dl-bits' }, BITS.map((b) => h('option', { value: b }))),
+    h('datalist', { id: 'dl-links' }, LINKS.map((l) => h('option', { value: l }))));
 }
 
 /** One labelled input with its help line and an (initially empty) message line. */
@@ -98,6 +131,7 @@ export async function field(name, value) {
       id, name, value: value ?? '', type: 'text', autocomplete: 'off', spellcheck: 'false',
       inputmode: numeric ? (spec.type === 'int' ? 'numeric' : 'decimal') : null,
       list: spec.list ? `dl-${spec.list}` : null,
+      placeholder: spec.placeholder ? plain(Number(spec.placeholder)) : null, // a default, in the page's locale
       'aria-describedby': `${id}-msg ${id}-help`,
     });
   }
@@ -117,6 +151,12 @@ export function markField(form, name, message) {
   return true;
 }
 
+/** Open the collapsed section holding a field the server complained about. */
+function revealField(form, name) {
+  const details = form.querySelector(`[data-field="${name}"]`)?.closest('details');
+  if (details && !details.open) details.open = true;
+}
+
 function modeSwitch(modes, current, onChange) {
   return h('div', { class: 'modes', role: 'radiogroup', 'aria-label': t('f.mode') },
     modes.map((mode) => h('label', { class: mode === current ? 'on' : '' },
@@ -127,8 +167,11 @@ function modeSwitch(modes, current, onChange) {
 /**
  * A calculator page: inputs from the URL, a form, validation, a debounced call, a rendered result.
  *
- * spec: {id, modes, fields(mode) -> {main: [...], more: [...]}, defaults(mode) -> {...},
- *        call(values, mode) -> Promise<data>, render(out, data, values, mode)}
+ * spec: {id, modes, fields(mode) -> {main: [...], more: [...], advanced: [[title, [...]], ...]},
+ *        defaults(mode) -> {...}, call(values, mode) -> Promise<data>, render(out, data, values, mode)}
+ *
+ * `advanced` is a collapsed section of titled groups (see ADVANCED); it opens when one of its fields
+ * is set, and `advanced=1` in the URL remembers that it was opened.
  */
 export async function calculator(root, spec) {
   const state = readState();
@@ -137,16 +180,52 @@ export async function calculator(root, spec) {
   const form = h('form', { class: 'inputs', novalidate: true, 'data-testid': 'form' });
   let timer = null;
   let sequence = 0;
+  let advancedOpen = state.advanced === '1';
+
+  function advancedNames() {
+    return (spec.fields(mode).advanced || []).flatMap(([, list]) => list);
+  }
 
   function names() {
     const f = spec.fields(mode);
-    return [...f.main, ...(f.more || [])];
+    return [...f.main, ...(f.more || []), ...advancedNames()];
   }
 
   function values() {
     const result = {};
     for (const name of names()) result[name] = form.elements[name]?.value ?? '';
     return result;
+  }
+
+  function saveState(current = values()) {
+    const open = advancedNames().length && advancedOpen ? '1' : '';
+    writeState({ mode: spec.modes.length > 1 ? mode : '', ...current, advanced: open }, lang());
+  }
+
+  /** "2 set" next to the advanced summary, so a closed section never hides a setting silently. */
+  function countAdvanced(current) {
+    const badge = form.querySelector('[data-testid=advanced-count]');
+    if (!badge) return;
+    const n = advancedNames().filter((name) => (current[name] ?? '').trim()).length;
+    badge.textContent = n ? t('f.advancedSet', { n }) : '';
+  }
+
+  async function advancedSection(pick) {
+    const groups = spec.fields(mode).advanced || [];
+    if (!groups.length) return null;
+    const sets = await Promise.all(groups.map(async ([title, list]) => h('fieldset', { class: 'group' },
+      h('legend', {}, t(title)),
+      h('div', { class: 'grid' }, await Promise.all(list.map((name) => field(name, pick(name))))))));
+    advancedOpen = advancedOpen || advancedNames().some((name) => pick(name));
+    const details = h('details', { class: 'more advanced', open: advancedOpen, 'data-testid': 'advanced' },
+      h('summary', {}, t('f.advanced'), ' ', h('span', { class: 'badge', 'data-testid': 'advanced-count' })),
+      sets);
+    details.addEventListener('toggle', () => {
+      if (advancedOpen === details.open) return;
+      advancedOpen = details.open;
+      saveState();
+    });
+    return details;
   }
 
   async function build(initial) {
@@ -156,10 +235,12 @@ export async function calculator(root, spec) {
     const main = await Promise.all(f.main.map((name) => field(name, pick(name))));
     const more = await Promise.all((f.more || []).map((name) => field(name, pick(name))));
     const moreOpen = (f.more || []).some((name) => initial[name]);
+    const advanced = await advancedSection(pick);
     clear(form,
       spec.modes.length > 1 ? modeSwitch(spec.modes, mode, switchMode) : null,
       h('div', { class: 'grid' }, main),
       more.length ? h('details', { class: 'more', open: moreOpen }, h('summary', {}, t('f.more')), h('div', { class: 'grid' }, more)) : null,
+      advanced,
       h('div', { class: 'actions' },
         h('button', { type: 'submit', class: 'primary', 'data-testid': 'calculate' }, t('f.calculate')),
         h('span', { class: 'status', 'data-testid': 'status' })));
@@ -179,9 +260,13 @@ export async function calculator(root, spec) {
     for (const name of names()) {
       const message = validate(name, current[name]);
       markField(form, name, message);
-      if (message) bad += 1;
+      if (message) {
+        bad += 1;
+        revealField(form, name);
+      }
     }
-    writeState({ mode: spec.modes.length > 1 ? mode : '', ...current }, lang());
+    saveState(current);
+    countAdvanced(current);
     if (bad) {
       form.querySelector('.status').textContent = t('err.fix', { n: bad });
       out.classList.add('stale');
@@ -204,7 +289,7 @@ export async function calculator(root, spec) {
     } catch (error) {
       if (mine !== sequence) return;
       if (!(error instanceof ApiError)) throw error;
-      if (error.field) markField(form, error.field, error.message);
+      if (error.field && markField(form, error.field, error.message)) revealField(form, error.field);
       const pick = error.field && form.elements[error.field]
         ? (name) => { form.elements[error.field].value = name; run(); }
         : null;

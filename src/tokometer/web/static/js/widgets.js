@@ -89,7 +89,8 @@ export function errorBox(error, pick = null) {
 export function setupLine(data) {
   const m = data.model;
   const hw = data.hardware;
+  const devices = data.parallel?.devices > 1 ? `${data.parallel.devices} × ` : '';
   return h('p', { class: 'setup' },
     h('b', {}, m.name), ` · ${num(m.bits_per_weight)} ${t('unit.bitsPerWeight')} · ${num(m.weight_bytes / 1e9)} GB · `,
-    h('b', {}, hw.name), ` (${num(hw.memory_bandwidth_gb_per_s)} GB/s) · ${data.engine.name}`);
+    h('b', {}, devices + hw.name), ` (${num(hw.memory_bandwidth_gb_per_s)} GB/s) · ${data.engine.name}`);
 }
