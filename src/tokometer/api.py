@@ -639,15 +639,30 @@ class Estimate:
         }
 
 
-def reading_verdict(tok_s: float) -> str:
-    """Seed 002: reading speed is about 5-10 tok/s; below about 2-3 tok/s streaming feels broken."""
+def reading_verdict_code(tok_s: float) -> str:
+    """Seed 002: reading speed is about 5-10 tok/s; below about 2-3 tok/s streaming feels broken.
+
+    A stable code (broken, slow, reading, fast) that pages translate; `reading_verdict` words it.
+    """
     if tok_s < BROKEN_STREAM_TOK_S:
-        return "too slow: below about 3 tok/s a streamed answer feels broken"
+        return "broken"
     if tok_s < READING_SPEED_TOK_S[0]:
-        return "slower than reading speed (5-10 tok/s): usable, but you will wait"
+        return "slow"
     if tok_s < READING_SPEED_TOK_S[1]:
-        return "about reading speed (5-10 tok/s)"
-    return "faster than you can read"
+        return "reading"
+    return "fast"
+
+
+READING_VERDICTS = {
+    "broken": "too slow: below about 3 tok/s a streamed answer feels broken",
+    "slow": "slower than reading speed (5-10 tok/s): usable, but you will wait",
+    "reading": "about reading speed (5-10 tok/s)",
+    "fast": "faster than you can read",
+}
+
+
+def reading_verdict(tok_s: float) -> str:
+    return READING_VERDICTS[reading_verdict_code(tok_s)]
 
 
 def estimate(

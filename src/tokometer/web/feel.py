@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tokometer.api import BROKEN_STREAM_TOK_S, READING_SPEED_TOK_S, reading_verdict
+from tokometer.api import (
+    BROKEN_STREAM_TOK_S,
+    READING_SPEED_TOK_S,
+    reading_verdict,
+    reading_verdict_code,
+)
 from tokometer.errors import InputError
 
 SAMPLES_DIR = Path(__file__).parent / "static" / "feel"
@@ -82,13 +87,7 @@ def parse_rates(text: str | Sequence[float]) -> list[float]:
 
 def verdict_code(tok_s: float) -> str:
     """The reading verdict as a stable code for translations: broken, slow, reading or fast."""
-    if tok_s < BROKEN_STREAM_TOK_S:
-        return "broken"
-    if tok_s < READING_SPEED_TOK_S[0]:
-        return "slow"
-    if tok_s < READING_SPEED_TOK_S[1]:
-        return "reading"
-    return "fast"
+    return reading_verdict_code(tok_s)
 
 
 @dataclass(frozen=True)
