@@ -195,8 +195,8 @@ def test_estimate_figures_are_valid_images(tmp_path: Path, options: dict) -> Non
 
 
 def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
-    from tokometer.api import sweep
     from tokometer.cli import main
+    from tokometer.explore import sweep
     from tokometer.report.plots import plot_sweep
 
     by_context = sweep(["llama-3.1-8b", "qwen3-30b-a3b"], ["rtx-4090"], ["q4_k_m"], [0, 4096, 32768], [1])

@@ -44,7 +44,7 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
     \b
         tokometer utilization llama-3.1-8b --hw rtx-4090 -q q4_k_m --measured-decode 45
     """
-    from tokometer.api import utilization as run_utilization
+    from tokometer.explore import utilization as run_utilization
     from tokometer.report.estimate import render_utilization
     from tokometer.report.text import to_json
 
@@ -71,7 +71,7 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     \b
         tokometer fit --hw rtx-4090 --context 8192 --min-speed 10
     """
-    from tokometer.api import fit as run_fit
+    from tokometer.explore import fit as run_fit
     from tokometer.report.estimate import render_fit
     from tokometer.report.text import to_json
 
@@ -114,7 +114,7 @@ def sweep(
         tokometer sweep --model llama-3.1-8b,qwen3-30b-a3b --hw rtx-4090,h100-sxm \\
             -q q4_k_m,q8_0 --context 0,32768 --batch 1,16 --format csv
     """
-    from tokometer.api import sweep as run_sweep
+    from tokometer.explore import sweep as run_sweep
     from tokometer.report.estimate import render_sweep_csv, render_sweep_table
     from tokometer.report.text import to_json
 

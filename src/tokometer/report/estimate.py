@@ -9,7 +9,8 @@ import csv
 import io
 from typing import Any
 
-from tokometer.api import Estimate, FitReport, SweepResult, UtilizationReport
+from tokometer.api import Estimate
+from tokometer.explore import FitReport, SweepResult, UtilizationReport
 from tokometer.report.text import num, table
 from tokometer.units import GB
 

@@ -14,7 +14,8 @@ from tokometer.errors import InputError
 from tokometer.units import GB, TFLOP
 
 if TYPE_CHECKING:
-    from tokometer.api import Estimate, SweepResult
+    from tokometer.api import Estimate
+    from tokometer.explore import SweepResult
 
 FORMATS = (".png", ".svg", ".pdf")
 
