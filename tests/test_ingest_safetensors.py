@@ -101,7 +101,9 @@ def test_quantized_checkpoint_keeps_config_parameters(tmp_path: Path) -> None:
     assert spec.exact_weight_bytes is not None and spec.exact_weight_bytes.total == spec.params.total
 
 
-def test_multimodal_and_mtp_tensors_are_left_out(tmp_path: Path) -> None:
+def test_multimodal_and_mtp_tensors_are_held_but_not_read(tmp_path: Path) -> None:
+    from tokometer.costmodel.memory import weight_bytes_read
+
     shapes = {f"language_model.{k}": v for k, v in llama_shapes().items()}
     shapes["vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight"] = (128, 64)
     shapes["multi_modal_projector.mm_input_projection_weight"] = (64, 64)
@@ -110,7 +112,13 @@ def test_multimodal_and_mtp_tensors_are_left_out(tmp_path: Path) -> None:
     write_checkpoint(folder, tiny_llama_config(), shapes)
     spec = load_model(str(folder))
     text_only = load_model(str(folder / "config.json"))
-    assert spec.params == text_only.params
+    resident = 128 * 64 + 64 * 64 + 64 * 64
+    # memory holds the vision tower and the MTP layer; decoding text reads neither
+    assert spec.params.resident == resident
+    assert spec.params.language_total == text_only.params.total
+    assert spec.exact_weight_bytes is not None and spec.exact_weight_bytes.resident == resident * 2
+    bytes_text = text_only.params.scaled(2.0)
+    assert weight_bytes_read(spec, spec.exact_weight_bytes, 1) == weight_bytes_read(text_only, bytes_text, 1)
     assert any("vision/audio" in w for w in spec.warnings)
     assert any("multi-token-prediction" in w for w in spec.warnings)
 

@@ -149,16 +149,24 @@ class ParamGroups(_Plain):
     - `dense`: every other weight a token passes through (attention, norms, dense MLPs,
       shared experts, routers), read in full every step.
     - `routed_experts`: all routed experts of all MoE layers; a step reads the touched ones.
+    - `resident`: held in memory but never read while generating text (a vision tower and its
+      projector, multi-token-prediction layers): it counts for memory, not for speed.
     """
 
     embedding: float
     lm_head: float
     dense: float
     routed_experts: float
+    resident: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.embedding + self.lm_head + self.dense + self.routed_experts
+        return self.embedding + self.lm_head + self.dense + self.routed_experts + self.resident
+
+    @property
+    def language_total(self) -> float:
+        """Everything but the resident-only weights: what the language model itself holds."""
+        return self.total - self.resident
 
     def scaled(self, factor: float) -> ParamGroups:
         return ParamGroups(
@@ -166,6 +174,7 @@ class ParamGroups(_Plain):
             self.lm_head * factor,
             self.dense * factor,
             self.routed_experts * factor,
+            self.resident * factor,
         )
 
 

@@ -482,18 +482,22 @@ def add_weights(*parts: ParamGroups) -> ParamGroups:
         lm_head=sum(p.lm_head for p in parts),
         dense=sum(p.dense for p in parts),
         routed_experts=sum(p.routed_experts for p in parts),
+        resident=sum(p.resident for p in parts),
     )
 
 
 def split_weights(weights: ParamGroups, gpu_share: float, head_on_gpu: bool) -> tuple[ParamGroups, ParamGroups]:
     """(on the GPU, in system RAM) when `gpu_share` of the layers sit on the GPU."""
     head = (weights.embedding, weights.lm_head) if head_on_gpu else (0.0, 0.0)
-    gpu = ParamGroups(head[0], head[1], gpu_share * weights.dense, gpu_share * weights.routed_experts)
+    gpu = ParamGroups(
+        head[0], head[1], gpu_share * weights.dense, gpu_share * weights.routed_experts, gpu_share * weights.resident
+    )
     cpu = ParamGroups(
         weights.embedding - head[0],
         weights.lm_head - head[1],
         weights.dense - gpu.dense,
         weights.routed_experts - gpu.routed_experts,
+        weights.resident - gpu.resident,
     )
     return gpu, cpu
 

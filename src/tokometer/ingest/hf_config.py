@@ -28,7 +28,7 @@ from typing import Any
 from tokometer.costmodel.architecture import spec_from_config, typical_layer_count
 from tokometer.errors import IngestError
 from tokometer.ingest.safetensors_header import FLOAT_DTYPES, TensorEntry, read_json_file
-from tokometer.ingest.weights import READ_CLASSES, Tally, disagreement
+from tokometer.ingest.weights import READ_CLASSES, RESIDENT, Tally, disagreement
 from tokometer.specs import ModelSpec
 
 MAX_CONFIG_BYTES = 5_000_000
@@ -152,13 +152,14 @@ def _tally(tensors: Sequence[TensorEntry], n_layers: int) -> tuple[Tally, dict[s
             dtypes.add(t.dtype)
         else:
             excluded[kind] = excluded.get(kind, 0.0) + t.n_bytes
+            tally.add(RESIDENT, t.n_bytes, t.n_elements)
     return tally, excluded, dtypes
 
 
 def _excluded_notes(excluded: Mapping[str, float]) -> list[str]:
     return [
-        f"{_EXCLUDED_LABEL[kind]}: {n_bytes / 1e9:.3g} GB in the checkpoint, not read per text token; "
-        "left out of the accounting (memory to hold them is not counted)"
+        f"{_EXCLUDED_LABEL[kind]}: {n_bytes / 1e9:.3g} GB in the checkpoint, held in memory "
+        "but not read per text token (counted for memory, not for speed)"
         for kind, n_bytes in sorted(excluded.items())
     ]
 
@@ -174,7 +175,7 @@ def with_tensors(spec: ModelSpec, cfg: Mapping[str, Any], tensors: Sequence[Tens
     if dtypes and dtypes <= FLOAT_DTYPES and _quantization(cfg) is None:
         changes["params"] = tally.param_groups
         changes["tied_embeddings"] = tally.tied or (spec.tied_embeddings and not tally.n_bytes["embedding"])
-        mismatch = disagreement(tally.param_groups.total, spec.params.total, "checkpoint")
+        mismatch = disagreement(tally.param_groups.language_total, spec.params.total, "checkpoint")
         if mismatch:
             warnings.append(mismatch)
     changes["warnings"] = tuple(warnings)

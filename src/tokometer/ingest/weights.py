@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from tokometer.specs import ParamGroups
 
 READ_CLASSES = ("embedding", "lm_head", "dense", "routed_experts")
+RESIDENT = "resident"  # held in memory, not read per text token (vision tower, MTP layers)
 AGREEMENT = 0.02  # a file more than 2 % away from its config is worth a warning
 
 
 def _zeros() -> dict[str, float]:
-    return dict.fromkeys(READ_CLASSES, 0.0)
+    return dict.fromkeys((*READ_CLASSES, RESIDENT), 0.0)
 
 
 @dataclass
@@ -42,7 +43,7 @@ class Tally:
 
     @staticmethod
     def _groups(d: dict[str, float]) -> ParamGroups:
-        return ParamGroups(d["embedding"], d["lm_head"], d["dense"], d["routed_experts"])
+        return ParamGroups(d["embedding"], d["lm_head"], d["dense"], d["routed_experts"], d[RESIDENT])
 
     @property
     def bytes_groups(self) -> ParamGroups:
