@@ -16,7 +16,6 @@ with G = FLOPs / datasheet peak. Groups with too few rows borrow the engine-wide
 from __future__ import annotations
 
 import math
-import statistics
 import tomllib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -220,7 +219,19 @@ def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
     logs = [math.log(_predicted_time(f, eff) / f.t_measured_s) for f in rows]
     if len(logs) < 3:
         return None
-    return math.sqrt(sum(v * v for v in logs) / len(logs))
+    return band_sd(logs)
+
+
+def band_sd(log_errors: list[float]) -> float:
+    """The log-space spread whose +-1.2816 band holds 80 % of these errors.
+
+    Errors are heavy-tailed (a few chips realise far less than their class), so the RMS would give
+    a band that holds fewer than 80 % of them; the 80th percentile of |error| holds exactly 80 %.
+    """
+    from tokometer.costmodel.predict import Z_80
+    from tokometer.validate import percentile
+
+    return percentile([abs(v) for v in log_errors], 0.8) / Z_80
 
 
 def fit_one(tg: list[Features], pp: list[Features], prior: Efficiency, source: str) -> Efficiency:
@@ -241,8 +252,7 @@ def fit_table(feats: Iterable[Features], source: str = "fitted") -> dict[str, Ef
     """Fit every group key and its engine-wide fallbacks."""
     by_key: dict[str, list[Features]] = defaultdict(list)
     for f in feats:
-        engine, backend, hw_class = f.group.split("/")
-        for key in (f.group, f"{engine}/{backend}/*", f"{engine}/*/*"):
+        for key in _keys(f.group):
             by_key[key].append(f)
     table: dict[str, Efficiency] = {}
     for key, rows in sorted(by_key.items()):
@@ -262,10 +272,47 @@ def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
     return None
 
 
+def _keys(group: str) -> tuple[str, ...]:
+    engine, backend, _ = group.split("/")
+    return (group, f"{engine}/{backend}/*", f"{engine}/*/*")
+
+
+def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, Efficiency]:
+    """Fit a table, then size each entry's 80 % band from errors on hardware the fit did not see.
+
+    The band an unseen device gets must come from unseen devices: each training device is
+    predicted (in closed form, from its features) by a fit without it, and the band of every
+    entry holds 80 % of those out-of-sample errors.
+    """
+    table = fit_table(feats, source=source)
+    errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"tg": [], "pp": []})
+    for hw_id in sorted({f.hardware_id for f in feats}):
+        held_out = [f for f in feats if f.hardware_id == hw_id]
+        inner = fit_table([f for f in feats if f.hardware_id != hw_id])
+        for f in held_out:
+            eff = lookup(inner, f.group)
+            if eff is None:
+                continue
+            error = math.log(_predicted_time(f, eff) / f.t_measured_s)
+            for key in _keys(f.group):
+                errors[key][f.case.metric].append(error)
+    for key, eff in list(table.items()):
+        found = errors.get(key)
+        if not found:
+            continue
+        changes: dict[str, float] = {}
+        if len(found["tg"]) >= 3:
+            changes["residual_log_sd"] = max(0.05, band_sd(found["tg"]))
+        if len(found["pp"]) >= 3:
+            changes["prefill_residual_log_sd"] = max(0.05, band_sd(found["pp"]))
+        table[key] = replace(eff, **changes)  # type: ignore[arg-type]
+    return table
+
+
 def leave_one_hardware_out(
-    cases: list[Case], fit: Callable[..., dict[str, Efficiency]] = fit_table
+    cases: list[Case], fit: Callable[..., dict[str, Efficiency]] = fit_with_bands
 ) -> list[CaseResult]:
-    """Each hardware is predicted by a table fitted without any of its rows."""
+    """Each hardware is predicted by a table fitted without any of its rows (bands included)."""
     feats = {c.row_id: features(c) for c in cases}
     usable = [f for f in feats.values() if f is not None]
     folds: dict[str, dict[str, Efficiency]] = {}
@@ -334,26 +381,7 @@ def _toml_value(value: Any) -> str:
 def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency], dict[str, Any], dict[str, tuple[int, int, list[str]]]]:
     """Fit on every usable row; interval widths come from leave-one-hardware-out residuals."""
     feats = [f for f in (features(c) for c in cases) if f is not None]
-    table = fit_table(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
-    cv = leave_one_hardware_out(cases)
-    by_group: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"tg": [], "pp": []})
-    group_of = {f.case.row_id: f.group for f in feats}
-    for r in cv:
-        g = group_of.get(r.case.row_id)
-        if g and r.scored and r.predicted:
-            engine, backend, hw_class = g.split("/")
-            for key in (g, f"{engine}/{backend}/*", f"{engine}/*/*"):
-                by_group[key][r.case.metric].append(math.log(r.predicted / r.case.value))
-    for key, eff in list(table.items()):
-        logs = by_group.get(key)
-        if not logs:
-            continue
-        changes: dict[str, float] = {}
-        if len(logs["tg"]) >= 3:
-            changes["residual_log_sd"] = max(0.05, statistics.pstdev(logs["tg"]) if len(logs["tg"]) > 1 else 0.05, _rms(logs["tg"]))
-        if len(logs["pp"]) >= 3:
-            changes["prefill_residual_log_sd"] = max(0.05, _rms(logs["pp"]))
-        table[key] = replace(eff, **changes)  # type: ignore[arg-type]
+    table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
         engine, backend, hw_class = key.split("/")
@@ -367,13 +395,9 @@ def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency]
         "fitted_on": date.today().isoformat(),
         "data": data_label,
         "method": "weighted least squares on relative time error, ridge toward engine defaults; "
-        "intervals from leave-one-hardware-out residuals (RMS of log error)",
+        "80 % bands from the 80th percentile of |log error| on hardware left out of the fit",
     }
     return table, meta, counts
-
-
-def _rms(values: list[float]) -> float:
-    return math.sqrt(sum(v * v for v in values) / len(values))
 
 
 def _matches(group: str, key: str) -> bool:

@@ -399,6 +399,6 @@ def validate(cases: list[Case], *, baseline: str | None = None, loho: bool = Fal
     """Predict every case; with `loho`, each hardware is predicted by a fit that never saw it."""
     if not loho:
         return [predict_case(c, baseline=baseline) for c in cases]
-    from tokometer.calibrate import fit_table, leave_one_hardware_out
+    from tokometer.calibrate import leave_one_hardware_out
 
-    return leave_one_hardware_out(cases, fit_table)
+    return leave_one_hardware_out(cases)
