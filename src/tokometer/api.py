@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
-from tokometer.catalog.efficiency import efficiency_for
+from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
 from tokometer.costmodel.architecture import bare_spec
 from tokometer.costmodel.levers import (
     ALLREDUCE_LAUNCH_US,
@@ -780,7 +780,10 @@ def estimate(
     step = lever_step.step
     ceiling_tok_s = 1.0 / step.ceiling_time_s
     estimate_tok_s = 1.0 / step.time_s
-    band = interval(estimate_tok_s, eff.residual_log_sd)
+    spread = eff.residual_log_sd
+    if layout.tp * layout.pp > 1:
+        spread = max(spread, multi_device_log_sd() or spread)
+    band = interval(estimate_tok_s, spread)
     band = Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
 
     pre = layout_prefill(setup, prefill(spec, weights, hardware, eff, int(prompt_tokens), peak, quantized=quantized))

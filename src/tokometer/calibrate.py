@@ -310,14 +310,19 @@ def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, E
 
 
 def leave_one_hardware_out(
-    cases: list[Case], fit: Callable[..., dict[str, Efficiency]] = fit_with_bands
+    cases: list[Case],
+    fit: Callable[..., dict[str, Efficiency]] = fit_with_bands,
+    only: list[Case] | None = None,
 ) -> list[CaseResult]:
-    """Each hardware is predicted by a table fitted without any of its rows (bands included)."""
+    """Each hardware is predicted by a table fitted without any of its rows (bands included).
+
+    `only`: predict just these cases (the fit still uses every usable row of `cases`).
+    """
     feats = {c.row_id: features(c) for c in cases}
     usable = [f for f in feats.values() if f is not None]
     folds: dict[str, dict[str, Efficiency]] = {}
     results = []
-    for case in cases:
+    for case in cases if only is None else only:
         try:
             hw_id = resolve_case_hardware(case).id
         except TokometerError:
@@ -391,13 +396,30 @@ def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency]
             sum(f.case.metric == "pp" for f in rows),
             sorted({f.hardware_id for f in rows}),
         )
-    meta = {
+    meta: dict[str, Any] = {
         "fitted_on": date.today().isoformat(),
         "data": data_label,
         "method": "weighted least squares on relative time error, ridge toward engine defaults; "
         "80 % bands from the 80th percentile of |log error| on hardware left out of the fit",
     }
+    multi = multi_device_spread(cases)
+    if multi is not None:
+        meta["multi_device_residual_log_sd"] = round(multi, 6)
     return table, meta, counts
+
+
+def multi_device_spread(cases: list[Case]) -> float | None:
+    """Band for multi-device decode: errors of the parallelism model on hardware left out of the fit.
+
+    Several devices add what one device's fit cannot see (link latency, split imbalance), so their
+    band is sized on their own out-of-sample errors, not borrowed from single-device rows.
+    """
+    multi = [c for c in cases if c.metric == "tg" and c.n_devices > 1 and not c.flag]
+    if len(multi) < MIN_TG_ROWS:
+        return None
+    results = leave_one_hardware_out(cases, only=multi)
+    errors = [math.log(r.predicted / r.case.value) for r in results if r.scored and r.predicted]
+    return max(0.05, band_sd(errors)) if len(errors) >= MIN_TG_ROWS else None
 
 
 def _matches(group: str, key: str) -> bool:

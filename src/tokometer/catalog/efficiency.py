@@ -57,6 +57,12 @@ def lookup_keys(engine: EngineSpec, backend: str, hardware_class: str) -> list[s
     return keys
 
 
+def multi_device_log_sd() -> float | None:
+    """Spread of multi-device decode errors out of sample, when the fit measured one."""
+    value = fitted_table().meta.get("multi_device_residual_log_sd")
+    return float(value) if isinstance(value, int | float) else None
+
+
 def efficiency_for(engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None) -> Efficiency:
     """The fitted efficiency for this engine on this kind of hardware, else the engine default."""
     table = fitted_table()
