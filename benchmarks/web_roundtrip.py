@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,17 +21,9 @@ from typing import Any
 
 import httpx
 
-CHROMIUM = os.environ.get("TOKOMETER_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from web_helpers import CHROMIUM, CHROMIUM_ARGS, start_serve, stop  # noqa: E402
+
 TARGET_MS = 100.0
 ROUND_TRIP_JS = """async (params) => {
   const input = document.querySelector('#f-params_b');
@@ -56,31 +46,11 @@ ROUND_TRIP_JS = """async (params) => {
 }"""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_server(home: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "TOKOMETER_HOME": home}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tokometer", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/api/meta", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("tokometer serve did not start")
+def start_server(home: str) -> tuple[subprocess.Popen[str], str]:
+    try:
+        return start_serve(home)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -115,7 +85,7 @@ def browser_round_trip(base: str, runs: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
         start = time.perf_counter()
         page.goto(base + "/throughput")
@@ -147,8 +117,7 @@ def main() -> None:
             api = api_latency(base, args.runs * 4)
             page = browser_round_trip(base, args.runs)
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            stop(proc)
     rt = page["round_trip"]
     print(f"bare API, POST /api/estimate: median {api['estimate']['median']:.2f} ms, p95 {api['estimate']['p95']:.2f} ms over {api['estimate']['n']} calls")
     print(f"bare API, POST /api/panorama (every catalog device): median {api['panorama']['median']:.1f} ms over {api['panorama']['n']} calls")

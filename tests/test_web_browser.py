@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -22,26 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tokometer.report.text import num
 from tokometer.web.app import PAGES, create_app
-from web_helpers import fake_store_module
+from web_helpers import CHROMIUM, CHROMIUM_ARGS, fake_store_module, free_port, start_serve, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-CHROMIUM = os.environ.get("TOKOMETER_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
 
@@ -52,12 +39,6 @@ def missing(message: str) -> None:
     pytest.skip(message)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("web-home")
@@ -65,29 +46,12 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(home: Path) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "TOKOMETER_HOME": str(home)}
-    command = [sys.executable, "-m", "tokometer", "serve", "--port", str(port), "--bench-url", "http://127.0.0.1:9/v1"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{base}/api/meta", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            output = proc.stdout.read() if proc.stdout else ""
-            pytest.fail(f"tokometer serve did not start:\n{output}")
-        time.sleep(0.1)
-    yield base
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        proc, base = start_serve(str(home), "--bench-url", "http://127.0.0.1:9/v1", log=True)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield base
+    stop(proc)
 
 
 @pytest.fixture(scope="module")

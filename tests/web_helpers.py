@@ -1,7 +1,13 @@
-"""Fakes shared by the web tests: a run store shaped like `tokometer.store.RunStore`."""
+"""Shared by the web tests and benchmarks/web_roundtrip.py: the Chromium launch settings, a free
+port, starting `tokometer serve`, and a fake run store shaped like `tokometer.store.RunStore`."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
 import types
 from typing import Any
 
@@ -52,3 +58,58 @@ def fake_store_module() -> types.ModuleType:
     module = types.ModuleType("tokometer.store")
     module.open_store = lambda path=None: FakeStore()  # type: ignore[attr-defined]
     return module
+
+
+CHROMIUM = os.environ.get("TOKOMETER_CHROMIUM", "/usr/bin/chromium")
+# Debian's chromium as root on a machine with no network: no sandbox, no background traffic.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_serve(home: str, *extra: str, log: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """Start `tokometer serve` on a free port; return it and its base URL once /api/meta answers.
+
+    Raises RuntimeError (with the server's output when `log`) if it does not start in 30 s.
+    """
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "TOKOMETER_HOME": home}
+    command = [sys.executable, "-m", "tokometer", "serve", "--port", str(port), *extra]
+    output = subprocess.PIPE if log else subprocess.DEVNULL
+    proc = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/api/meta", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            text = proc.stdout.read() if proc.stdout else ""
+            raise RuntimeError(f"tokometer serve did not start:\n{text}")
+        time.sleep(0.1)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()

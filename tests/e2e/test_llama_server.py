@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 from tiny_gguf import TinyLlama
+
+from web_helpers import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -34,12 +35,6 @@ def _require_llama_cpp_server() -> None:
         pytest.skip("llama-cpp-python[server] is not installed (scripts/ci/llama-cpp.sh installs it)")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, float]]:
     path = tmp_path_factory.mktemp("gguf") / "tiny-llama-q8_0.gguf"
@@ -51,7 +46,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
 def llama_server(tiny_model: tuple[Path, dict[str, float]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _require_llama_cpp_server()
     model, _ = tiny_model
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("server") / "llama-server.log"
     threads = str(max(1, os.cpu_count() or 1))
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads]
