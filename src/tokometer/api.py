@@ -173,6 +173,27 @@ def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec
     return model.total_params > 0 and weights.total * 8.0 / model.total_params < 12.0
 
 
+def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
+    """The compute peak a weight format runs at on this hardware under this engine."""
+    return compute_peak(hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate)
+
+
+def setup_for_format(
+    spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, base: Setup, engine: EngineSpec, layout: Layout | None = None
+) -> Setup:
+    """Another model or weight format on `base`'s hardware, efficiency and KV dtype (draft, smaller quant)."""
+    return Setup(
+        spec,
+        weights,
+        base.hardware,
+        base.efficiency,
+        format_peak(base.hardware, fmt, engine),
+        base.kv_bytes_per_element,
+        is_quantized(fmt, weights, spec),
+        layout if layout is not None else Layout(),
+    )
+
+
 def quant_runs(quant: QuantFormat, hardware: HardwareSpec, engine: EngineSpec) -> bool:
     """Whether `tokometer fit` and the quant advice offer this format: FP8 needs hardware FP8 and an
     engine with FP8 kernels (llama.cpp has no FP8 weight type)."""
@@ -758,7 +779,7 @@ def estimate(
         raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)")
     kv_el = kv_fmt.bytes_per_weight
 
-    peak = compute_peak(hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=eng.fp16_accumulate)
+    peak = format_peak(hardware, fmt, eng)
     quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)
@@ -983,16 +1004,7 @@ def _draft(
     same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
     fmt = same if same is not None else resolve_quant(quant, None, spec)
     weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None)
-    draft_setup = Setup(
-        spec,
-        weights,
-        setup.hardware,
-        setup.efficiency,
-        compute_peak(setup.hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate),
-        setup.kv_bytes_per_element,
-        is_quantized(fmt, weights, spec),
-        replace(setup.layout, offload=None),
-    )
+    draft_setup = setup_for_format(spec, fmt, weights, setup, engine, replace(setup.layout, offload=None))
     speculation = speculate(
         setup, draft_setup, acceptance=acceptance, draft_tokens=draft_tokens, batch=batch, depth_tokens=depth
     )
@@ -1066,11 +1078,7 @@ def _quant_advice(
         weights = weight_bytes(spec, candidate.bits_per_weight)
         if not fits_whole(weights):
             continue
-        smaller = Setup(
-            spec, weights, hardware, setup.efficiency,
-            compute_peak(hardware, candidate.compute_dtype, fp16_accumulate=engine.fp16_accumulate),
-            setup.kv_bytes_per_element, is_quantized(candidate, weights, spec),
-        )
+        smaller = setup_for_format(spec, candidate, weights, setup, engine)
         speed = 1.0 / smaller.step(batch, depth).time_s
         if speed <= tok_s:
             return None

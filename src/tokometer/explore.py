@@ -18,6 +18,7 @@ from tokometer.api import (
     cpu_offload,
     default_engine,
     estimate,
+    format_peak,
     quant_runs,
     resolve_hardware,
     resolve_model,
@@ -25,7 +26,6 @@ from tokometer.api import (
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for
 from tokometer.costmodel.levers import Layout, Utilisation, utilisation
-from tokometer.costmodel.predict import compute_peak
 from tokometer.errors import InputError, require_non_negative, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
 from tokometer.units import BILLION, GB
@@ -363,7 +363,7 @@ def sweep(
             engines[i].append(eng.id)
             per["eta"][i, j] = eff.bandwidth_fraction_for(q.kind in ("block", "mix", "group"))
             per["eta_c"][i, j] = eff.decode_compute_fraction
-            per["peak"][i, j] = compute_peak(hw, q.compute_dtype, fp16_accumulate=eng.fp16_accumulate).tflops or 0.0
+            per["peak"][i, j] = format_peak(hw, q, eng).tflops or 0.0
             per["tau_l"][i, j] = eff.layer_overhead_us
             per["tau_s"][i, j] = eff.step_overhead_us
             per["kv"][i, j] = kv_fmt.bytes_per_weight
