@@ -33,6 +33,7 @@ from tokometer.validate import (
     estimate_kwargs,
     predict_case,
     resolve_case_hardware,
+    workload_kwargs,
 )
 
 MIN_TG_ROWS = 6
@@ -77,11 +78,7 @@ def features(case: Case) -> Features | None:
         engine = engine_catalog().get(kwargs.get("engine") or "llama-cpp")
         backend = kwargs.get("backend") or hardware.backend
         prior = _default(engine.id)
-        gen = case.gen_tokens if case.gen_tokens is not None else 200
-        if case.metric == "tg":
-            kwargs.update(prompt_tokens=case.prompt_tokens, output_tokens=max(1, gen), context_tokens=int(case.prompt_tokens + gen / 2))
-        else:
-            kwargs.update(prompt_tokens=case.prompt_tokens, output_tokens=1)
+        kwargs.update(workload_kwargs(case))
         est = estimate(hw=hardware, efficiency=_unit(efficiency_for(engine, hardware, backend)), **kwargs)
     except TokometerError:
         return None

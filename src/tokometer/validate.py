@@ -288,6 +288,25 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- prediction
 
+
+def generated_tokens(case: Case) -> int:
+    return case.gen_tokens if case.gen_tokens is not None else DEFAULT_GEN_TOKENS
+
+
+def workload_kwargs(case: Case) -> dict[str, int]:
+    """What the row measured, as `api.estimate` workload arguments.
+
+    Decode (tg) averages a generation of N tokens after the prompt: its mean depth is prompt + N/2.
+    Prompt processing (pp) is one prompt; aggregates keep their batch.
+    """
+    gen = generated_tokens(case)
+    batch = case.batch if case.metric in ("tg_agg", "tput_out") else 1
+    if case.metric in ("tg", "tg_agg"):
+        depth = int(case.prompt_tokens + gen / 2)
+        return {"prompt_tokens": case.prompt_tokens, "output_tokens": max(1, gen), "context_tokens": depth, "batch": batch}
+    prompt = max(1, case.prompt_tokens) * (case.batch if case.metric == "pp_agg" else 1)
+    return {"prompt_tokens": prompt, "output_tokens": max(1, gen), "batch": batch}
+
 Predictor = Callable[..., Any]
 
 
@@ -308,12 +327,8 @@ def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str
                 return result
         if efficiency is not None:
             kwargs["efficiency"] = efficiency
-        gen = case.gen_tokens if case.gen_tokens is not None else DEFAULT_GEN_TOKENS
-        if case.metric in ("tg", "tg_agg"):
-            kwargs.update(prompt_tokens=case.prompt_tokens, output_tokens=max(1, gen), context_tokens=int(case.prompt_tokens + gen / 2))
-        else:
-            kwargs.update(prompt_tokens=max(1, case.prompt_tokens) * (case.batch if case.metric == "pp_agg" else 1), output_tokens=max(1, gen))
-        kwargs["batch"] = case.batch if case.metric in ("tg_agg", "tput_out") else 1
+        gen = generated_tokens(case)
+        kwargs.update(workload_kwargs(case))
         est = estimate(hw=hardware, **kwargs)
         result.group = group_key(est.engine, hardware, kwargs.get("backend"))
         if case.metric in ("tg", "tg_agg"):
