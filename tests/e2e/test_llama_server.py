@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -42,8 +44,39 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     return path, info
 
 
+@dataclass
+class LlamaServer:
+    """A running llama-cpp-python server: its URL, its process and the log it writes.
+
+    `check()` fails the test with the server's own log when the process has died, so a crash
+    (an illegal instruction in libggml-cpu.so, a model it cannot load) reads as a crash, not as
+    "cannot connect".
+    """
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else "(no log)"
+
+    def check(self, doing: str) -> None:
+        code = self.process.poll()
+        if code is not None:
+            pytest.fail(f"llama-cpp-python server died ({_describe_exit(code)}) {doing}; its log:\n{self.log_tail()}")
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 @pytest.fixture(scope="module")
-def llama_server(tiny_model: tuple[Path, dict[str, float]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def llama_server(tiny_model: tuple[Path, dict[str, float]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     _require_llama_cpp_server()
     model, _ = tiny_model
     port = free_port()
@@ -52,21 +85,28 @@ def llama_server(tiny_model: tuple[Path, dict[str, float]], tmp_path_factory: py
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", threads]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    server = LlamaServer(url=f"http://127.0.0.1:{port}", process=process, log=log)
     try:
         deadline = time.monotonic() + 240
         while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama-cpp-python server exited with {process.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+            server.check("while starting")
             try:
-                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
+                if httpx.get(server.url + "/v1/models", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"llama-cpp-python server did not start:\n{log.read_text(errors='replace')[-3000:]}")
+                pytest.fail(f"llama-cpp-python server did not answer within 240 s; its log:\n{server.log_tail()}")
             time.sleep(0.5)
-        yield url
+        # One real completion before the test: a CPU kernel the machine cannot run crashes here,
+        # on the first matmul, not while loading.
+        try:
+            httpx.post(server.url + "/v1/completions", json={"prompt": "hello", "max_tokens": 2}, timeout=120)
+        except httpx.HTTPError as exc:
+            server.check(f"on its first completion ({exc})")
+            pytest.fail(f"llama-cpp-python server failed its first completion: {exc}; its log:\n{server.log_tail()}")
+        server.check("on its first completion")
+        yield server
     finally:
         process.terminate()
         try:
@@ -84,7 +124,7 @@ def tokometer(args: list[str], home: Path, timeout: float = 600) -> subprocess.C
 
 
 def test_bench_a_real_llama_cpp_server_against_the_local_prediction(
-    llama_server: str, tiny_model: tuple[Path, dict[str, float]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_server: LlamaServer, tiny_model: tuple[Path, dict[str, float]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model, info = tiny_model
     home = tmp_path / "home"
@@ -95,10 +135,11 @@ def test_bench_a_real_llama_cpp_server_against_the_local_prediction(
     assert (home / "hardware.toml").is_file() and profile["kind"] == "cpu"
 
     bench = tokometer(
-        ["bench", llama_server, "--max-tokens", "64", "--prompt-tokens", "256", "--runs", "3", "--predict-model", str(model), "--hw", "local", "--json"],
+        ["bench", llama_server.url, "--max-tokens", "64", "--prompt-tokens", "256", "--runs", "3", "--predict-model", str(model), "--hw", "local", "--json"],
         home,
     )
-    assert bench.returncode == 0, bench.stderr
+    llama_server.check("during `tokometer bench`")
+    assert bench.returncode == 0, f"{bench.stderr}\nserver log:\n{llama_server.log_tail()}"
     run = json.loads(bench.stdout)
     summary = run["summary"]
     assert run["status"] == "complete" and run["protocol"] == "openai-completions"
