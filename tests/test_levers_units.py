@@ -4,6 +4,9 @@ speculative arithmetic, memory views, and the figures."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +214,22 @@ def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
     _is_png(tmp_path / "cli-sweep.png")
     with pytest.raises(InputError, match="must end in"):
         plot_sweep(single, tmp_path / "figure.gif")
+
+
+def test_plot_without_matplotlib_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokometer.report.plots import plot_estimate
+
+    e = estimate("llama-3.1-8b", "rtx-4090", quant="q4_k_m")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    with pytest.raises(InputError, match="pip install matplotlib"):
+        plot_estimate(e, tmp_path / "estimate.png")
+
+
+def test_matplotlib_is_a_dependency_but_off_the_quick_cli_path() -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("matplotlib") for d in project["dependencies"])
+    code = "import sys; from tokometer.cli import main\ntry:\n    main(['estimate'])\nexcept SystemExit:\n    pass\nprint('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
+    assert out.stdout.strip().splitlines()[-1] == "False"

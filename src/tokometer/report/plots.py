@@ -1,8 +1,10 @@
 """Figures of the levers: decode vs context, vs batch, a roofline with the operating points, and the
 offload curve (`estimate --plot`); tok/s across a sweep (`sweep --plot`).
 
-matplotlib is imported inside the functions, with the non-interactive Agg backend, so the quick
-CLI path never loads it. The file format follows the suffix: .png, .svg or .pdf.
+matplotlib is a dependency of the package, so `pip install tokometer` plots; it is imported inside
+the functions, with the non-interactive Agg backend, so the quick CLI path never pays its ~0.3 s
+import. An install without it (`--no-deps`, a distro package) gets one line naming the fix.
+The file format follows the suffix: .png, .svg or .pdf.
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ def _pyplot(path: str | Path) -> tuple[Any, Path]:
         raise InputError(f"--plot file must end in {', '.join(FORMATS)}, got {target.name!r}")
     if not target.parent.exists():
         raise InputError(f"--plot: folder {str(target.parent)!r} does not exist")
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise InputError(
+            "--plot needs matplotlib, which is missing from this Python environment: "
+            "pip install matplotlib (or reinstall tokometer with its dependencies)"
+        ) from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
