@@ -298,6 +298,8 @@ class Workload(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Interval(_Plain):
+    """A band around an estimate, in the estimate's own unit."""
+
     low: float
     high: float
     coverage: float = 0.8
@@ -315,4 +317,6 @@ class Bound(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Notes(_Plain):
+    """Caveats attached to a result, in the order they were found."""
+
     items: tuple[str, ...] = field(default_factory=tuple)

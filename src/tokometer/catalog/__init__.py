@@ -43,6 +43,8 @@ def normalise(name: str) -> str:
 
 @dataclass(frozen=True)
 class Entry(Generic[T]):
+    """One catalog entry: its id, its value and the file it came from."""
+
     id: str
     value: T
     path: str
@@ -88,6 +90,12 @@ class Catalog(Generic[T]):
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from tokometer.catalog.cache import load_parsed
+
+    return load_parsed(path, _parse_toml)
+
+
+def _parse_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

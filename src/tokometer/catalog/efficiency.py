@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency
+from tokometer.catalog.cache import load_parsed
 from tokometer.errors import CatalogError
 from tokometer.specs import Efficiency, EngineSpec, HardwareSpec
 
@@ -22,18 +23,24 @@ EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"
 
 @dataclass(frozen=True)
 class FittedTable:
+    """efficiency.toml: the fit's metadata and one Efficiency per engine/backend/hardware-class key."""
+
     meta: dict[str, Any]
     entries: dict[str, Efficiency]
+
+
+def _parse_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
 
 
 @functools.cache
 def fitted_table(path: Path = EFFICIENCY_FILE) -> FittedTable:
     if not path.is_file():
         return FittedTable({}, {})
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    raw = load_parsed(path, _parse_toml)
     entries_raw = raw.pop("entries", {})
     entries: dict[str, Efficiency] = {}
     for key, value in entries_raw.items():

@@ -19,6 +19,8 @@ ID_PATTERN = re.compile(r"^[a-z0-9]+([.-][a-z0-9]+)*$")
 
 @dataclass(frozen=True, slots=True)
 class Field:
+    """One key of a catalog entry: the types it accepts and whether it is required."""
+
     types: tuple[type, ...]
     required: bool = False
 
