@@ -21,7 +21,7 @@ def cli_markdown() -> str:
 
     def walk(command: click.Command, path: list[str], parent: click.Context | None) -> None:
         settings = {**command.context_settings, "terminal_width": 100, "max_content_width": 100}
-        ctx = click.Context(command, info_name=" ".join(path), parent=parent, **settings)
+        ctx = click.Context(command, info_name=path[-1], parent=parent, **settings)  # click prefixes the parent path
         lines.extend([f"## `{' '.join(path)}`", "", "```", command.get_help(ctx).rstrip(), "```", ""])
         if isinstance(command, click.Group):
             for name in command.list_commands(ctx):

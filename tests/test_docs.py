@@ -29,3 +29,10 @@ def test_cli_reference_covers_every_command() -> None:
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     for command in ["estimate", "hardware list", "models show", "quants list", "validate", "calibrate", "bench", "runs list", "probe", "serve", "feel", "fit", "sweep", "utilization"]:
         assert f"## `tokometer {command}`" in text, command
+
+
+def test_cli_reference_usage_lines_name_each_command_once() -> None:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    usages = [line for line in text.splitlines() if line.startswith("Usage: ")]
+    assert "Usage: tokometer hardware list [OPTIONS]" in usages
+    assert len(usages) > 15 and not [u for u in usages if u.count("tokometer") != 1]
