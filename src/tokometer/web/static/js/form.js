@@ -2,7 +2,7 @@
 import { ApiError, catalog } from './api.js';
 import { clear, h } from './dom.js';
 import { plain } from './format.js';
-import { lang, t } from './i18n.js';
+import { lang, message, t } from './i18n.js';
 import { readState, writeState } from './url.js';
 import { errorBox } from './widgets.js';
 
@@ -13,21 +13,21 @@ export const FIELDS = {
   hw: { type: 'text', list: 'hardware', required: true },
   engine: { type: 'select', source: 'engines', empty: 'opt.auto' },
   kv_dtype: { type: 'select', source: 'kv', empty: 'opt.engineDefault' },
-  params_b: { type: 'number', check: 'positive', required: true, unit: 'B' },
-  active_params_b: { type: 'number', check: 'positive', unit: 'B' },
+  params_b: { type: 'number', check: 'positive', required: true, unit: 'billions' },
+  active_params_b: { type: 'number', check: 'positive', unit: 'billions' },
   bits: { type: 'number', check: 'positive', max: 64, required: true, unit: 'bits', list: 'bits' },
-  bandwidth_gb_per_s: { type: 'number', check: 'positive', required: true, unit: 'GB/s' },
-  memory_gb: { type: 'number', check: 'positive', unit: 'GB' },
-  tflops: { type: 'number', check: 'positive', unit: 'TFLOPS' },
+  bandwidth_gb_per_s: { type: 'number', check: 'positive', required: true, unit: 'gbps' },
+  memory_gb: { type: 'number', check: 'positive', unit: 'gb' },
+  tflops: { type: 'number', check: 'positive', unit: 'tflops' },
   prompt_tokens: { type: 'int', check: 'nonneg', unit: 'tokens' },
   output_tokens: { type: 'int', check: 'positive', unit: 'tokens' },
   context_tokens: { type: 'int', check: 'nonneg', unit: 'tokens' },
   batch: { type: 'int', check: 'positive' },
   sessions: { type: 'int', check: 'positive' },
   ttft_ms: { type: 'number', check: 'nonneg', required: true, unit: 'ms' },
-  tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok/s' },
-  measured_decode_tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok/s' },
-  measured_prefill_tok_s: { type: 'number', check: 'positive', unit: 'tok/s' },
+  tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok_s' },
+  measured_decode_tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok_s' },
+  measured_prefill_tok_s: { type: 'number', check: 'positive', unit: 'tok_s' },
   // the levers (`tokometer estimate --tp/--pp/--link, --gpu-layers/--cpu-hw, --draft/--acceptance/--draft-tokens`)
   tp: { type: 'int', check: 'positive', placeholder: '1' },
   link: { type: 'text', list: 'links' },
@@ -98,7 +98,7 @@ async function options(source) {
   if (source === 'cpu') {
     return (await catalog('hardware')).filter((x) => x.kind === 'cpu')
       .sort((a, b) => a.memory_bandwidth_gb_per_s - b.memory_bandwidth_gb_per_s)
-      .map((x) => [x.id, `${x.memory_bandwidth_gb_per_s} GB/s · ${x.name.replace(/ \(.*\)$/, '')}`]);
+      .map((x) => [x.id, `${x.memory_bandwidth_gb_per_s} ${t('unit.gbps')} · ${x.name.replace(/ \(.*\)$/, '')}`]);
   }
   const quants = await catalog('quants');
   const usage = source === 'kv' ? ['kv', 'both'] : ['weights', 'both'];
@@ -136,7 +136,7 @@ export async function field(name, value) {
     });
   }
   return h('div', { class: 'field', 'data-field': name },
-    h('label', { for: id }, t(`f.${name}`), spec.unit ? h('span', { class: 'u' }, ` (${spec.unit === 'tokens' ? t('unit.tokens') : spec.unit})`) : null),
+    h('label', { for: id }, t(`f.${name}`), spec.unit ? h('span', { class: 'u' }, ` (${t(`unit.${spec.unit}`)})`) : null),
     input,
     h('p', { class: 'help', id: `${id}-help` }, t(`h.${name}`)),
     h('p', { class: 'msg', id: `${id}-msg`, 'aria-live': 'polite' }));
@@ -289,7 +289,7 @@ export async function calculator(root, spec) {
     } catch (error) {
       if (mine !== sequence) return;
       if (!(error instanceof ApiError)) throw error;
-      if (error.field && markField(form, error.field, error.message)) revealField(form, error.field);
+      if (error.field && markField(form, error.field, message(error.message))) revealField(form, error.field);
       const pick = error.field && form.elements[error.field]
         ? (name) => { form.elements[error.field].value = name; run(); }
         : null;

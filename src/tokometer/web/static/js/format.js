@@ -21,13 +21,28 @@ export function pct(fraction, digits = 0) {
 
 export function seconds(value) {
   if (value === null || value === undefined || !Number.isFinite(value)) return '–';
-  if (value < 1) return `${int(value * 1000)} ms`;
+  if (value < 1) return `${int(value * 1000)} ${t('unit.ms')}`;
   if (value < 120) return `${num(value)} s`;
   return `${num(value / 60)} min`;
 }
 
 export function gb(bytes) {
-  return `${num(bytes / 1e9)} GB`;
+  return `${num(bytes / 1e9)} ${t('unit.gb')}`;
+}
+
+/** A size in GB (decimal) with the language's unit: 4.91 GB, 4,91 Go. */
+export function gbNum(valueGb) {
+  return `${num(valueGb)} ${t('unit.gb')}`;
+}
+
+/** A bandwidth in GB/s with the language's unit. */
+export function gbps(value) {
+  return `${num(value)} ${t('unit.gbps')}`;
+}
+
+/** A time as ms, or µs below a millisecond. */
+export function msOrUs(seconds) {
+  return seconds > 0 && seconds < 1e-3 ? `${num(seconds * 1e6)} ${t('unit.us')}` : `${num(seconds * 1e3)} ${t('unit.ms')}`;
 }
 
 export function tokS(value) {

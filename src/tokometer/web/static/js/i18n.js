@@ -1,4 +1,7 @@
 // English and French. The choice persists in localStorage and travels in the `lang` URL parameter.
+// Lines the server writes in English (the "why" lines, warnings, error messages) are translated by
+// message id: i18n/messages.json maps each id to the pattern of its English line, and the catalogs
+// hold the `msg.<id>` template in each language (see `message()`).
 import { writeState, readState } from './url.js';
 
 export const LANGS = ['en', 'fr'];
@@ -24,9 +27,18 @@ function load(lang) {
   return loading[lang];
 }
 
+let patterns = [];
+
+function loadMessages() {
+  loading.messages = loading.messages || fetch('/static/i18n/messages.json')
+    .then((response) => response.json())
+    .then((raw) => { patterns = Object.entries(raw).map(([id, source]) => ({ id, re: new RegExp(source) })); });
+  return loading.messages;
+}
+
 export async function initLang() {
   current = initial();
-  await Promise.all([load('en'), load(current)]);
+  await Promise.all([load('en'), load(current), loadMessages()]);
   remember(current);
   return current;
 }
@@ -56,4 +68,46 @@ export function locale() {
 export function t(key, vars = {}) {
   const text = dicts[current]?.[key] ?? dicts.en?.[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+}
+
+/** A number the server wrote in English ("1,008", "4.59"), rewritten in the page's locale. */
+function localNumber(text) {
+  if (current === 'en' || !/^-?\d{1,3}(,\d{3})*(\.\d+)?$|^-?\d+(\.\d+)?$/.test(text)) return text;
+  const decimals = (text.split('.')[1] || '').length;
+  return new Intl.NumberFormat(locale(), { minimumFractionDigits: decimals, maximumFractionDigits: decimals }).format(Number(text.replace(/,/g, '')));
+}
+
+function matchLine(line, ids) {
+  for (const { id, re } of patterns) {
+    if (!ids(id)) continue;
+    const found = re.exec(line);
+    if (found) return { id, groups: found.groups || {} };
+  }
+  return null;
+}
+
+function fill(id, groups) {
+  const template = dicts[current]?.[`msg.${id}`] ?? dicts.en?.[`msg.${id}`];
+  if (template === undefined) return null;
+  return template.replace(/\{(\w+)(?::([\w.]+))?\}/g, (whole, name, prefix) => {
+    const value = groups[name];
+    if (value === undefined) return '';
+    if (prefix) return t(`${prefix}.${value}`);
+    const part = `${id}.${name}`;
+    const sub = matchLine(value, (other) => other === part || other.startsWith(`${part}.`));
+    if (sub) return fill(sub.id, sub.groups) ?? value;
+    return localNumber(value);
+  });
+}
+
+/**
+ * A line written by the server in English, in the page's language: the first message whose
+ * pattern matches gives the id; its `msg.<id>` template is filled with the captured values
+ * (numbers in the page's locale, optional parts through their own `<id>.<group>` messages).
+ * A line no pattern knows is shown as it came.
+ */
+export function message(line) {
+  const text = String(line ?? '');
+  const found = matchLine(text, (id) => id.split('.').length === 2);
+  return found ? (fill(found.id, found.groups) ?? text) : text;
 }

@@ -46,6 +46,7 @@ let running = null;
 
 async function render() {
   const page = current();
+  document.querySelector('.skip').textContent = t('a11y.skip');
   running?.stop?.();
   document.title = `${t(`nav.${page}`)} · tokometer`;
   nav(page);

@@ -1,7 +1,7 @@
 // Result building blocks shared by the pages: the ceiling/estimate pair, band bar, verdicts, notes.
 import { h } from './dom.js';
-import { num, pct, tokS } from './format.js';
-import { t } from './i18n.js';
+import { gbNum, gbps, num, pct, tokS } from './format.js';
+import { message, t } from './i18n.js';
 
 /** A big figure with its raw value in data-value (tests compare it with the CLI's JSON). */
 export function figure(testid, value, unit, extra = {}) {
@@ -64,15 +64,20 @@ export function facts(rows) {
   ]));
 }
 
-/** The estimate's own "why" lines and warnings (from the library, in English). */
+/** Text with `code` spans: the backticks become <code> elements, never literal characters. */
+export function rich(text) {
+  return String(text ?? '').split(/`([^`]+)`/).map((part, i) => (i % 2 ? h('code', {}, part) : part)).filter((part) => part !== '');
+}
+
+/** The estimate's own "why" lines and warnings, written in English by the library, shown in the page's language. */
 export function why(data) {
   const lines = data.explanation || [];
   const warnings = data.warnings || [];
   if (!lines.length && !warnings.length) return null;
   return h('section', { class: 'why' },
     h('h3', {}, t('r.why')),
-    h('ul', {}, lines.map((line) => h('li', {}, line))),
-    warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, w))) : null);
+    h('ul', {}, lines.map((line) => h('li', {}, rich(message(line))))),
+    warnings.length ? h('ul', { class: 'warnings' }, warnings.map((w) => h('li', {}, rich(message(w))))) : null);
 }
 
 /** An API error; its "did you mean" names become buttons when `pick(name)` can use them. */
@@ -82,7 +87,7 @@ export function errorBox(error, pick = null) {
     ? h('button', { type: 'button', class: 'suggest', 'data-suggest': name, onclick: () => pick(name) }, name)
     : h('code', {}, name));
   return h('div', { class: 'error', role: 'alert', 'data-testid': 'error' },
-    h('strong', {}, t('err.title')), ' ', error.message,
+    h('strong', {}, t('err.title')), ' ', rich(message(error.message)),
     suggestions.length ? h('p', {}, `${t('err.didYouMean')} `, suggestions.map((name, i) => [i ? ' ' : '', item(name)])) : null);
 }
 
@@ -91,6 +96,6 @@ export function setupLine(data) {
   const hw = data.hardware;
   const devices = data.parallel?.devices > 1 ? `${data.parallel.devices} × ` : '';
   return h('p', { class: 'setup' },
-    h('b', {}, m.name), ` · ${num(m.bits_per_weight)} ${t('unit.bitsPerWeight')} · ${num(m.weight_bytes / 1e9)} GB · `,
-    h('b', {}, devices + hw.name), ` (${num(hw.memory_bandwidth_gb_per_s)} GB/s) · ${data.engine.name}`);
+    h('b', {}, m.name), ` · ${num(m.bits_per_weight)} ${t('unit.bitsPerWeight')} · ${gbNum(m.weight_bytes / 1e9)} · `,
+    h('b', {}, devices + message(hw.name)), ` (${gbps(hw.memory_bandwidth_gb_per_s)}) · ${data.engine.name}`);
 }

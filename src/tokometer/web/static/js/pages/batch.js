@@ -3,7 +3,7 @@ import { post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
 import { chart, legend, range } from '../chart.js';
-import { int, num } from '../format.js';
+import { gbNum, int, num } from '../format.js';
 import { t } from '../i18n.js';
 import { ceilingPair, facts, setupLine, why } from '../widgets.js';
 
@@ -33,8 +33,8 @@ export function mount(root) {
         facts([
           [t('r.bound'), t(`bound.${d.bound}`)],
           [t('r.ridgeBatch'), d.ridge_batch ? num(d.ridge_batch) : t('r.noPeak')],
-          [t('r.bytesPerStep'), `${num(d.bytes_per_step / 1e9)} GB`],
-          [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ms`],
+          [t('r.bytesPerStep'), gbNum(d.bytes_per_step / 1e9)],
+          [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ${t('unit.ms')}`],
         ]),
         h('figure', {},
           chart({

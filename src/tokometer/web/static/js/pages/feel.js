@@ -43,7 +43,7 @@ export async function mount(root) {
   const restartBtn = h('button', { type: 'button', 'data-testid': 'restart' }, t('feel.restart'));
   const form = h('form', { class: 'inputs wide', novalidate: true },
     h('div', { class: 'grid two' },
-      h('div', { class: 'field', 'data-field': 'rates' }, h('label', { for: 'f-rates' }, t('feel.rates'), h('span', { class: 'u' }, ' (tok/s)')), ratesInput, h('p', { class: 'help' }, t('feel.ratesHelp')), msg),
+      h('div', { class: 'field', 'data-field': 'rates' }, h('label', { for: 'f-rates' }, t('feel.rates'), h('span', { class: 'u' }, ` (${t('unit.tok_s')})`)), ratesInput, h('p', { class: 'help' }, t('feel.ratesHelp')), msg),
       h('div', { class: 'field' }, h('label', { for: 'f-text' }, t('feel.text')), textArea, h('p', { class: 'help' }, t('feel.textHelp')))),
     h('div', { class: 'actions' }, h('button', { type: 'submit', 'data-testid': 'apply' }, t('feel.apply')), playBtn, restartBtn));
   const scaleBox = h('div', { class: 'scalebox' });

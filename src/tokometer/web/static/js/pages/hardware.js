@@ -4,7 +4,7 @@ import { ApiError, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { FIELDS, datalists, field, markField, toApi, validate } from '../form.js';
 import { int, num } from '../format.js';
-import { lang, t } from '../i18n.js';
+import { lang, message, t } from '../i18n.js';
 import { readState, writeState } from '../url.js';
 import { errorBox } from '../widgets.js';
 
@@ -25,7 +25,7 @@ const COLUMNS = [
 ];
 
 function tierLabel(tier) {
-  return tier === null ? t('hw.tierTop') : `≤ ${int(tier)} GB`;
+  return tier === null ? t('hw.tierTop') : t('hw.tierUpTo', { gb: int(tier) });
 }
 
 function sourceCell(source) {
@@ -140,7 +140,7 @@ export async function mount(root) {
         h('td', { class: 'num' }, hw.launch_year ?? '–'),
         h('td', { class: 'num' }, num(r.ceiling_tok_s)),
         h('td', { class: 'num est', 'data-value': r.estimate_tok_s ?? '' }, h('span', { class: 'barcell' }, bar, h('span', {}, num(r.estimate_tok_s)))),
-        h('td', { class: 'num' }, r.error ? h('span', { title: r.error }, '⚠') : (r.fits ? h('span', { class: 'yes', title: t('r.fits.yes') }, '✓') : h('span', { class: 'no', title: t('r.fits.no') }, '✗'))),
+        h('td', { class: 'num' }, r.error ? h('span', { title: message(r.error) }, '⚠') : (r.fits ? h('span', { class: 'yes', title: t('r.fits.yes') }, '✓') : h('span', { class: 'no', title: t('r.fits.no') }, '✗'))),
         h('td', { class: 'text src' }, sourceCell(hw.source)));
     });
     clear(out,
@@ -166,7 +166,7 @@ export async function mount(root) {
       data = await post('/api/panorama', body);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      if (error.field) markField(form, error.field, error.message);
+      if (error.field) markField(form, error.field, message(error.message));
       clear(out, errorBox(error));
       return;
     }

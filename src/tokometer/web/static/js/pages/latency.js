@@ -37,7 +37,7 @@ function timeline(l, info) {
 function latencyBlock(l, tokS, info) {
   return [
     h('div', { class: 'trio' },
-      h('section', { class: 'card' }, h('h3', {}, t('r.ttft')), figure('ttft', l.ttft_s * 1e3, 'ms')),
+      h('section', { class: 'card' }, h('h3', {}, t('r.ttft')), figure('ttft', l.ttft_s * 1e3, t('unit.ms'))),
       h('section', { class: 'card' }, h('h3', {}, t('r.rate')), figure('rate', tokS, t('unit.tok_s')),
         h('p', { class: 'sub' }, t('r.tpot', { ms: num(l.tpot_s * 1e3) }))),
       h('section', { class: 'card estimate' }, h('h3', {}, t('r.e2e', { n: int(l.output_tokens) })), figure('e2e', l.e2e_s, 's'))),

@@ -2,14 +2,14 @@
 import { post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
-import { int, num } from '../format.js';
+import { gbNum, int, num } from '../format.js';
 import { t } from '../i18n.js';
 import { ceilingPair, facts, setupLine, why } from '../widgets.js';
 
 function stack(m) {
   const total = Math.max(m.total_gb, m.available_gb || 0, m.device_memory_gb || 0) * 1.04;
   const part = (cls, gb, label) => {
-    const el = h('span', { class: `part ${cls}`, title: `${label}: ${num(gb)} GB` });
+    const el = h('span', { class: `part ${cls}`, title: `${label}: ${gbNum(gb)}` });
     el.style.width = `${((gb / total) * 100).toFixed(2)}%`;
     return el;
   };
@@ -23,9 +23,9 @@ function stack(m) {
     bar.append(line);
   }
   return h('div', { class: 'stackwrap' }, bar, h('ul', { class: 'legend' },
-    h('li', {}, h('span', { class: 'key weights' }), `${t('r.memWeights')} ${num(m.weights_gb)} GB`),
-    h('li', {}, h('span', { class: 'key kv' }), `${t('r.memKv')} ${num(m.kv_cache_gb)} GB`),
-    h('li', {}, h('span', { class: 'key runtime' }), `${t('r.memRuntime')} ${num(m.runtime_overhead_gb)} GB`)));
+    h('li', {}, h('span', { class: 'key weights' }), `${t('r.memWeights')} ${gbNum(m.weights_gb)}`),
+    h('li', {}, h('span', { class: 'key kv' }), `${t('r.memKv')} ${gbNum(m.kv_cache_gb)}`),
+    h('li', {}, h('span', { class: 'key runtime' }), `${t('r.memRuntime')} ${gbNum(m.runtime_overhead_gb)}`)));
 }
 
 export function mount(root) {
@@ -51,7 +51,7 @@ export function mount(root) {
         facts([
           [t('r.maxContext'), m.max_context_tokens !== null ? `${int(m.max_context_tokens)} ${t('unit.tokens')}` : '–', 'max-context'],
           [t('r.maxSessions', { ctx: int(m.context_tokens) }), m.max_sessions !== null ? int(m.max_sessions) : '–', 'max-sessions'],
-          [t('r.kvPerToken'), `${num(data.kv_cache.bytes_per_token / 1e3)} kB (${data.kv_cache.dtype})`],
+          [t('r.kvPerToken'), `${num(data.kv_cache.bytes_per_token / 1e3)} ${t('unit.kb')} (${data.kv_cache.dtype})`],
         ]),
         h('h3', { class: 'sec' }, t('r.speedAt', { ctx: int(data.decode.depth_tokens) })),
         ceilingPair(data.decode),

@@ -52,7 +52,7 @@ export async function mount(root) {
         facts([
           [t('runs.col.url'), run.url || '–'],
           [t('runs.col.decode'), `${num(sm.decode_tps?.median)} ${t('unit.tok_s')}`],
-          [t('runs.col.ttft'), `${num(sm.ttft_ms?.median)} ms`],
+          [t('runs.col.ttft'), `${num(sm.ttft_ms?.median)} ${t('unit.ms')}`],
           [t('runs.col.requests'), `${int(sm.requests_ok)} / ${int(sm.requests_failed)}`],
         ]),
         h('details', {}, h('summary', {}, 'JSON'), h('pre', { class: 'json' }, JSON.stringify(run, null, 2)))));

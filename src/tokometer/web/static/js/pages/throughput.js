@@ -4,7 +4,7 @@
 import { post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { ADVANCED, SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
-import { int, num, pct, plain } from '../format.js';
+import { gbNum, gbps, int, msOrUs, num, pct, plain } from '../format.js';
 import { t } from '../i18n.js';
 import { bandBar, ceilingPair, facts, figure, setupLine, why } from '../widgets.js';
 
@@ -16,7 +16,7 @@ export function formula(data) {
   return h('p', { class: 'formula', 'data-testid': 'formula' },
     h('var', {}, 'v'), ' = ', devices, h('var', {}, 'BW'), ' ÷ ', h('var', {}, 'M'), ' = ',
     tp > 1 ? `${int(tp)} × ` : '',
-    `${num(bw)} GB/s ÷ ${num(gb)} GB = `, h('b', {}, `${num(data.decode.ceiling_tok_s)} ${t('unit.tok_s')}`));
+    `${gbps(bw)} ÷ ${gbNum(gb)} = `, h('b', {}, `${num(data.decode.ceiling_tok_s)} ${t('unit.tok_s')}`));
 }
 
 /** A value with its raw number in data-value, for the facts lists (tests read it). */
@@ -25,23 +25,21 @@ function tagged(testid, value, text) {
 }
 
 /** A time as ms, or µs below a millisecond (a pipeline hop, an all-reduce). */
-function ms(seconds) {
-  return seconds > 0 && seconds < 1e-3 ? `${num(seconds * 1e6)} µs` : `${num(seconds * 1e3)} ms`;
-}
+const ms = msOrUs;
 
 /** Tensor and pipeline parallelism: the speedup over one device, the link, what each device holds. */
 export function parallelResult(data) {
   const p = data.parallel;
   if (!p || p.devices <= 1) return null;
   const per = p.usable_per_device_gb === null
-    ? `${num(p.memory_per_device_gb)} GB`
+    ? gbNum(p.memory_per_device_gb)
     : t('r.perDeviceOf', { need: num(p.memory_per_device_gb), have: num(p.usable_per_device_gb) });
   return h('section', { class: 'lever', 'data-testid': 'parallel' },
     h('h3', { class: 'sec' }, t('r.parallelHead', { devices: int(p.devices), tp: int(p.tp), pp: int(p.pp) })),
     facts([
       p.speedup !== null ? [t('r.parallelSpeedup'), tagged('parallel-speedup', p.speedup, `${num(p.speedup)}×`)] : null,
       [t('r.singleDevice'), tagged('single-device', p.single_device_tok_s, `${num(p.single_device_tok_s)} ${t('unit.tok_s')}`)],
-      p.link ? [t('r.link'), `${p.link} (${num(p.link_gb_per_s)} GB/s)`] : null,
+      p.link ? [t('r.link'), `${p.link} (${gbps(p.link_gb_per_s)})`] : null,
       p.tp > 1 ? [t('r.allreduces'), t('r.allreducesValue', { n: int(p.allreduces_per_step), each: num(p.allreduce_each_s * 1e6), total: ms(p.allreduce_time_s) })] : null,
       p.pp > 1 ? [t('r.hops'), t('r.hopsValue', { n: int(p.pipeline_hops), each: ms(p.pipeline_hop_time_s / p.pipeline_hops), total: ms(p.pipeline_hop_time_s) })] : null,
       [t('r.memoryPerDevice'), h('span', { class: p.fits_per_device ? '' : 'no' }, per)],
@@ -72,9 +70,9 @@ export function offloadResult(data) {
     facts([
       [t('r.offloadAllGpu', { n: int(o.n_layers) }), tagged('offload-gpu-only', o.gpu_only_tok_s, `${num(o.gpu_only_tok_s)} ${t('unit.tok_s')}`)],
       [t('r.offloadNoGpu'), tagged('offload-cpu-only', o.cpu_only_tok_s, `${num(o.cpu_only_tok_s)} ${t('unit.tok_s')}`)],
-      [t('r.cpuHw'), `${o.cpu_hw} (${num(o.cpu_bandwidth_gb_per_s)} GB/s)`],
+      [t('r.cpuHw'), `${o.cpu_hw} (${gbps(o.cpu_bandwidth_gb_per_s)})`],
       [t('r.cpuMemory'), h('span', { class: o.fits_cpu ? '' : 'no' }, t('r.perDeviceOf', { need: num(o.cpu_memory_gb), have: num(o.cpu_available_gb) }))],
-      [t('r.gpuWeights'), `${num(o.gpu_weights_gb)} GB`],
+      [t('r.gpuWeights'), gbNum(o.gpu_weights_gb)],
     ]),
     h('p', { class: 'note' }, t('r.offloadNote')));
 }
@@ -101,7 +99,7 @@ export function speculativeResult(data, values = {}) {
       [t('r.draftTokens'), int(s.draft_tokens)],
       [t('r.passTime'), t('r.passTimeValue', { total: ms(s.pass_time_s), k: int(s.draft_tokens), draft: ms(s.draft_step_time_s), verify: ms(s.verify_time_s) })],
       [t('r.breakEven'), s.break_even_acceptance === null ? t('r.breakEvenNever') : num(s.break_even_acceptance)],
-      [t('r.draftWeights'), `${num(s.draft_weights_gb)} GB (${s.draft_quant})`],
+      [t('r.draftWeights'), `${gbNum(s.draft_weights_gb)} (${s.draft_quant})`],
     ]),
     h('p', { class: 'note' }, t('r.specNote')));
 }
@@ -121,11 +119,11 @@ export function mount(root) {
         bandBar(d),
         offloaded ? null : formula(data),
         facts([
-          [t('r.weights'), `${num(data.model.weight_bytes / 1e9)} GB (${num(data.model.bits_per_weight)} ${t('unit.bitsPerWeight')})`],
-          [t('r.bytesPerToken'), `${num(d.bytes_per_token / 1e9)} GB`],
+          [t('r.weights'), `${gbNum(data.model.weight_bytes / 1e9)} (${num(data.model.bits_per_weight)} ${t('unit.bitsPerWeight')})`],
+          [t('r.bytesPerToken'), gbNum(d.bytes_per_token / 1e9)],
           [t('r.bound'), t(`bound.${d.bound}`)],
           [t('r.realisedLabel'), pct(d.realised_fraction)],
-          [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ms`],
+          [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ${t('unit.ms')}`],
         ]),
         speculativeResult(data, values),
         parallelResult(data),

@@ -3,8 +3,8 @@ import { post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
 import { num, pct } from '../format.js';
-import { t } from '../i18n.js';
-import { ceilingPair, facts, setupLine, why } from '../widgets.js';
+import { message, t } from '../i18n.js';
+import { ceilingPair, facts, rich, setupLine, why } from '../widgets.js';
 
 function gauge(testid, label, fraction, sub) {
   const fill = h('span', { class: 'fill' });
@@ -40,11 +40,11 @@ export function mount(root) {
         ceilingPair(e.decode),
         facts([
           [t('r.measured'), `${num(u.measured_decode_tok_s)} ${t('unit.tok_s')}`],
-          [t('r.bytesPerToken'), `${num(e.decode.bytes_per_token / 1e9)} GB`],
+          [t('r.bytesPerToken'), `${num(e.decode.bytes_per_token / 1e9)} ${t('unit.gb')}`],
           [t('r.flopsPerToken'), `${num(e.decode.flops_per_token / 1e9)} GFLOP`],
           [t('r.peak'), e.hardware.peak_tflops ? `${num(e.hardware.peak_tflops)} TFLOPS ${e.hardware.peak_dtype}` : t('r.noPeak')],
         ]),
-        u.notes.length ? h('ul', { class: 'warnings' }, u.notes.map((n) => h('li', {}, n))) : null,
+        u.notes.length ? h('ul', { class: 'warnings' }, u.notes.map((n) => h('li', {}, rich(message(n))))) : null,
         h('p', { class: 'note' }, t('p.utilisation.note')),
         why(e));
     },
