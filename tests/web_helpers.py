@@ -21,6 +21,13 @@ RUNS: list[dict[str, Any]] = [
         "mode": "decode",
         "summary": {"decode_tps": {"median": 121.5}, "ttft_ms": {"median": 84.0}, "requests_ok": 20, "requests_failed": 0},
         "prediction": {"ceiling_tok_s": 220.0, "estimate_tok_s": 134.0},
+        "grading": {
+            "verdict": "55% of the physical ceiling (220.0 tok/s); below the predicted range (121.0-148.0 tok/s)",
+            "flags": [
+                {"code": "below-range", "severity": "info", "message": "below the predicted range (121.0-148.0 tok/s)"},
+                {"code": "no-probe", "severity": "warning", "message": "no `local` profile: run `tokometer probe` first"},
+            ],
+        },
     },
     {
         "id": 11,

@@ -2,9 +2,45 @@
 import { h, s } from './dom.js';
 import { compact } from './format.js';
 
-const W = 680;
-const H = 340;
+const WIDE = { W: 680, H: 340 };
 const PAD = { left: 64, right: 20, top: 16, bottom: 48 };
+const LABEL_PX = 11; // .tick, .vlabel, .ptlabel font size in style.css
+
+/**
+ * The drawing's size in SVG units. A chart scales to its box, so on a phone a 680-unit drawing
+ * would shrink its 11-unit text to about 5 px; below 720 px of viewport the drawing is made as
+ * wide as the box it will fill (viewport minus page and figure padding), so text stays at 11 px.
+ */
+export function frame(wide = WIDE.W, height = WIDE.H) {
+  const viewport = document.documentElement.clientWidth || window.innerWidth || 1280;
+  if (viewport >= 720) return { W: wide, H: height };
+  const W = Math.max(280, Math.round(viewport - 56));
+  return { W, H: Math.max(Math.round(height * 0.7), Math.round((W * height) / wide)) };
+}
+
+/** Labels that would overlap one another or leave the plot are moved, or dropped when no spot is free. */
+function labeller(svg, bounds) {
+  const placed = [];
+  const fits = (box) => box.x0 >= bounds.x0 && box.x1 <= bounds.x1 && box.y0 >= bounds.y0 && box.y1 <= bounds.y1
+    && !placed.some((o) => box.x0 < o.x1 && box.x1 > o.x0 && box.y0 < o.y1 && box.y1 > o.y0);
+  return {
+    /** Reserve a region (a point's dot) so no label covers it. */
+    block(x, y, r) { placed.push({ x0: x - r, x1: x + r, y0: y - r, y1: y + r }); },
+    place(x, y, text, cls, spots) {
+      const width = text.length * LABEL_PX * 0.6;
+      for (const [dx, dy, anchor] of spots) {
+        const left = x + dx - (anchor === 'end' ? width : anchor === 'middle' ? width / 2 : 0);
+        const box = { x0: left - 2, x1: left + width + 2, y0: y + dy - LABEL_PX, y1: y + dy + 3 };
+        if (fits(box)) {
+          placed.push(box);
+          svg.append(s('text', { x: x + dx, y: y + dy, class: cls, 'text-anchor': anchor }, text));
+          return true;
+        }
+      }
+      return false;
+    },
+  };
+}
 
 function scale(axis, from, to) {
   const { min, max, log } = axis;
@@ -56,6 +92,7 @@ export function range(values, { log = false, zero = false, pad = 0.08 } = {}) {
  *  vlines: [{x, label, cls}]; regions: [{from, to, label, cls}] along x; points: [{x, y, label, cls}]
  */
 export function chart(spec) {
+  const { W, H } = frame();
   const sx = scale(spec.x, PAD.left, W - PAD.right);
   const sy = scale(spec.y, H - PAD.bottom, PAD.top);
   const fx = spec.x.format || compact;
@@ -98,15 +135,25 @@ export function chart(spec) {
     }
     if (series.dots) for (const [x, y] of pts) svg.append(s('circle', { cx: sx(x), cy: sy(clipY(y)), r: 3, class: `dot ${series.cls || ''}` }));
   }
+  const labels = labeller(svg, { x0: PAD.left, x1: W - PAD.right + 16, y0: PAD.top, y1: plotBottom });
   for (const line of spec.vlines || []) {
     if (!inX(line.x)) continue;
     svg.append(s('line', { x1: sx(line.x), x2: sx(line.x), y1: PAD.top, y2: plotBottom, class: `vline ${line.cls || ''}` }));
-    if (line.label) svg.append(s('text', { x: sx(line.x) + 4, y: PAD.top + 28, class: 'vlabel' }, line.label));
   }
-  for (const point of spec.points || []) {
-    if (!inX(point.x)) continue;
-    svg.append(s('circle', { cx: sx(point.x), cy: sy(clipY(point.y)), r: 4.5, class: `pt ${point.cls || ''}` }));
-    if (point.label) svg.append(s('text', { x: sx(point.x) + 7, y: sy(clipY(point.y)) - 7, class: 'ptlabel' }, point.label));
+  const points = (spec.points || []).filter((point) => inX(point.x));
+  for (const point of points) {
+    const [cx, cy] = [sx(point.x), sy(clipY(point.y))];
+    svg.append(s('circle', { cx, cy, r: 4.5, class: `pt ${point.cls || ''}` }));
+    labels.block(cx, cy, 5);
+  }
+  // vertical-line labels first (they name the regions), then the points' own, each beside its dot
+  (spec.vlines || []).filter((line) => inX(line.x) && line.label).forEach((line, i) => {
+    const y = PAD.top + 14 + 14 * (i % 2);
+    labels.place(sx(line.x), y, line.label, 'vlabel', [[4, 0, 'start'], [-4, 0, 'end'], [4, 28, 'start'], [-4, 28, 'end']]);
+  });
+  for (const point of [...points].reverse()) { // the last point (a prefill, the largest batch) is the one to keep
+    if (!point.label) continue;
+    labels.place(sx(point.x), sy(clipY(point.y)), point.label, 'ptlabel', [[8, 16, 'start'], [8, -8, 'start'], [-8, -8, 'end'], [-8, 16, 'end'], [0, 22, 'middle'], [0, -12, 'middle']]);
   }
   return svg;
 }

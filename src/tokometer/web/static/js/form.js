@@ -60,6 +60,28 @@ export const ADVANCED = [
 const LINKS = ['nvlink', 'pcie5', 'pcie4', 'pcie4x8', 'pcie3'];
 const BITS = ['32', '16', '8.5', '8', '6.5625', '5.5', '4.9', '4.5', '4.25', '4', '3.4375', '2.625'];
 
+/** The setup a user picked travels from page to page (a model chosen on Memory stays on Throughput). */
+const SHARED = ['model', 'quant', 'hw', 'engine', 'kv_dtype', 'params_b', 'active_params_b', 'bits', 'bandwidth_gb_per_s', 'memory_gb', 'tflops', 'context_tokens'];
+const SHARED_KEY = 'tokometer.setup';
+
+export function sharedSetup() {
+  try { return JSON.parse(localStorage.getItem(SHARED_KEY) || '{}') || {}; } catch { return {}; }
+}
+
+/** Remember what the user set (called on their edits, not on page load, so defaults never travel). */
+export function rememberSetup(values, mode = null) {
+  const kept = { ...sharedSetup() };
+  for (const name of SHARED) if (values[name] !== undefined) kept[name] = values[name];
+  if (mode) kept.mode = mode;
+  try { localStorage.setItem(SHARED_KEY, JSON.stringify(kept)); } catch { /* storage may be disabled */ }
+}
+
+/** A page's starting values: a shared link wins whole; otherwise the remembered setup under the URL's other values. */
+export function startState() {
+  const url = readState();
+  return SHARED.some((name) => name in url) ? url : { ...sharedSetup(), ...url };
+}
+
 /** The message for a bad value, or null. `raw` is the input's text. */
 export function validate(name, raw) {
   const spec = FIELDS[name];
@@ -174,7 +196,7 @@ function modeSwitch(modes, current, onChange) {
  * is set, and `advanced=1` in the URL remembers that it was opened.
  */
 export async function calculator(root, spec) {
-  const state = readState();
+  const state = startState();
   let mode = spec.modes.includes(state.mode) ? state.mode : spec.modes[0];
   const out = h('div', { class: 'result', 'aria-live': 'polite', 'data-testid': 'result' });
   const form = h('form', { class: 'inputs', novalidate: true, 'data-testid': 'form' });
@@ -249,6 +271,7 @@ export async function calculator(root, spec) {
   async function switchMode(next) {
     const kept = values();
     mode = next;
+    rememberSetup(kept, mode);
     await build(kept);
     run();
   }
@@ -291,7 +314,7 @@ export async function calculator(root, spec) {
       if (!(error instanceof ApiError)) throw error;
       if (error.field && markField(form, error.field, message(error.message))) revealField(form, error.field);
       const pick = error.field && form.elements[error.field]
-        ? (name) => { form.elements[error.field].value = name; run(); }
+        ? (name) => { form.elements[error.field].value = name; rememberSetup({ [error.field]: name }); run(); }
         : null;
       clear(out, errorBox(error, pick));
       out.dataset.ready = String(mine);
@@ -302,11 +325,14 @@ export async function calculator(root, spec) {
     const name = event.target.name;
     if (!FIELDS[name] || event.target.tagName === 'SELECT') return; // selects and the mode switch act on 'change'
     markField(form, name, validate(name, event.target.value));
+    rememberSetup({ [name]: event.target.value }, spec.modes.length > 1 ? mode : null);
     clearTimeout(timer);
     timer = setTimeout(run, 300);
   });
   form.addEventListener('change', (event) => {
-    if (event.target.tagName === 'SELECT') run();
+    if (event.target.tagName !== 'SELECT') return;
+    rememberSetup({ [event.target.name]: event.target.value }, spec.modes.length > 1 ? mode : null);
+    run();
   });
   form.addEventListener('submit', (event) => {
     event.preventDefault();

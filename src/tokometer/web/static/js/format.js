@@ -1,16 +1,28 @@
 // Numbers as the CLI prints them (`report.text.num`): about three significant figures.
 import { locale, t } from './i18n.js';
 
+const SUPERSCRIPT = { '-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹' };
+
+/** 1.00 × 10³⁰: a figure far outside everyday sizes, in the page's locale, never 31 digits wide. */
+export function scientific(value, digits = 3) {
+  const exponent = Math.floor(Math.log10(Math.abs(value)));
+  const mantissa = value / 10 ** exponent;
+  const text = new Intl.NumberFormat(locale(), { minimumFractionDigits: digits - 1, maximumFractionDigits: digits - 1 }).format(mantissa);
+  return `${text} × 10${String(exponent).split('').map((c) => SUPERSCRIPT[c]).join('')}`;
+}
+
 export function num(value, digits = 3) {
   if (value === null || value === undefined || !Number.isFinite(value)) return '–';
   if (value === 0) return '0';
   const magnitude = Math.floor(Math.log10(Math.abs(value)));
+  if (magnitude >= 9 || magnitude < -4) return scientific(value, digits);
   const decimals = Math.max(0, digits - 1 - magnitude);
   return new Intl.NumberFormat(locale(), { minimumFractionDigits: decimals, maximumFractionDigits: decimals }).format(value);
 }
 
 export function int(value) {
   if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  if (Math.abs(value) >= 1e9) return scientific(value);
   return new Intl.NumberFormat(locale(), { maximumFractionDigits: 0 }).format(value);
 }
 

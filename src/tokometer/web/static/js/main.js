@@ -2,6 +2,7 @@
 import { meta } from './api.js';
 import { clear, h } from './dom.js';
 import { LANGS, initLang, lang, setLang, t } from './i18n.js';
+import { rich } from './widgets.js';
 
 const PAGES = ['throughput', 'batch', 'latency', 'memory', 'utilisation', 'curves', 'hardware', 'feel', 'runs'];
 const loaders = {
@@ -53,7 +54,7 @@ async function render() {
   const main = document.getElementById('main');
   const body = h('div', { class: 'page', 'data-page': page });
   clear(main,
-    h('header', { class: 'page-head' }, h('h1', {}, t(`p.${page}.title`)), h('p', { class: 'lead' }, t(`p.${page}.lead`))),
+    h('header', { class: 'page-head' }, h('h1', {}, t(`p.${page}.title`)), h('p', { class: 'lead' }, rich(t(`p.${page}.lead`)))),
     body);
   const module = await loaders[page]();
   const [mounted] = await Promise.all([module.mount(body), footer()]);

@@ -2,6 +2,7 @@
 // Each lane shows floor(elapsed x rate) tokens, so its speed is exact whatever the frame rate;
 // render times are kept per lane so the page can measure what it actually showed.
 import { ApiError, meta, post } from '../api.js';
+import { frame } from '../chart.js';
 import { clear, h, s } from '../dom.js';
 import { num, plain } from '../format.js';
 import { lang, t } from '../i18n.js';
@@ -13,7 +14,7 @@ const MAX_TEXT_IN_URL = 1500;
 
 /** A log scale of tok/s with the broken-stream floor and the reading-speed band, and a mark per lane. */
 function speedScale(rates, info) {
-  const W = 1000;
+  const W = frame(1000, 64).W; // as wide as its box on a phone, so the 11-unit text stays 11 px
   const H = 64;
   const min = 1;
   const max = Math.max(200, ...rates) * 1.2;
@@ -25,7 +26,8 @@ function speedScale(rates, info) {
     s('line', { x1: x(min), x2: x(max), y1: 32, y2: 32, class: 'axis' }),
     s('text', { x: x(Math.sqrt(min * info.broken_stream_tok_s)), y: 13, 'text-anchor': 'middle', class: 'zl' }, t('feel.zoneBroken')),
     s('text', { x: x(Math.sqrt(readLow * readHigh)), y: 13, 'text-anchor': 'middle', class: 'zl' }, t('feel.zoneReading')));
-  for (const v of [1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000].filter((v) => v <= max)) {
+  const marks = W < 600 ? [1, 3, 10, 30, 100, 300, 1000] : [1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000];
+  for (const v of marks.filter((v) => v <= max)) {
     svg.append(s('line', { x1: x(v), x2: x(v), y1: 32, y2: 36, class: 'axis' }), s('text', { x: x(v), y: 48, 'text-anchor': 'middle', class: 'tick' }, String(v)));
   }
   for (const rate of rates) svg.append(s('path', { d: `M${x(rate)},34 l-5,-9 h10 z`, class: 'mark' }));

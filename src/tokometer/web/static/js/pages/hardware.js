@@ -2,10 +2,10 @@
 // and the chosen model's ceiling and estimate on it.
 import { ApiError, post } from '../api.js';
 import { clear, h } from '../dom.js';
-import { FIELDS, datalists, field, markField, toApi, validate } from '../form.js';
+import { FIELDS, datalists, field, markField, rememberSetup, startState, toApi, validate } from '../form.js';
 import { int, num } from '../format.js';
 import { lang, message, t } from '../i18n.js';
-import { readState, writeState } from '../url.js';
+import { writeState } from '../url.js';
 import { errorBox } from '../widgets.js';
 
 const SETUP_FIELDS = ['model', 'quant', 'engine', 'context_tokens'];
@@ -24,6 +24,12 @@ const COLUMNS = [
   ['source', (r) => r.hardware.source, 'text'],
 ];
 
+const PHONE_ROWS = 25;
+
+function narrow() {
+  return (document.documentElement.clientWidth || window.innerWidth) < 720;
+}
+
 function tierLabel(tier) {
   return tier === null ? t('hw.tierTop') : t('hw.tierUpTo', { gb: int(tier) });
 }
@@ -38,13 +44,14 @@ function sourceCell(source) {
 }
 
 export async function mount(root) {
-  const state = { ...DEFAULTS, ...readState() };
+  const state = { ...DEFAULTS, ...startState() };
   const form = h('form', { class: 'inputs wide', novalidate: true, 'data-testid': 'form' });
   const filters = h('div', { class: 'filters' });
   const tiers = h('div', { class: 'tiers', 'data-testid': 'tiers' });
   const out = h('div', { class: 'result', 'data-testid': 'result' });
   let data = null;
   let timer = null;
+  let showAll = false;
 
   form.append(h('div', { class: 'grid four' }, await Promise.all(SETUP_FIELDS.map((name) => field(name, state[name] ?? '')))));
   const search = h('input', { type: 'search', name: 'q', value: state.q || '', placeholder: t('hw.search'), 'aria-label': t('hw.search'), 'data-testid': 'search' });
@@ -117,7 +124,7 @@ export async function mount(root) {
     const rows = visible();
     const max = Math.max(1e-9, ...rows.map((r) => r.estimate_tok_s || 0));
     const head = h('tr', {}, COLUMNS.map(([name, , kind]) => h('th', {
-      scope: 'col', class: kind, 'aria-sort': state.sort === name ? (state.dir === 'asc' ? 'ascending' : 'descending') : null,
+      scope: 'col', class: `${kind} col-${name}`, 'aria-sort': state.sort === name ? (state.dir === 'asc' ? 'ascending' : 'descending') : null,
     }, h('button', {
       type: 'button', 'data-sort': name,
       onclick: () => {
@@ -126,26 +133,31 @@ export async function mount(root) {
         draw();
       },
     }, t(`hw.col.${name}`), state.sort === name ? (state.dir === 'asc' ? ' ▲' : ' ▼') : ''))));
-    const body = rows.map((r) => {
+    // on a phone, the first PHONE_ROWS rows and a button for the rest: not a page 11,000 px tall
+    const shown = narrow() && !showAll ? rows.slice(0, PHONE_ROWS) : rows;
+    const body = shown.map((r) => {
       const hw = r.hardware;
       const bar = h('span', { class: 'bar' });
       bar.style.width = `${(((r.estimate_tok_s || 0) / max) * 100).toFixed(1)}%`;
       return h('tr', { 'data-id': hw.id, class: r.fits === false ? 'nofit' : '' },
-        h('td', { class: 'text device' }, h('span', { class: 'name' }, hw.name), h('small', {}, hw.id)),
-        h('td', { class: 'text' }, hw.vendor),
-        h('td', { class: 'text' }, t(`seg.${hw.segment}`)),
-        h('td', { class: 'num' }, num(hw.memory_gb)),
-        h('td', { class: 'num' }, num(hw.memory_bandwidth_gb_per_s)),
-        h('td', { class: 'num' }, num(hw.fp16_tflops)),
-        h('td', { class: 'num' }, hw.launch_year ?? '–'),
-        h('td', { class: 'num' }, num(r.ceiling_tok_s)),
-        h('td', { class: 'num est', 'data-value': r.estimate_tok_s ?? '' }, h('span', { class: 'barcell' }, bar, h('span', {}, num(r.estimate_tok_s)))),
-        h('td', { class: 'num' }, r.error ? h('span', { title: message(r.error) }, '⚠') : (r.fits ? h('span', { class: 'yes', title: t('r.fits.yes') }, '✓') : h('span', { class: 'no', title: t('r.fits.no') }, '✗'))),
-        h('td', { class: 'text src' }, sourceCell(hw.source)));
+        h('td', { class: 'text device col-name' }, h('span', { class: 'name' }, hw.name), h('small', {}, hw.id)),
+        h('td', { class: 'text col-vendor' }, hw.vendor),
+        h('td', { class: 'text col-segment' }, t(`seg.${hw.segment}`)),
+        h('td', { class: 'num col-memory' }, num(hw.memory_gb)),
+        h('td', { class: 'num col-bandwidth' }, num(hw.memory_bandwidth_gb_per_s)),
+        h('td', { class: 'num col-tflops' }, num(hw.fp16_tflops)),
+        h('td', { class: 'num col-year' }, hw.launch_year ?? '–'),
+        h('td', { class: 'num col-ceiling' }, num(r.ceiling_tok_s)),
+        h('td', { class: 'num est col-estimate', 'data-value': r.estimate_tok_s ?? '' }, h('span', { class: 'barcell' }, bar, h('span', {}, num(r.estimate_tok_s)))),
+        h('td', { class: 'num col-fits' }, r.error ? h('span', { title: message(r.error) }, '⚠') : (r.fits ? h('span', { class: 'yes', title: t('r.fits.yes') }, '✓') : h('span', { class: 'no', title: t('r.fits.no') }, '✗'))),
+        h('td', { class: 'text src col-source' }, sourceCell(hw.source)));
     });
     clear(out,
       h('p', { class: 'count', 'data-testid': 'count' }, t('hw.count', { shown: rows.length, total: data.rows.length, model: data.model?.name || '' })),
-      h('div', { class: 'tablewrap' }, h('table', { class: 'data', 'data-testid': 'hardware-table' }, h('thead', {}, head), h('tbody', {}, body))),
+      h('div', { class: 'tablewrap' }, h('table', { class: 'data priority', 'data-testid': 'hardware-table' }, h('thead', {}, head), h('tbody', {}, body))),
+      shown.length < rows.length
+        ? h('button', { type: 'button', class: 'more-rows', 'data-testid': 'show-all', onclick: () => { showAll = true; draw(); } }, t('hw.showAll', { n: rows.length }))
+        : null,
       h('p', { class: 'note' }, t('p.hardware.note')));
   }
 
@@ -182,10 +194,15 @@ export async function mount(root) {
   form.addEventListener('input', (event) => {
     if (!FIELDS[event.target.name] || event.target.tagName === 'SELECT') return; // selects act on 'change'
     markField(form, event.target.name, validate(event.target.name, event.target.value));
+    rememberSetup({ [event.target.name]: event.target.value });
     clearTimeout(timer);
     timer = setTimeout(load, 300);
   });
-  form.addEventListener('change', (event) => { if (event.target.tagName === 'SELECT') load(); });
+  form.addEventListener('change', (event) => {
+    if (event.target.tagName !== 'SELECT') return;
+    rememberSetup({ [event.target.name]: event.target.value });
+    load();
+  });
   form.addEventListener('submit', (event) => { event.preventDefault(); load(); });
   for (const el of [search, vendor, segment, tierSel, fitsOnly]) el.addEventListener(el === search ? 'input' : 'change', () => data && draw());
 

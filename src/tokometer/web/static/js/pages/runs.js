@@ -2,9 +2,9 @@
 import { ApiError, get } from '../api.js';
 import { clear, h } from '../dom.js';
 import { int, num, pct } from '../format.js';
-import { lang, t } from '../i18n.js';
+import { lang, message, t } from '../i18n.js';
 import { readState, writeState } from '../url.js';
-import { errorBox, facts } from '../widgets.js';
+import { errorBox, facts, rich } from '../widgets.js';
 
 function when(iso) {
   if (!iso) return '–';
@@ -30,7 +30,7 @@ export async function mount(root) {
     return;
   }
   const urls = data.bench_urls.length
-    ? h('section', { class: 'card plain' }, h('h3', {}, t('runs.endpoints')), h('ul', { class: 'urls' }, data.bench_urls.map((u) => h('li', {}, h('code', {}, u)))), h('p', { class: 'muted' }, t('runs.endpointsHelp')))
+    ? h('section', { class: 'card plain' }, h('h3', {}, rich(t('runs.endpoints'))), h('ul', { class: 'urls' }, data.bench_urls.map((u) => h('li', {}, h('code', {}, u)))), h('p', { class: 'muted' }, t('runs.endpointsHelp')))
     : null;
   if (!data.available || !data.runs.length) {
     clear(root, h('div', { class: 'empty', 'data-testid': 'runs-empty' },
@@ -47,6 +47,8 @@ export async function mount(root) {
     try {
       const run = await get(`/api/runs/${encodeURIComponent(id)}`);
       const sm = run.summary || {};
+      const grading = run.grading || {};
+      const flags = grading.flags || [];
       clear(detail, h('section', { class: 'card plain' },
         h('h3', {}, t('runs.detail', { id: run.id })),
         facts([
@@ -54,7 +56,9 @@ export async function mount(root) {
           [t('runs.col.decode'), `${num(sm.decode_tps?.median)} ${t('unit.tok_s')}`],
           [t('runs.col.ttft'), `${num(sm.ttft_ms?.median)} ${t('unit.ms')}`],
           [t('runs.col.requests'), `${int(sm.requests_ok)} / ${int(sm.requests_failed)}`],
+          grading.verdict ? [t('runs.grade'), h('span', { 'data-testid': 'run-grade' }, rich(message(grading.verdict)))] : null,
         ]),
+        flags.length ? h('ul', { class: 'warnings', 'data-testid': 'run-flags' }, flags.map((flag) => h('li', { 'data-code': flag.code, class: `flag-${flag.severity}` }, rich(message(flag.message))))) : null,
         h('details', {}, h('summary', {}, 'JSON'), h('pre', { class: 'json' }, JSON.stringify(run, null, 2)))));
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
@@ -69,7 +73,7 @@ export async function mount(root) {
       const sm = run.summary || {};
       const p = run.prediction || {};
       return h('tr', { 'data-id': String(run.id), tabindex: 0, onclick: () => show(run.id), onkeydown: (e) => { if (e.key === 'Enter') show(run.id); } },
-        h('td', {}, when(run.started_at)), h('td', {}, run.model || '–'), h('td', {}, run.hardware || '–'), h('td', {}, run.mode || '–'),
+        h('td', {}, when(run.started_at)), h('td', { class: 'wrap' }, run.model || '–'), h('td', { class: 'wrap' }, run.hardware || '–'), h('td', {}, run.mode || '–'),
         h('td', { class: 'num' }, num(sm.decode_tps?.median)), h('td', { class: 'num' }, num(sm.ttft_ms?.median)),
         h('td', { class: 'num' }, `${int(sm.requests_ok)} / ${int(sm.requests_failed)}`),
         h('td', { class: 'num' }, num(p.ceiling_tok_s)), h('td', { class: 'num' }, num(p.estimate_tok_s)),

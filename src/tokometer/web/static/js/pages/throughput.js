@@ -16,7 +16,7 @@ export function formula(data) {
   return h('p', { class: 'formula', 'data-testid': 'formula' },
     h('var', {}, 'v'), ' = ', devices, h('var', {}, 'BW'), ' ÷ ', h('var', {}, 'M'), ' = ',
     tp > 1 ? `${int(tp)} × ` : '',
-    `${gbps(bw)} ÷ ${gbNum(gb)} = `, h('b', {}, `${num(data.decode.ceiling_tok_s)} ${t('unit.tok_s')}`));
+    h('span', { class: 'nb' }, gbps(bw)), ' ÷ ', h('span', { class: 'nb' }, gbNum(gb)), ' = ', h('b', { class: 'nb' }, `${num(data.decode.ceiling_tok_s)} ${t('unit.tok_s')}`));
 }
 
 /** A value with its raw number in data-value, for the facts lists (tests read it). */
