@@ -202,6 +202,10 @@ def test_roofline_labels_do_not_overlap(browser: Any, server: str) -> None:
 def test_the_runs_table_and_detail_card_at_1280(browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from test_web_browser import thread_server
 
+    import web_helpers
+
+    long_path = {**web_helpers.RUNS[2], "id": 9, "model": "/home/someone/models/" + "Meta-Llama-3.1-70B-Instruct-" * 3 + "Q4_K_M.gguf", "hardware": "local"}
+    monkeypatch.setattr(web_helpers, "RUNS", [*web_helpers.RUNS, long_path])  # a path as wide as the screen
     monkeypatch.setitem(sys.modules, "tokometer.store", fake_store_module())
     with thread_server(create_app()) as base:
         view = Page(browser, base, {"width": 1280, "height": 900})
