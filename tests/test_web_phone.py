@@ -132,6 +132,14 @@ def test_the_hardware_page_is_usable_on_a_phone(phone: Page) -> None:
     assert phone.errors == []
 
 
+def test_the_hardware_page_is_not_a_wall_of_rows_on_a_desktop(desktop: Page) -> None:
+    page = desktop.open("/hardware")
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    assert height < 6000, f"the hardware page is {height} px tall at 1280 px"
+    assert page.locator("[data-testid=show-all]").count() == 1
+    assert desktop.errors == []
+
+
 def test_the_throughput_formula_wraps_on_a_phone(phone: Page) -> None:
     page = phone.open("/throughput?lang=fr")
     overflow = page.evaluate("() => { const f = document.querySelector('[data-testid=formula]'); return f.scrollWidth - f.clientWidth; }")
@@ -200,9 +208,8 @@ def test_roofline_labels_do_not_overlap(browser: Any, server: str) -> None:
 
 
 def test_the_runs_table_and_detail_card_at_1280(browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from test_web_browser import thread_server
-
     import web_helpers
+    from test_web_browser import thread_server
 
     long_path = {**web_helpers.RUNS[2], "id": 9, "model": "/home/someone/models/" + "Meta-Llama-3.1-70B-Instruct-" * 3 + "Q4_K_M.gguf", "hardware": "local"}
     monkeypatch.setattr(web_helpers, "RUNS", [*web_helpers.RUNS, long_path])  # a path as wide as the screen

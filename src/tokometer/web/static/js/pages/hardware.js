@@ -24,7 +24,8 @@ const COLUMNS = [
   ['source', (r) => r.hardware.source, 'text'],
 ];
 
-const PHONE_ROWS = 25;
+// the first rows (by the chosen sort) and a button for the rest: not a page 11,000 px tall
+const FIRST_ROWS = { phone: 25, wide: 60 };
 
 function narrow() {
   return (document.documentElement.clientWidth || window.innerWidth) < 720;
@@ -133,8 +134,7 @@ export async function mount(root) {
         draw();
       },
     }, t(`hw.col.${name}`), state.sort === name ? (state.dir === 'asc' ? ' ▲' : ' ▼') : ''))));
-    // on a phone, the first PHONE_ROWS rows and a button for the rest: not a page 11,000 px tall
-    const shown = narrow() && !showAll ? rows.slice(0, PHONE_ROWS) : rows;
+    const shown = showAll ? rows : rows.slice(0, FIRST_ROWS[narrow() ? 'phone' : 'wide']);
     const body = shown.map((r) => {
       const hw = r.hardware;
       const bar = h('span', { class: 'bar' });
