@@ -9,6 +9,7 @@ from pathlib import Path
 import gguf
 import pytest
 
+from tokometer.calibration_data import HARDWARE_CSV
 from tokometer.catalog import (
     clear_caches,
     engine_catalog,
@@ -18,8 +19,6 @@ from tokometer.catalog import (
 )
 from tokometer.errors import CatalogError, UnknownEntryError
 from tokometer.specs import HardwareSpec
-
-CALIBRATION = Path(__file__).resolve().parents[2] / "shared" / "calibration"
 
 
 def test_hardware_catalog_is_large_and_sourced() -> None:
@@ -41,9 +40,7 @@ def test_hardware_entry_round_trips(hw: HardwareSpec) -> None:
 
 
 def test_every_calibration_hardware_row_is_in_the_catalog() -> None:
-    path = CALIBRATION / "hardware.csv"
-    if not path.exists():
-        pytest.skip("shared/calibration is not beside this checkout")
+    path = HARDWARE_CSV
     index = {cid: hw for hw in hardware_catalog() for cid in hw.calibration_ids}
     with path.open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
