@@ -130,3 +130,26 @@ def test_broken_user_catalog_names_file_and_key(isolated_home: Path, text: str, 
     with pytest.raises(CatalogError, match=message) as info:
         hardware_catalog()
     assert "hardware.toml" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["nvidia_h100_pcie", "H100 PCIe", "h100-pcie", "NVIDIA H100 PCIe", "nvidia-h100-pcie"],
+)
+def test_vendor_prefixed_and_spaced_ids_name_the_same_device(spelling: str) -> None:
+    assert hardware_catalog().get(spelling).id == "h100-pcie"
+
+
+def test_vendor_and_brand_words_are_optional_but_never_enough_alone() -> None:
+    assert hardware_catalog().get("NVIDIA GeForce RTX 4090").id == "rtx-4090"
+    assert hardware_catalog().get("amd_radeon_rx_7900_xtx").id == "rx-7900-xtx"
+    assert hardware_catalog().find("nvidia") is None
+    assert hardware_catalog().find("nvidia_rtx_9999") is None
+
+
+def test_hardware_show_resolves_a_calibration_style_id() -> None:
+    from tests.helpers import run_cli
+
+    r = run_cli("hardware", "show", "nvidia_h100_pcie", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["id"] == "h100-pcie"
