@@ -110,6 +110,9 @@ class QuantFormat(_Plain):
     type_size_bytes: int | None = None
     aliases: tuple[str, ...] = ()
     notes: str | None = None
+    # read classes a checkpoint in this format keeps at 16 bits (HF NVFP4/FP8/GPTQ/AWQ quantize only
+    # the linear layers: the embedding table and the LM head stay bf16)
+    unquantized: tuple[str, ...] = ()
 
     @property
     def bytes_per_weight(self) -> float:

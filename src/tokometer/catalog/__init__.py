@@ -238,9 +238,12 @@ QUANT_SCHEMA: Schema = {
     "block_size": Field(INT),
     "type_size_bytes": Field(INT),
     "aliases": Field(LIST),
+    "unquantized": Field(LIST),
     "source": Field(STR, True),
     "notes": Field(STR),
 }
+
+_UNQUANTIZED_CLASSES = {"embedding", "lm_head"}
 
 
 def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
@@ -250,6 +253,9 @@ def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
         raise CatalogError("compute_dtype must be fp32, fp16, fp8, int8 or fp4")
     if not raw["bits_per_weight"] > 0:
         raise CatalogError("bits_per_weight must be positive")
+    unknown = set(raw.get("unquantized", [])) - _UNQUANTIZED_CLASSES
+    if unknown:
+        raise CatalogError(f"unquantized may name {sorted(_UNQUANTIZED_CLASSES)}, not {sorted(unknown)}")
     aliases = list(raw.get("aliases", []))
     if raw.get("ggml_type"):
         aliases.append(raw["ggml_type"])
@@ -266,6 +272,7 @@ def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
         aliases=tuple(raw.get("aliases", [])),
         source=raw["source"],
         notes=raw.get("notes"),
+        unquantized=tuple(raw.get("unquantized", [])),
     )
 
 
