@@ -153,3 +153,41 @@ def test_hardware_show_resolves_a_calibration_style_id() -> None:
     r = run_cli("hardware", "show", "nvidia_h100_pcie", "--json")
     assert r.code == 0, r.err
     assert r.json()["id"] == "h100-pcie"
+
+
+@pytest.mark.parametrize("hw", list(hardware_catalog()), ids=lambda h: h.id)
+def test_every_device_predicts_prefill(hw: HardwareSpec) -> None:
+    from tokometer.api import estimate
+    from tokometer.costmodel.predict import compute_peak
+
+    peak = compute_peak(hw, "fp16")
+    assert peak.tflops and peak.tflops > 0, hw.id
+    assert peak.derived == hw.compute_peak_derived
+    e = estimate("llama-3.1-8b", hw.id, quant="q4_k_m", prompt_tokens=1024, memory_gb=max(hw.memory_gb, 64.0))
+    assert e.prefill is not None and e.prefill.tok_s > 0, hw.id
+
+
+def test_computed_peaks_are_sourced_and_apple_and_cpu_peaks_are_flagged_derived() -> None:
+    for hw in hardware_catalog():
+        if hw.compute_source is not None:
+            assert hw.compute_source.startswith("http"), hw.id
+        if hw.vendor == "apple" or hw.kind == "cpu":
+            assert hw.compute_peak_derived and hw.compute_source, hw.id
+        if hw.segment == "laptop" and hw.compute_source:
+            assert hw.compute_peak_derived, hw.id
+
+
+def test_geforce_peaks_keep_the_fp32_accumulate_rate_at_half_the_fp16_accumulate_rate() -> None:
+    for hw in hardware_catalog():
+        if hw.fp16_acc16_tflops is not None and hw.compute_source is not None:
+            assert hw.fp16_tflops == pytest.approx(hw.fp16_acc16_tflops / 2, rel=0.01), hw.id
+    assert hardware_catalog().get("rtx-5090").fp16_tflops == pytest.approx(209.5)
+
+
+def test_a_derived_peak_says_so_in_the_estimate() -> None:
+    from tokometer.api import estimate
+
+    derived = estimate("llama-3.1-8b", "m4-max-40c", quant="q4_k_m")
+    assert any("derived" in w for w in derived.warnings)
+    datasheet = estimate("llama-3.1-8b", "rtx-5090", quant="q4_k_m")
+    assert not any("derived" in w for w in datasheet.warnings)

@@ -65,9 +65,11 @@ class HardwareSpec(_Plain):
     calibration_ids: tuple[str, ...] = ()
     spec_source: str | None = None
     notes: str | None = None
+    compute_source: str | None = None  # where the compute peaks come from
+    compute_peak_derived: bool = False  # peaks computed (units x clock x FLOPs/cycle), not a datasheet figure
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
-        """Dense peak for `dtype`; None when the datasheet gives none (never derived)."""
+        """Dense peak for `dtype`; None when the catalog gives none (`compute_peak_derived` says how sure)."""
         return {
             "fp32": self.fp32_tflops,
             "fp16": self.fp16_tflops,

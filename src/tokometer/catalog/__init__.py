@@ -177,6 +177,8 @@ HARDWARE_SCHEMA: Schema = {
     "source": Field(STR, True),
     "spec_source": Field(STR),
     "notes": Field(STR),
+    "compute_source": Field(STR),
+    "compute_peak_derived": Field(BOOL),
 }
 
 # Vendor and brand words a device name may lead with (`nvidia_h100_pcie`, `AMD Radeon RX 7900 XTX`).
@@ -225,6 +227,8 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         source=raw["source"],
         spec_source=raw.get("spec_source"),
         notes=raw.get("notes"),
+        compute_source=raw.get("compute_source"),
+        compute_peak_derived=bool(raw.get("compute_peak_derived", False)),
     )
 
 
