@@ -191,3 +191,14 @@ def test_a_derived_peak_says_so_in_the_estimate() -> None:
     assert any("derived" in w for w in derived.warnings)
     datasheet = estimate("llama-3.1-8b", "rtx-5090", quant="q4_k_m")
     assert not any("derived" in w for w in datasheet.warnings)
+
+
+@pytest.mark.parametrize(
+    ("name", "stated_b"),
+    [("mistral-small-3.2-24b", 23.6), ("qwen3-next-80b-a3b", 80.0), ("jamba-v0.1", 52.0), ("gemma-4-12b", 11.9)],
+)
+def test_new_presets_count_their_published_parameter_totals(name: str, stated_b: float) -> None:
+    preset = model_catalog().get(name)
+    assert preset.source.startswith("http")
+    assert preset.spec.total_params / 1e9 == pytest.approx(stated_b, rel=0.02)
+    assert not preset.spec.warnings
