@@ -157,3 +157,15 @@ def test_a_config_json_alone_of_an_nvfp4_checkpoint_is_estimated_as_nvfp4(tmp_pa
     path.write_text(json.dumps(cfg), encoding="utf-8")
     e = estimate(str(path), "rtx-5060-ti-16gb", engine="vllm")
     assert e.weights.total / 2**30 == pytest.approx(7.6, rel=0.03)
+
+
+@pytest.mark.parametrize(("name", "total_b", "active_b"), [("llama-4-scout", 107.8, 17.0), ("llama-4-maverick", 400.7, 17.0)])
+def test_llama4_moe_interleave_shared_expert_and_chunked_attention(name: str, total_b: float, active_b: float) -> None:
+    spec = model_catalog().get(name).spec
+    assert spec.total_params / 1e9 == pytest.approx(total_b, rel=0.01)
+    assert spec.active_params() / 1e9 == pytest.approx(active_b, rel=0.06)
+    groups = {g.kind: g for g in spec.attention}
+    assert groups["full"].n_layers == 12 and groups["sliding"].n_layers == 36
+    assert groups["sliding"].window_tokens == 8192
+    # past the chunk, only the 12 global layers keep growing
+    assert kv_bytes_per_token(spec, 2.0, 1e6) == 12 * 2 * 8 * 128 * 2

@@ -32,6 +32,7 @@ KNOWN_ARCHITECTURES = (
     "gpt_oss",
     "phi3",
     "gemma4",
+    "llama4",
     *HYBRID_ARCHITECTURES,
 )
 
@@ -76,6 +77,13 @@ def _layer_types(cfg: Mapping[str, Any], arch: str, n_layers: int) -> list[str]:
             else:
                 kinds.append("full")
         return kinds
+    if arch == "llama4" and cfg.get("attention_chunk_size"):
+        # RoPE layers attend within chunks of attention_chunk_size; every 4th (NoPE) layer is global
+        no_rope = cfg.get("no_rope_layers")
+        if isinstance(no_rope, Sequence) and not isinstance(no_rope, str) and len(no_rope) == n_layers:
+            return ["sliding" if flag else "full" for flag in no_rope]
+        interval = int(cfg.get("no_rope_layer_interval", 4) or 4)
+        return ["full" if (i + 1) % interval == 0 else "sliding" for i in range(n_layers)]
     window = cfg.get("sliding_window")
     if not window:
         return ["full"] * n_layers
@@ -208,7 +216,8 @@ def spec_from_config(
         # per-layer attention weights beyond the uniform `attn` (Gemma 4's global layers differ)
         attn_extra = kinds.count("full") * (full_attn - attn)
         n_kv_layers = n_layers - int(cfg.get("num_kv_shared_layers") or 0)
-        mlp_dense = 3 * hidden * inter
+        # Llama 4: dense layers use intermediate_size_mlp; experts and the shared expert intermediate_size
+        mlp_dense = 3 * hidden * (_int(cfg, "intermediate_size_mlp", inter) if arch == "llama4" else inter)
         if cfg.get("mlp_bias"):
             mlp_dense += 2 * inter + hidden
 
@@ -216,18 +225,21 @@ def spec_from_config(
         top_k = int(cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or 0)
         if n_experts and top_k:
             moe_inter = int(cfg.get("moe_intermediate_size") or inter)
-            step = int(cfg.get("decoder_sparse_step", 1) or 1)
+            step = int(cfg.get("interleave_moe_layer_step" if arch == "llama4" else "decoder_sparse_step", 1) or 1)
             mlp_only = set(cfg.get("mlp_only_layers") or [])
             moe_layers = [
                 i for i in range(n_layers) if i not in mlp_only and (i + 1) % step == 0
             ]
+            listed = cfg.get("moe_layers")
+            if arch == "llama4" and isinstance(listed, Sequence) and listed:
+                moe_layers = [int(i) for i in listed if 0 <= int(i) < n_layers]
             n_moe = len(moe_layers)
             expert = 3 * hidden * moe_inter
             router = hidden * n_experts
             if arch == "gpt_oss":
                 expert += 2 * moe_inter + hidden  # gate_up and down biases
                 router += n_experts
-            shared_inter = int(cfg.get("shared_expert_intermediate_size") or 0)
+            shared_inter = int(cfg.get("shared_expert_intermediate_size") or (moe_inter if arch == "llama4" else 0))
             shared = 3 * hidden * shared_inter + (hidden if shared_inter else 0)
             dense_layers_params = float(
                 n_layers * (attn + norms)
@@ -250,7 +262,7 @@ def spec_from_config(
             embedding += _gemma4_per_layer_embedding(cfg, n_layers)
             dense_layers_params += _gemma4_per_layer_projections(cfg, hidden, n_layers)
 
-        window = cfg.get("sliding_window")
+        window = cfg.get("attention_chunk_size") if arch == "llama4" else cfg.get("sliding_window")
         attention_groups = []
         kind: AttentionKind
         for kind in ("full", "sliding", "linear"):
@@ -332,6 +344,7 @@ _ARCH_ALIASES = {
     "gemma3_text": "gemma3",
     "gemma4_text": "gemma4",
     "gemma4_unified": "gemma4",
+    "llama4_text": "llama4",
     "qwen3_5_text": "qwen3_5",
     "qwen3_5_moe_text": "qwen3_5_moe",
 }
