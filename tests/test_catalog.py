@@ -195,7 +195,14 @@ def test_a_derived_peak_says_so_in_the_estimate() -> None:
 
 @pytest.mark.parametrize(
     ("name", "stated_b"),
-    [("mistral-small-3.2-24b", 23.6), ("qwen3-next-80b-a3b", 80.0), ("jamba-v0.1", 52.0), ("gemma-4-12b", 11.9)],
+    [
+        ("mistral-small-3.2-24b", 23.6),
+        ("qwen3-next-80b-a3b", 80.0),
+        ("jamba-v0.1", 52.0),
+        ("gemma-4-12b", 11.9),
+        ("qwen3.5-35b-a3b", 35.0),
+        ("llama-4-maverick", 400.0),
+    ],
 )
 def test_new_presets_count_their_published_parameter_totals(name: str, stated_b: float) -> None:
     preset = model_catalog().get(name)

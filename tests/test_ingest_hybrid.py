@@ -169,3 +169,12 @@ def test_llama4_moe_interleave_shared_expert_and_chunked_attention(name: str, to
     assert groups["sliding"].window_tokens == 8192
     # past the chunk, only the 12 global layers keep growing
     assert kv_bytes_per_token(spec, 2.0, 1e6) == 12 * 2 * 8 * 128 * 2
+
+
+def test_qwen3_5_moe_text_config_is_a_gated_delta_net_hybrid() -> None:
+    spec = model_catalog().get("qwen3.6-35b-a3b").spec
+    assert spec.architecture == "qwen3_5_moe"
+    assert {g.kind: g.n_layers for g in spec.attention} == {"full": 10, "linear": 30}
+    assert spec.n_experts == 256 and spec.n_experts_per_token == 8
+    nested = {"model_type": "qwen3_5_moe", "text_config": {**preset_config("qwen3.5-35b-a3b"), "model_type": "qwen3_5_moe_text"}}
+    assert spec_from_config(nested, "nested").params == spec.params
