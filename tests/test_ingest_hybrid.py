@@ -178,3 +178,17 @@ def test_qwen3_5_moe_text_config_is_a_gated_delta_net_hybrid() -> None:
     assert spec.n_experts == 256 and spec.n_experts_per_token == 8
     nested = {"model_type": "qwen3_5_moe", "text_config": {**preset_config("qwen3.5-35b-a3b"), "model_type": "qwen3_5_moe_text"}}
     assert spec_from_config(nested, "nested").params == spec.params
+
+
+def test_gemma4_family_moe_block_kv_sharing_and_per_layer_embeddings() -> None:
+    big = model_catalog().get("gemma-4-31b").spec
+    assert {g.kind: (g.n_layers, g.kv_elements_per_token) for g in big.attention} == {"full": (10, 2 * 4 * 512), "sliding": (50, 2 * 16 * 256)}
+    moe = model_catalog().get("gemma-4-26b-a4b").spec
+    assert moe.total_params / 1e9 == pytest.approx(25.2, rel=0.01)
+    assert moe.active_params() / 1e9 == pytest.approx(3.8, rel=0.03)
+    small = model_catalog().get("gemma-4-e4b").spec
+    # the last 18 of 42 layers reuse earlier KV: 24 layers store it (4 global, 20 sliding)
+    assert sum(g.n_layers for g in small.attention) == 24
+    # per-layer embeddings are held, not read in full per token
+    assert small.params.resident == pytest.approx(262144 * 42 * 256)
+    assert small.active_params() < small.total_params - small.params.resident + 1

@@ -145,6 +145,7 @@ def spec_from_config(
 
     n_experts = 0
     top_k = 0
+    resident = 0.0
     dense_layers_params = 0.0
     routed = 0.0
     attention_groups: list[AttentionGroup]
@@ -259,7 +260,8 @@ def spec_from_config(
             dense_layers_params = float(n_layers * (attn + norms + mlp_dense))
         dense_layers_params += attn_extra
         if arch == "gemma4":
-            embedding += _gemma4_per_layer_embedding(cfg, n_layers)
+            # a second table read one 256-wide row per layer per token: memory, not bytes per token
+            resident += _gemma4_per_layer_embedding(cfg, n_layers)
             dense_layers_params += _gemma4_per_layer_projections(cfg, hidden, n_layers)
 
         window = cfg.get("attention_chunk_size") if arch == "llama4" else cfg.get("sliding_window")
@@ -286,6 +288,7 @@ def spec_from_config(
         lm_head=lm_head,
         dense=dense_layers_params + final_norm,
         routed_experts=routed,
+        resident=resident,
     )
     max_ctx = cfg.get("max_position_embeddings")
     return ModelSpec(
@@ -325,7 +328,7 @@ def _gemma4_global(cfg: Mapping[str, Any], hidden: int, n_heads: int, n_kv: int,
 
 
 def _gemma4_per_layer_embedding(cfg: Mapping[str, Any], n_layers: int) -> float:
-    """Gemma 3n/4 per-layer embeddings (E2B/E4B): a second table, read one row per token like the first."""
+    """Gemma 3n/4 per-layer embeddings (E2B/E4B): a second table of which a token reads one small row."""
     width = _int(cfg, "hidden_size_per_layer_input", 0)
     if not width:
         return 0.0
