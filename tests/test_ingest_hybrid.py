@@ -192,3 +192,11 @@ def test_gemma4_family_moe_block_kv_sharing_and_per_layer_embeddings() -> None:
     # per-layer embeddings are held, not read in full per token
     assert small.params.resident == pytest.approx(262144 * 42 * 256)
     assert small.active_params() < small.total_params - small.params.resident + 1
+
+
+def test_deepseek_v32_stores_the_indexer_keys_and_says_sparse_reads_are_not_credited() -> None:
+    v3 = model_catalog().get("deepseek-v3").spec
+    v32 = model_catalog().get("deepseek-v3.2").spec
+    assert v32.attention[0].kv_elements_per_token == v3.attention[0].kv_elements_per_token + 128
+    assert 0 < v32.total_params - v3.total_params < 1.5e9  # 61 lightning indexers
+    assert any("Sparse Attention" in w for w in v32.warnings)

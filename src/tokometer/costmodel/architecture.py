@@ -29,6 +29,7 @@ KNOWN_ARCHITECTURES = (
     "gemma3_text",
     "deepseek_v2",
     "deepseek_v3",
+    "deepseek_v32",
     "gpt_oss",
     "phi3",
     "gemma4",
@@ -150,7 +151,7 @@ def spec_from_config(
     routed = 0.0
     attention_groups: list[AttentionGroup]
 
-    if arch in ("deepseek_v2", "deepseek_v3"):
+    if arch in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
         q_lora = cfg.get("q_lora_rank")
         kv_lora = _int(cfg, "kv_lora_rank")
         rope = _int(cfg, "qk_rope_head_dim")
@@ -179,7 +180,17 @@ def spec_from_config(
         moe_layers = [i for i in range(n_layers) if i >= first_dense and i % freq == 0]
         n_moe = len(moe_layers)
         n_dense = n_layers - n_moe
-        router = hidden * n_experts + (n_experts if arch == "deepseek_v3" else 0)
+        router = hidden * n_experts + (n_experts if arch in ("deepseek_v3", "deepseek_v32") else 0)
+        index_dim = _int(cfg, "index_head_dim", 0) if arch == "deepseek_v32" else 0
+        if index_dim:
+            # DeepSeek Sparse Attention: a lightning indexer per layer (its own query heads from the
+            # q latent, one shared key of index_head_dim per token, per-head weights)
+            index_heads = _int(cfg, "index_n_heads")
+            attn += int(q_lora or hidden) * index_heads * index_dim + hidden * index_dim + 2 * index_dim + hidden * index_heads
+            warnings.append(
+                f"DeepSeek Sparse Attention: decode attends to the top {_int(cfg, 'index_topk', 2048):,} tokens; "
+                "KV reads are counted over the whole context, so long-context decode is underestimated"
+            )
         dense_layers_params = float(
             n_layers * (attn + norms)
             + n_dense * 3 * hidden * inter
@@ -190,7 +201,7 @@ def spec_from_config(
             AttentionGroup(
                 kind="mla",
                 n_layers=n_layers,
-                kv_elements_per_token=kv_lora + rope,
+                kv_elements_per_token=kv_lora + rope + index_dim,  # + the indexer's key per token
                 attention_dim=n_heads * (nope + rope),
             )
         ]
