@@ -9,6 +9,7 @@ from pathlib import Path
 import gguf
 import pytest
 
+from tokometer.calibration_data import HARDWARE_CSV
 from tokometer.catalog import (
     clear_caches,
     engine_catalog,
@@ -18,8 +19,6 @@ from tokometer.catalog import (
 )
 from tokometer.errors import CatalogError, UnknownEntryError
 from tokometer.specs import HardwareSpec
-
-CALIBRATION = Path(__file__).resolve().parents[2] / "shared" / "calibration"
 
 
 def test_hardware_catalog_is_large_and_sourced() -> None:
@@ -41,9 +40,7 @@ def test_hardware_entry_round_trips(hw: HardwareSpec) -> None:
 
 
 def test_every_calibration_hardware_row_is_in_the_catalog() -> None:
-    path = CALIBRATION / "hardware.csv"
-    if not path.exists():
-        pytest.skip("shared/calibration is not beside this checkout")
+    path = HARDWARE_CSV
     index = {cid: hw for hw in hardware_catalog() for cid in hw.calibration_ids}
     with path.open(encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
@@ -133,3 +130,82 @@ def test_broken_user_catalog_names_file_and_key(isolated_home: Path, text: str, 
     with pytest.raises(CatalogError, match=message) as info:
         hardware_catalog()
     assert "hardware.toml" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["nvidia_h100_pcie", "H100 PCIe", "h100-pcie", "NVIDIA H100 PCIe", "nvidia-h100-pcie"],
+)
+def test_vendor_prefixed_and_spaced_ids_name_the_same_device(spelling: str) -> None:
+    assert hardware_catalog().get(spelling).id == "h100-pcie"
+
+
+def test_vendor_and_brand_words_are_optional_but_never_enough_alone() -> None:
+    assert hardware_catalog().get("NVIDIA GeForce RTX 4090").id == "rtx-4090"
+    assert hardware_catalog().get("amd_radeon_rx_7900_xtx").id == "rx-7900-xtx"
+    assert hardware_catalog().find("nvidia") is None
+    assert hardware_catalog().find("nvidia_rtx_9999") is None
+
+
+def test_hardware_show_resolves_a_calibration_style_id() -> None:
+    from tests.helpers import run_cli
+
+    r = run_cli("hardware", "show", "nvidia_h100_pcie", "--json")
+    assert r.code == 0, r.err
+    assert r.json()["id"] == "h100-pcie"
+
+
+@pytest.mark.parametrize("hw", list(hardware_catalog()), ids=lambda h: h.id)
+def test_every_device_predicts_prefill(hw: HardwareSpec) -> None:
+    from tokometer.api import estimate
+    from tokometer.costmodel.predict import compute_peak
+
+    peak = compute_peak(hw, "fp16")
+    assert peak.tflops and peak.tflops > 0, hw.id
+    assert peak.derived == hw.compute_peak_derived
+    e = estimate("llama-3.1-8b", hw.id, quant="q4_k_m", prompt_tokens=1024, memory_gb=max(hw.memory_gb, 64.0))
+    assert e.prefill is not None and e.prefill.tok_s > 0, hw.id
+
+
+def test_computed_peaks_are_sourced_and_apple_and_cpu_peaks_are_flagged_derived() -> None:
+    for hw in hardware_catalog():
+        if hw.compute_source is not None:
+            assert hw.compute_source.startswith("http"), hw.id
+        if hw.vendor == "apple" or hw.kind == "cpu":
+            assert hw.compute_peak_derived and hw.compute_source, hw.id
+        if hw.segment == "laptop" and hw.compute_source:
+            assert hw.compute_peak_derived, hw.id
+
+
+def test_geforce_peaks_keep_the_fp32_accumulate_rate_at_half_the_fp16_accumulate_rate() -> None:
+    for hw in hardware_catalog():
+        if hw.fp16_acc16_tflops is not None and hw.compute_source is not None:
+            assert hw.fp16_tflops == pytest.approx(hw.fp16_acc16_tflops / 2, rel=0.01), hw.id
+    assert hardware_catalog().get("rtx-5090").fp16_tflops == pytest.approx(209.5)
+
+
+def test_a_derived_peak_says_so_in_the_estimate() -> None:
+    from tokometer.api import estimate
+
+    derived = estimate("llama-3.1-8b", "m4-max-40c", quant="q4_k_m")
+    assert any("derived" in w for w in derived.warnings)
+    datasheet = estimate("llama-3.1-8b", "rtx-5090", quant="q4_k_m")
+    assert not any("derived" in w for w in datasheet.warnings)
+
+
+@pytest.mark.parametrize(
+    ("name", "stated_b"),
+    [
+        ("mistral-small-3.2-24b", 23.6),
+        ("qwen3-next-80b-a3b", 80.0),
+        ("jamba-v0.1", 52.0),
+        ("gemma-4-12b", 11.9),
+        ("qwen3.5-35b-a3b", 35.0),
+        ("llama-4-maverick", 400.0),
+    ],
+)
+def test_new_presets_count_their_published_parameter_totals(name: str, stated_b: float) -> None:
+    preset = model_catalog().get(name)
+    assert preset.source.startswith("http")
+    assert preset.spec.total_params / 1e9 == pytest.approx(stated_b, rel=0.02)
+    assert not preset.spec.warnings

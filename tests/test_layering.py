@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tokometer"
 LAYERS = {
     "units": 0, "errors": 0, "report.text": 0, "specs": 1,
     "costmodel": 2,
-    "catalog": 3, "ingest": 3, "bench": 4, "store": 5,
+    "catalog": 3, "ingest": 3, "calibration_data": 3, "bench": 4, "store": 5,
     "api": 4, "validate": 5, "calibrate": 5, "explore": 5, "report": 6,
     "cli": 9, "web": 8, "__main__": 10, "__init__": 10,
 }

@@ -7,14 +7,11 @@ from pathlib import Path
 import pytest
 from tests.helpers import run_cli
 
+from tokometer.calibration_data import MEASUREMENTS_CSV as MEASUREMENTS
 from tokometer.errors import InputError
 from tokometer.validate import read_cases, report, validate
 
-MEASUREMENTS = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "measurements.csv"
-needs_data = pytest.mark.skipif(not MEASUREMENTS.exists(), reason="shared/calibration is not beside this checkout")
 
-
-@needs_data
 def test_decode_median_error_on_the_calibration_file_is_at_most_12_percent() -> None:
     r = run_cli("validate", str(MEASUREMENTS), "--json")
     assert r.code == 0, r.err
@@ -28,7 +25,6 @@ def test_decode_median_error_on_the_calibration_file_is_at_most_12_percent() -> 
     assert all(row["scored"] or row["reason"] for row in data["rows"])
 
 
-@needs_data
 def test_fitted_model_beats_the_peer_formulas() -> None:
     cases = read_cases(MEASUREMENTS)
     ours = report(validate(cases))["metrics"]["tg"]["median_ape"]
@@ -37,7 +33,6 @@ def test_fitted_model_beats_the_peer_formulas() -> None:
     assert ours < derate < ceiling
 
 
-@needs_data
 def test_leave_one_hardware_out_stays_useful() -> None:
     rep = report(validate(read_cases(MEASUREMENTS), loho=True))
     tg = rep["subsets"]["tg_single_device"]
@@ -94,7 +89,6 @@ def test_aggregates_are_predicted_as_aggregates(tmp_path: Path) -> None:
     assert single.predicted * 4 < aggregate.predicted <= single.predicted * 8
 
 
-@needs_data
 def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> None:
     import tomllib
 

@@ -767,7 +767,7 @@ def estimate(
         )
     else:
         fmt = resolve_quant(quant, bits, spec)
-    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None)
+    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
     if weights_gb is not None and fmt is not None and fmt.id != "file-size":
         weights = weights.scaled(weights_gb * GB / weights.total)
         fmt = replace(fmt, name=fmt.name + f", {weights_gb:g} GB file")
@@ -1003,7 +1003,7 @@ def _draft(
         )
     same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
     fmt = same if same is not None else resolve_quant(quant, None, spec)
-    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None)
+    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
     draft_setup = setup_for_format(spec, fmt, weights, setup, engine, replace(setup.layout, offload=None))
     speculation = speculate(
         setup, draft_setup, acceptance=acceptance, draft_tokens=draft_tokens, batch=batch, depth_tokens=depth
@@ -1075,7 +1075,7 @@ def _quant_advice(
         candidate = quant_catalog().get(quant_id)
         if candidate.bits_per_weight >= bits - 1e-9 or not quant_runs(candidate, hardware, engine):
             continue
-        weights = weight_bytes(spec, candidate.bits_per_weight)
+        weights = weight_bytes(spec, candidate.bits_per_weight, candidate.unquantized)
         if not fits_whole(weights):
             continue
         smaller = setup_for_format(spec, candidate, weights, setup, engine)

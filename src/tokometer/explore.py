@@ -337,6 +337,7 @@ def sweep(
     """
     import numpy as np
 
+    from tokometer.costmodel.memory import UNQUANTIZED_BITS, weight_bytes
     from tokometer.costmodel.vector import ModelArrays, decode_grid
 
     specs = [resolve_model(n) for n in _names(models, model_catalog().ids, DEFAULT_MODEL)]
@@ -375,6 +376,11 @@ def sweep(
 
     arrays = ModelArrays.from_specs(specs).along(0, 5)
     scale = np.array([q.bytes_per_weight for q in formats]).reshape(1, 1, n_q, 1, 1)
+    kept = UNQUANTIZED_BITS / 8.0  # tables a format keeps unquantized (HF NVFP4, FP8, GPTQ, AWQ)
+    head_scale = np.array(
+        [[kept if ("embedding" if m.tied_embeddings else "lm_head") in q.unquantized else q.bytes_per_weight for q in formats] for m in specs]
+    ).reshape(-1, 1, n_q, 1, 1)
+    row_scale = np.array([kept if "embedding" in q.unquantized else q.bytes_per_weight for q in formats]).reshape(1, 1, n_q, 1, 1)
     depth = np.asarray(contexts, dtype=np.float64).reshape(1, 1, 1, -1, 1)
     batch = np.asarray(batches, dtype=np.float64).reshape(1, 1, 1, 1, -1)
     kv = per["kv"]
@@ -392,10 +398,14 @@ def sweep(
         batch=batch,
         depth_tokens=depth,
         kv_bytes_per_element=kv_el,
+        head_scale=head_scale,
+        row_scale=row_scale,
     )
-    params = np.array([m.total_params for m in specs]).reshape(-1, 1, 1, 1, 1)
+    weights_total = np.array(
+        [[weight_bytes(m, q.bits_per_weight, q.unquantized).total for q in formats] for m in specs]
+    ).reshape(-1, 1, n_q, 1, 1)
     kv_bytes = arrays.kv_cached_elements(depth) * kv_el * batch
-    memory_gb = (params * scale + kv_bytes) / GB + hq("runtime")
+    memory_gb = (weights_total + kv_bytes) / GB + hq("runtime")
     device_gb = np.array([hw.memory_gb for hw in devices]).reshape(1, n_h, 1, 1, 1)
     fits = memory_gb <= device_gb * hq("usable")
     return SweepResult(

@@ -65,9 +65,11 @@ class HardwareSpec(_Plain):
     calibration_ids: tuple[str, ...] = ()
     spec_source: str | None = None
     notes: str | None = None
+    compute_source: str | None = None  # where the compute peaks come from
+    compute_peak_derived: bool = False  # peaks computed (units x clock x FLOPs/cycle), not a datasheet figure
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
-        """Dense peak for `dtype`; None when the datasheet gives none (never derived)."""
+        """Dense peak for `dtype`; None when the catalog gives none (`compute_peak_derived` says how sure)."""
         return {
             "fp32": self.fp32_tflops,
             "fp16": self.fp16_tflops,
@@ -110,6 +112,9 @@ class QuantFormat(_Plain):
     type_size_bytes: int | None = None
     aliases: tuple[str, ...] = ()
     notes: str | None = None
+    # read classes a checkpoint in this format keeps at 16 bits (HF NVFP4/FP8/GPTQ/AWQ quantize only
+    # the linear layers: the embedding table and the LM head stay bf16)
+    unquantized: tuple[str, ...] = ()
 
     @property
     def bytes_per_weight(self) -> float:

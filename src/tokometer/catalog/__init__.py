@@ -53,10 +53,13 @@ class Entry(Generic[T]):
 class Catalog(Generic[T]):
     """Entries of one kind, resolved by id or alias."""
 
-    def __init__(self, kind: str, entries: dict[str, Entry[T]], aliases: dict[str, str]) -> None:
+    def __init__(
+        self, kind: str, entries: dict[str, Entry[T]], aliases: dict[str, str], prefixes: tuple[str, ...] = ()
+    ) -> None:
         self.kind = kind
         self._entries = entries
         self._aliases = aliases
+        self._prefixes = prefixes  # leading words a name may carry that no id does (vendor, brand)
 
     def __iter__(self) -> Iterator[T]:
         return (e.value for e in self._entries.values())
@@ -72,12 +75,25 @@ class Catalog(Generic[T]):
         return list(self._entries)
 
     def find(self, name: str) -> T | None:
+        """The entry `name` names: id or alias, any case and punctuation, vendor/brand words optional.
+
+        `nvidia_h100_pcie`, `H100 PCIe`, `h100-pcie` and `NVIDIA GeForce RTX 4090` all resolve.
+        """
         key = normalise(name)
+        while True:
+            entry_id = self._lookup(key)
+            if entry_id is not None:
+                return self._entries[entry_id].value
+            stripped = next((key[len(p) + 1 :] for p in self._prefixes if key.startswith(p + "-")), None)
+            if not stripped:
+                return None
+            key = stripped
+
+    def _lookup(self, key: str) -> str | None:
         entry_id = key if key in self._entries else self._aliases.get(key)
         if entry_id is None:
-            compact = key.replace("-", "")
-            entry_id = self._aliases.get("~" + compact)
-        return self._entries[entry_id].value if entry_id else None
+            entry_id = self._aliases.get("~" + key.replace("-", ""))
+        return entry_id
 
     def get(self, name: str) -> T:
         found = self.find(name)
@@ -111,6 +127,7 @@ def _build(
     schema: Schema,
     make: Callable[[str, dict[str, Any], str], T],
     home: Path | None = None,
+    prefixes: tuple[str, ...] = (),
 ) -> Catalog[T]:
     entries: dict[str, Entry[T]] = {}
     aliases: dict[str, str] = {}
@@ -140,7 +157,7 @@ def _build(
     for key, entry_id in list(aliases.items()):
         if not key.startswith("~"):
             aliases.setdefault("~" + key.replace("-", ""), entry_id)
-    return Catalog(kind, entries, aliases)
+    return Catalog(kind, entries, aliases, prefixes)
 
 
 HARDWARE_SCHEMA: Schema = {
@@ -168,7 +185,12 @@ HARDWARE_SCHEMA: Schema = {
     "source": Field(STR, True),
     "spec_source": Field(STR),
     "notes": Field(STR),
+    "compute_source": Field(STR),
+    "compute_peak_derived": Field(BOOL),
 }
+
+# Vendor and brand words a device name may lead with (`nvidia_h100_pcie`, `AMD Radeon RX 7900 XTX`).
+HARDWARE_NAME_PREFIXES = ("nvidia", "amd", "intel", "apple", "geforce", "radeon", "tesla", "instinct")
 
 _KINDS = {"gpu", "apu", "soc", "cpu"}
 _SEGMENTS = {"desktop", "laptop", "workstation", "datacenter", "soc", "server"}
@@ -213,6 +235,8 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         source=raw["source"],
         spec_source=raw.get("spec_source"),
         notes=raw.get("notes"),
+        compute_source=raw.get("compute_source"),
+        compute_peak_derived=bool(raw.get("compute_peak_derived", False)),
     )
 
 
@@ -226,9 +250,12 @@ QUANT_SCHEMA: Schema = {
     "block_size": Field(INT),
     "type_size_bytes": Field(INT),
     "aliases": Field(LIST),
+    "unquantized": Field(LIST),
     "source": Field(STR, True),
     "notes": Field(STR),
 }
+
+_UNQUANTIZED_CLASSES = {"embedding", "lm_head"}
 
 
 def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
@@ -238,6 +265,9 @@ def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
         raise CatalogError("compute_dtype must be fp32, fp16, fp8, int8 or fp4")
     if not raw["bits_per_weight"] > 0:
         raise CatalogError("bits_per_weight must be positive")
+    unknown = set(raw.get("unquantized", [])) - _UNQUANTIZED_CLASSES
+    if unknown:
+        raise CatalogError(f"unquantized may name {sorted(_UNQUANTIZED_CLASSES)}, not {sorted(unknown)}")
     aliases = list(raw.get("aliases", []))
     if raw.get("ggml_type"):
         aliases.append(raw["ggml_type"])
@@ -254,6 +284,7 @@ def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
         aliases=tuple(raw.get("aliases", [])),
         source=raw["source"],
         notes=raw.get("notes"),
+        unquantized=tuple(raw.get("unquantized", [])),
     )
 
 
@@ -405,7 +436,7 @@ def _make_model(entry_id: str, raw: dict[str, Any], path: str) -> ModelPreset:
 
 @functools.cache
 def hardware_catalog(home: Path | None = None) -> Catalog[HardwareSpec]:
-    return _build("hardware", "hardware.toml", HARDWARE_SCHEMA, _make_hardware, home)
+    return _build("hardware", "hardware.toml", HARDWARE_SCHEMA, _make_hardware, home, HARDWARE_NAME_PREFIXES)
 
 
 @functools.cache

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.cli.options import json_option
 
 
@@ -44,7 +45,7 @@ def render_report(rep: dict[str, Any], title: str) -> str:
 
 
 @click.command()
-@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), default=MEASUREMENTS_CSV, required=False)
 @click.option(
     "--baseline",
     type=click.Choice(["ceiling", "derate"]),
@@ -56,7 +57,7 @@ def render_report(rep: dict[str, Any], title: str) -> str:
 def validate(cases: Path, baseline: str | None, loho: bool, show_rows: bool, as_json: bool) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
-    CASES follows the schema of the calibration measurements.csv: hardware by hardware_id /
+    CASES [default: the shipped calibration measurements.csv] follows its schema: hardware by hardware_id /
     hardware_as_stated (or the spec columns mem_bandwidth_gbps, memory_gb, fp16_dense_tflops...),
     the model by name or total_params_b/active_params_b with quant/bits_per_weight/model_size.
     Rows flagged in their source are predicted and listed, not scored.
@@ -100,11 +101,14 @@ def validate(cases: Path, baseline: str | None, loho: bool, show_rows: bool, as_
 
 
 @click.command()
-@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), default=MEASUREMENTS_CSV, required=False)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the fitted table [default: the shipped efficiency.toml].")
 @json_option
 def calibrate(cases: Path, out: Path | None, as_json: bool) -> None:
-    """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows."""
+    """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows.
+
+    CASES defaults to the shipped calibration measurements.csv.
+    """
     from tokometer.calibrate import calibrate as fit
     from tokometer.calibrate import write_table
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table

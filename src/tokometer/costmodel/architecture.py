@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tokometer.costmodel.mixers import HYBRID_ARCHITECTURES, Layer, hybrid_layers
 from tokometer.errors import IngestError, InputError
 from tokometer.specs import AttentionGroup, AttentionKind, ModelSpec, ParamGroups
 
@@ -28,8 +29,12 @@ KNOWN_ARCHITECTURES = (
     "gemma3_text",
     "deepseek_v2",
     "deepseek_v3",
+    "deepseek_v32",
     "gpt_oss",
     "phi3",
+    "gemma4",
+    "llama4",
+    *HYBRID_ARCHITECTURES,
 )
 
 
@@ -73,12 +78,19 @@ def _layer_types(cfg: Mapping[str, Any], arch: str, n_layers: int) -> list[str]:
             else:
                 kinds.append("full")
         return kinds
+    if arch == "llama4" and cfg.get("attention_chunk_size"):
+        # RoPE layers attend within chunks of attention_chunk_size; every 4th (NoPE) layer is global
+        no_rope = cfg.get("no_rope_layers")
+        if isinstance(no_rope, Sequence) and not isinstance(no_rope, str) and len(no_rope) == n_layers:
+            return ["sliding" if flag else "full" for flag in no_rope]
+        interval = int(cfg.get("no_rope_layer_interval", 4) or 4)
+        return ["full" if (i + 1) % interval == 0 else "sliding" for i in range(n_layers)]
     window = cfg.get("sliding_window")
     if not window:
         return ["full"] * n_layers
     if arch == "gemma2":
         return ["sliding" if i % 2 == 0 else "full" for i in range(n_layers)]
-    if arch == "gemma3":
+    if arch in ("gemma3", "gemma4"):
         pattern = int(cfg.get("sliding_window_pattern", 6) or 6)
         return ["full" if (i + 1) % pattern == 0 else "sliding" for i in range(n_layers)]
     if arch == "gpt_oss":
@@ -106,8 +118,12 @@ def spec_from_config(
     """Account a model from its HF config: parameters per read class and KV stored per token."""
     cfg = language_config(config)
     arch = str(cfg.get("model_type") or "").lower()
-    if arch == "gemma3_text":
-        arch = "gemma3"
+    arch = _ARCH_ALIASES.get(arch, arch)
+    if arch in HYBRID_ARCHITECTURES:
+        try:
+            return _hybrid_spec(cfg, arch, name, source=source, tokenizer=tokenizer, default_quant=default_quant, model_id=model_id)
+        except ValueError as exc:
+            raise IngestError(str(exc)) from None
     warnings: list[str] = []
     if arch not in KNOWN_ARCHITECTURES:
         warnings.append(
@@ -130,11 +146,12 @@ def spec_from_config(
 
     n_experts = 0
     top_k = 0
+    resident = 0.0
     dense_layers_params = 0.0
     routed = 0.0
     attention_groups: list[AttentionGroup]
 
-    if arch in ("deepseek_v2", "deepseek_v3"):
+    if arch in ("deepseek_v2", "deepseek_v3", "deepseek_v32"):
         q_lora = cfg.get("q_lora_rank")
         kv_lora = _int(cfg, "kv_lora_rank")
         rope = _int(cfg, "qk_rope_head_dim")
@@ -163,7 +180,17 @@ def spec_from_config(
         moe_layers = [i for i in range(n_layers) if i >= first_dense and i % freq == 0]
         n_moe = len(moe_layers)
         n_dense = n_layers - n_moe
-        router = hidden * n_experts + (n_experts if arch == "deepseek_v3" else 0)
+        router = hidden * n_experts + (n_experts if arch in ("deepseek_v3", "deepseek_v32") else 0)
+        index_dim = _int(cfg, "index_head_dim", 0) if arch == "deepseek_v32" else 0
+        if index_dim:
+            # DeepSeek Sparse Attention: a lightning indexer per layer (its own query heads from the
+            # q latent, one shared key of index_head_dim per token, per-head weights)
+            index_heads = _int(cfg, "index_n_heads")
+            attn += int(q_lora or hidden) * index_heads * index_dim + hidden * index_dim + 2 * index_dim + hidden * index_heads
+            warnings.append(
+                f"DeepSeek Sparse Attention: decode attends to the top {_int(cfg, 'index_topk', 2048):,} tokens; "
+                "KV reads are counted over the whole context, so long-context decode is underestimated"
+            )
         dense_layers_params = float(
             n_layers * (attn + norms)
             + n_dense * 3 * hidden * inter
@@ -174,7 +201,7 @@ def spec_from_config(
             AttentionGroup(
                 kind="mla",
                 n_layers=n_layers,
-                kv_elements_per_token=kv_lora + rope,
+                kv_elements_per_token=kv_lora + rope + index_dim,  # + the indexer's key per token
                 attention_dim=n_heads * (nope + rope),
             )
         ]
@@ -189,12 +216,20 @@ def spec_from_config(
             attn += n_heads * head_dim + 2 * n_kv * head_dim
             if arch == "gpt_oss" or (cfg.get("attention_bias") and arch not in ("qwen2", "qwen2_moe")):
                 attn += hidden  # o_proj bias
-        if arch in ("qwen3", "qwen3_moe", "gemma3"):
+        if arch in ("qwen3", "qwen3_moe", "gemma3", "gemma4"):
             attn += 2 * head_dim  # q_norm, k_norm
         if arch == "gpt_oss":
             attn += n_heads  # attention sinks
-        norms = (4 if arch in ("gemma2", "gemma3") else 2) * hidden
-        mlp_dense = 3 * hidden * inter
+        norms = (4 if arch in ("gemma2", "gemma3", "gemma4") else 2) * hidden
+        kinds = _layer_types(cfg, arch, n_layers)
+        full_attn, full_kv, full_dim = attn, 2 * n_kv * head_dim, n_heads * head_dim
+        if arch == "gemma4":
+            full_attn, full_kv, full_dim = _gemma4_global(cfg, hidden, n_heads, n_kv, head_dim)
+        # per-layer attention weights beyond the uniform `attn` (Gemma 4's global layers differ)
+        attn_extra = kinds.count("full") * (full_attn - attn)
+        n_kv_layers = n_layers - int(cfg.get("num_kv_shared_layers") or 0)
+        # Llama 4: dense layers use intermediate_size_mlp; experts and the shared expert intermediate_size
+        mlp_dense = 3 * hidden * (_int(cfg, "intermediate_size_mlp", inter) if arch == "llama4" else inter)
         if cfg.get("mlp_bias"):
             mlp_dense += 2 * inter + hidden
 
@@ -202,18 +237,21 @@ def spec_from_config(
         top_k = int(cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or 0)
         if n_experts and top_k:
             moe_inter = int(cfg.get("moe_intermediate_size") or inter)
-            step = int(cfg.get("decoder_sparse_step", 1) or 1)
+            step = int(cfg.get("interleave_moe_layer_step" if arch == "llama4" else "decoder_sparse_step", 1) or 1)
             mlp_only = set(cfg.get("mlp_only_layers") or [])
             moe_layers = [
                 i for i in range(n_layers) if i not in mlp_only and (i + 1) % step == 0
             ]
+            listed = cfg.get("moe_layers")
+            if arch == "llama4" and isinstance(listed, Sequence) and listed:
+                moe_layers = [int(i) for i in listed if 0 <= int(i) < n_layers]
             n_moe = len(moe_layers)
             expert = 3 * hidden * moe_inter
             router = hidden * n_experts
             if arch == "gpt_oss":
                 expert += 2 * moe_inter + hidden  # gate_up and down biases
                 router += n_experts
-            shared_inter = int(cfg.get("shared_expert_intermediate_size") or 0)
+            shared_inter = int(cfg.get("shared_expert_intermediate_size") or (moe_inter if arch == "llama4" else 0))
             shared = 3 * hidden * shared_inter + (hidden if shared_inter else 0)
             dense_layers_params = float(
                 n_layers * (attn + norms)
@@ -221,32 +259,47 @@ def spec_from_config(
                 + n_moe * (router + shared)
             )
             routed = float(n_moe * n_experts * expert)
+        elif arch == "gemma4" and cfg.get("enable_moe_block"):
+            # Gemma 4 MoE: a dense MLP and a routed expert block side by side in every layer
+            n_experts = _int(cfg, "num_experts")
+            top_k = _int(cfg, "top_k_experts", _int(cfg, "num_experts_per_tok", 0))
+            moe_inter = _int(cfg, "moe_intermediate_size", _int(cfg, "expert_intermediate_size", inter))
+            dense_layers_params = float(n_layers * (attn + norms + mlp_dense + hidden * n_experts))
+            routed = float(n_layers * n_experts * 3 * hidden * moe_inter)
         else:
             n_experts, top_k = 0, 0
             dense_layers_params = float(n_layers * (attn + norms + mlp_dense))
+        dense_layers_params += attn_extra
+        if arch == "gemma4":
+            # a second table read one 256-wide row per layer per token: memory, not bytes per token
+            resident += _gemma4_per_layer_embedding(cfg, n_layers)
+            dense_layers_params += _gemma4_per_layer_projections(cfg, hidden, n_layers)
 
-        kinds = _layer_types(cfg, arch, n_layers)
-        window = cfg.get("sliding_window")
+        window = cfg.get("attention_chunk_size") if arch == "llama4" else cfg.get("sliding_window")
         attention_groups = []
         kind: AttentionKind
         for kind in ("full", "sliding", "linear"):
             count = kinds.count(kind)
+            # layers that reuse an earlier layer's KV (Gemma 3n/4 num_kv_shared_layers) store none
+            stored = sum(1 for i, k in enumerate(kinds) if k == kind and i < n_kv_layers)
             if count:
                 attention_groups.append(
                     AttentionGroup(
                         kind=kind,
-                        n_layers=count,
-                        kv_elements_per_token=0 if kind == "linear" else 2 * n_kv * head_dim,
+                        n_layers=stored if kind != "linear" else count,
+                        kv_elements_per_token=0 if kind == "linear" else (full_kv if kind == "full" else 2 * n_kv * head_dim),
                         window_tokens=int(window) if kind == "sliding" and window else None,
-                        attention_dim=n_heads * head_dim,
+                        attention_dim=full_dim if kind == "full" else n_heads * head_dim,
                     )
                 )
+        attention_groups = [g for g in attention_groups if g.n_layers]
 
     params = ParamGroups(
         embedding=embedding,
         lm_head=lm_head,
         dense=dense_layers_params + final_norm,
         routed_experts=routed,
+        resident=resident,
     )
     max_ctx = cfg.get("max_position_embeddings")
     return ModelSpec(
@@ -269,6 +322,141 @@ def spec_from_config(
         default_quant=default_quant,
         source=source,
         warnings=tuple(warnings),
+    )
+
+
+def _gemma4_global(cfg: Mapping[str, Any], hidden: int, n_heads: int, n_kv: int, head_dim: int) -> tuple[int, int, int]:
+    """Gemma 4 global (full) layers: (attention weights, KV elements per token, n_heads * head_dim).
+
+    Global layers use `global_head_dim` and `num_global_key_value_heads`; with `attention_k_eq_v`
+    they have no v_proj (V is K), though the cache still holds a K and a V tensor per token.
+    """
+    g_dim = _int(cfg, "global_head_dim", head_dim) or head_dim
+    g_kv = _int(cfg, "num_global_key_value_heads", n_kv) or n_kv
+    k_eq_v = bool(cfg.get("attention_k_eq_v"))
+    params = hidden * n_heads * g_dim + (1 if k_eq_v else 2) * hidden * g_kv * g_dim + n_heads * g_dim * hidden + 2 * g_dim
+    return params, 2 * g_kv * g_dim, n_heads * g_dim
+
+
+def _gemma4_per_layer_embedding(cfg: Mapping[str, Any], n_layers: int) -> float:
+    """Gemma 3n/4 per-layer embeddings (E2B/E4B): a second table of which a token reads one small row."""
+    width = _int(cfg, "hidden_size_per_layer_input", 0)
+    if not width:
+        return 0.0
+    return float(_int(cfg, "vocab_size_per_layer_input", _int(cfg, "vocab_size")) * n_layers * width)
+
+
+def _gemma4_per_layer_projections(cfg: Mapping[str, Any], hidden: int, n_layers: int) -> float:
+    """The per-layer-input gate and projection of each layer plus the model-level projection."""
+    width = _int(cfg, "hidden_size_per_layer_input", 0)
+    if not width:
+        return 0.0
+    return float(n_layers * (2 * hidden * width + hidden) + hidden * n_layers * width + width)
+
+
+_ARCH_ALIASES = {
+    "gemma3_text": "gemma3",
+    "gemma4_text": "gemma4",
+    "gemma4_unified": "gemma4",
+    "llama4_text": "llama4",
+    "qwen3_5_text": "qwen3_5",
+    "qwen3_5_moe_text": "qwen3_5_moe",
+}
+
+
+def _feed_forward_params(cfg: Mapping[str, Any], arch: str, hidden: int) -> tuple[float, float, float, int, int]:
+    """(dense MLP, MoE shared + router, all routed experts of one MoE layer, n_experts, top_k).
+
+    Gated MLPs (SwiGLU) hold 3 matrices; Nemotron-H's squared-ReLU MLPs and experts hold 2.
+    """
+    matrices = 2 if arch == "nemotron_h" else 3
+    inter = _int(cfg, "intermediate_size", 4 * hidden)
+    dense = float(matrices * hidden * inter)
+    n_experts = int(cfg.get("num_experts") or cfg.get("n_routed_experts") or 0)
+    top_k = int(cfg.get("num_experts_per_tok") or 0)
+    if not n_experts or not top_k:
+        return dense, 0.0, 0.0, 0, 0
+    expert_inter = int(cfg.get("moe_intermediate_size") or inter)
+    shared_inter = int(cfg.get("shared_expert_intermediate_size") or cfg.get("moe_shared_expert_intermediate_size") or 0)
+    n_shared = int(cfg.get("n_shared_experts") or 1) if shared_inter else 0
+    shared = float(n_shared * matrices * hidden * shared_inter + (hidden if arch.startswith("qwen") and shared_inter else 0))
+    router = float(hidden * n_experts)
+    return dense, shared + router, float(n_experts * matrices * hidden * expert_inter), n_experts, top_k
+
+
+def _groups(layers: Sequence[Layer]) -> list[AttentionGroup]:
+    """Layers with the same mixer shape share one group; recurrent mixers keep a fixed state."""
+    counts: dict[tuple[str, int, int, int, int | None], int] = {}
+    for layer in layers:
+        for m in layer.mixers:
+            key = (m.kind, m.kv_elements_per_token, m.state_elements, m.attention_dim, m.window_tokens)
+            counts[key] = counts.get(key, 0) + 1
+    return [
+        AttentionGroup(kind=kind, n_layers=n, kv_elements_per_token=kv, state_elements=state, attention_dim=dim, window_tokens=window)  # type: ignore[arg-type]
+        for (kind, kv, state, dim, window), n in counts.items()
+    ]
+
+
+def _hybrid_spec(
+    cfg: Mapping[str, Any],
+    arch: str,
+    name: str,
+    *,
+    source: str | None,
+    tokenizer: str | None,
+    default_quant: str | None,
+    model_id: str | None,
+) -> ModelSpec:
+    """Hybrid attention/recurrent decoders (see `costmodel.mixers`): params per layer, KV and state."""
+    hidden = _int(cfg, "hidden_size", _int(cfg, "d_model", 0))
+    n_layers = _int(cfg, "num_hidden_layers", _int(cfg, "n_layer", 0))
+    vocab = _int(cfg, "vocab_size")
+    if hidden == 0 or n_layers == 0:
+        raise IngestError("config has zero hidden_size or num_hidden_layers")
+    layers = hybrid_layers(cfg, arch, n_layers, hidden)
+    dense_ff, moe_fixed, moe_routed, n_experts, top_k = _feed_forward_params(cfg, arch, hidden)
+    dense = float(hidden)  # final norm
+    routed = 0.0
+    for layer in layers:
+        dense += sum(m.params for m in layer.mixers) + layer.n_norms * hidden
+        if layer.feed_forward == "dense":
+            dense += dense_ff
+        elif layer.feed_forward == "moe":
+            dense += moe_fixed
+            routed += moe_routed
+    if not routed:
+        n_experts, top_k = 0, 0
+    tied = bool(cfg.get("tie_word_embeddings", arch.startswith("mamba")))
+    n_heads = int(cfg.get("num_attention_heads") or 0)
+    n_kv = int(cfg.get("num_key_value_heads") or n_heads)
+    head_dim = int(cfg.get("head_dim") or cfg.get("attention_head_dim") or (hidden // n_heads if n_heads else 0))
+    if arch == "mamba2":
+        n_heads, n_kv, head_dim = 0, 0, 0
+    max_ctx = cfg.get("max_position_embeddings")
+    return ModelSpec(
+        id=model_id,
+        name=name,
+        architecture=arch,
+        n_layers=n_layers,
+        hidden_size=hidden,
+        n_heads=n_heads,
+        n_kv_heads=n_kv,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        params=ParamGroups(
+            embedding=float(vocab * hidden),
+            lm_head=0.0 if tied else float(vocab * hidden),
+            dense=dense,
+            routed_experts=routed,
+        ),
+        attention=tuple(_groups(layers)),
+        tied_embeddings=tied,
+        n_experts=n_experts,
+        n_experts_per_token=top_k,
+        max_context_tokens=int(max_ctx) if isinstance(max_ctx, int | float) and max_ctx > 0 else None,
+        tokenizer=tokenizer,
+        default_quant=default_quant,
+        source=source,
     )
 
 

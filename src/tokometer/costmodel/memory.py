@@ -9,14 +9,30 @@ import math
 
 from tokometer.specs import ModelSpec, ParamGroups
 
+UNQUANTIZED_BITS = 16.0  # what a checkpoint keeps unquantized is stored in bf16/fp16
 
-def weight_bytes(model: ModelSpec, bits_per_weight: float | None) -> ParamGroups:
-    """Bytes of each weight class: exact from the file when known, else params x bits / 8."""
+
+def weight_bytes(model: ModelSpec, bits_per_weight: float | None, unquantized: tuple[str, ...] = ()) -> ParamGroups:
+    """Bytes of each weight class: exact from the file when known, else params x bits / 8.
+
+    Classes named in `unquantized` ("embedding", "lm_head") are counted at 16 bits: HF NVFP4, FP8,
+    GPTQ and AWQ checkpoints quantize the linear layers only.
+    """
     if model.exact_weight_bytes is not None and bits_per_weight is None:
         return model.exact_weight_bytes
     if bits_per_weight is None:
         raise ValueError("bits_per_weight is required when the model has no exact file sizes")
-    return model.params.scaled(bits_per_weight / 8.0)
+    scaled = model.params.scaled(bits_per_weight / 8.0)
+    if not unquantized:
+        return scaled
+    keep = UNQUANTIZED_BITS / 8.0
+    return ParamGroups(
+        embedding=model.params.embedding * keep if "embedding" in unquantized else scaled.embedding,
+        lm_head=model.params.lm_head * keep if "lm_head" in unquantized else scaled.lm_head,
+        dense=scaled.dense,
+        routed_experts=scaled.routed_experts,
+        resident=scaled.resident,
+    )
 
 
 def weight_bytes_read(model: ModelSpec, weights: ParamGroups, batch: float) -> float:

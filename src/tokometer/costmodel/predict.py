@@ -41,14 +41,27 @@ class Peak(_Plain):
     tflops: float | None
     dtype: str | None
     note: str | None = None
+    derived: bool = False  # computed from units x clock x FLOPs/cycle: a wider band applies
 
 
 def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool = False) -> Peak:
     """Dense peak for the format's compute dtype; falls back to fp16 then fp32, saying so.
 
     Engines that accumulate fp16 GEMMs in fp16 (llama.cpp) get the FP16-accumulate tensor rate
-    where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure).
+    where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure). A peak the
+    catalog derived rather than read from a datasheet is flagged and says so.
     """
+    peak = _datasheet_peak(hardware, dtype, fp16_accumulate)
+    if peak.tflops and hardware.compute_peak_derived:
+        note = (
+            f"{hardware.name}: compute peak derived from units x clock x FLOPs per cycle, "
+            "not a datasheet figure; prefill is less certain"
+        )
+        return Peak(peak.tflops, peak.dtype, f"{peak.note}; {note}" if peak.note else note, derived=True)
+    return peak
+
+
+def _datasheet_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool) -> Peak:
     value = hardware.peak_tflops(dtype)
     if value and dtype == "fp16" and fp16_accumulate and hardware.fp16_acc16_tflops:
         return Peak(hardware.fp16_acc16_tflops, "fp16-acc16")

@@ -152,16 +152,24 @@ def decode_grid(
     depth_tokens: ArrayLike,
     kv_bytes_per_element: ArrayLike,
     tokens_per_stream: ArrayLike = 1.0,
+    head_scale: ArrayLike | None = None,
+    row_scale: ArrayLike | None = None,
 ) -> GridStep:
-    """The decode step for every broadcast combination of the inputs (peak 0 means 'not published')."""
+    """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
+
+    `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
+    separately, for formats that keep those tables unquantized.
+    """
     m = models
     b = _f(batch)
     tokens = b * _f(tokens_per_stream)
     scale = _f(weight_scale)
+    head = _f(scale if head_scale is None else head_scale)
+    row = _f(scale if row_scale is None else row_scale)
     kv_bpe = _f(kv_bytes_per_element)
     depth = _f(depth_tokens)
     routed_read = m.routed * (1.0 - m.expert_keep**tokens)
-    w_read = scale * (m.head + m.row * tokens + m.dense + routed_read)
+    w_read = head * m.head + row * m.row * tokens + scale * (m.dense + routed_read)
     ctx = np.minimum(depth[..., None], m.windows)
     kv_stream = (m.kv_elements * ctx).sum(axis=-1) + m.state_elements
     kv_read = b * kv_stream * kv_bpe

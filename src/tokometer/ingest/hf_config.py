@@ -8,7 +8,9 @@ things a published config.json leaves implicit are made explicit here:
   defaults of the families whose public configs rely on them are written out in
   `TRANSFORMERS_DEFAULTS`.
 - the weight format a config-only estimate assumes (`default_quant`, a catalog format id): from
-  `quantization_config` (fp8, mxfp4, gptq, awq), else from the dtype (`torch_dtype` or `dtype`).
+  `quantization_config` (fp8, mxfp4, gptq, awq, compressed-tensors NVFP4/FP8/W4A16, ModelOpt NVFP4),
+  else from the dtype (`torch_dtype` or `dtype`). The catalog format says what such a checkpoint
+  keeps unquantized (embeddings and LM head in bf16).
 
 When the safetensors headers are at hand (a folder, an index, a Hub repo), every tensor is
 classified by its name into how decoding reads it (embedding rows, LM head, dense, routed experts)
@@ -101,11 +103,52 @@ def _quantization(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return q if isinstance(q, Mapping) else None
 
 
+def _compressed_tensors_format(q: Mapping[str, Any]) -> str | None:
+    """llm-compressor / compressed-tensors checkpoints: the catalog format of their weight scheme.
+
+    `format` names the packing (nvfp4-pack-quantized, float-quantized, pack-quantized,
+    int-quantized); the first config group's `weights` gives bits and type when it is vaguer.
+    """
+    packing = str(q.get("format") or "").lower()
+    weights: Mapping[str, Any] = {}
+    groups = q.get("config_groups")
+    if isinstance(groups, Mapping):
+        first = next(iter(groups.values()), None)
+        if isinstance(first, Mapping) and isinstance(first.get("weights"), Mapping):
+            weights = first["weights"]
+    bits = weights.get("num_bits")
+    kind = str(weights.get("type") or "").lower()
+    group = weights.get("group_size")
+    if "nvfp4" in packing or (bits == 4 and kind == "float" and group == 16):
+        return "nvfp4"
+    if "mxfp4" in packing or (bits == 4 and kind == "float" and group == 32):
+        return "mxfp4"
+    if packing == "float-quantized" or (bits == 8 and kind == "float"):
+        return "fp8"
+    if packing == "int-quantized" or (bits == 8 and kind == "int"):
+        return "w8a8-int8"
+    if packing == "pack-quantized" or (bits == 4 and kind == "int"):
+        return "gptq-int4"
+    return None
+
+
 def default_quant(cfg: Mapping[str, Any]) -> tuple[str, str | None]:
-    """Catalog format id of the published weights, and a warning when it had to be guessed."""
+    """Catalog format id of the published weights, and a warning when it had to be guessed.
+
+    Recognised: `quant_method` fp8 / fbgemm_fp8 / mxfp4 / gptq / awq (4-bit), compressed-tensors
+    (NVFP4, MXFP4, FP8, W8A8, W4A16) and NVIDIA ModelOpt (`quant_algo` NVFP4 or FP8).
+    """
     q = _quantization(cfg)
     if q is not None:
         method = str(q.get("quant_method") or "").lower()
+        if method == "compressed-tensors":
+            found = _compressed_tensors_format(q)
+            if found:
+                return found, None
+        if method == "modelopt":
+            algo = str(q.get("quant_algo") or "").lower()
+            if algo in ("nvfp4", "fp8"):
+                return algo, None
         bits = q.get("bits", 4)
         if method in _METHOD_QUANT and (method not in ("gptq", "awq") or bits == 4):
             return _METHOD_QUANT[method], None

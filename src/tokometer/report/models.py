@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes_read
+from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes, weight_bytes_read
 from tokometer.costmodel.predict import kv_bytes_per_token
 from tokometer.report.text import num
 from tokometer.specs import ModelSpec, QuantFormat
@@ -57,7 +57,7 @@ def model_report(spec: ModelSpec, kv_dtype: QuantFormat, weight_format: QuantFor
         bf16 = spec.params.scaled(2.0)
         data["weight_bytes_read_per_token_bf16"] = weight_bytes_read(spec, bf16, 1.0)
         basis = weight_format.id if weight_format else "bf16"
-        w = spec.params.scaled(weight_format.bytes_per_weight) if weight_format else bf16
+        w = weight_bytes(spec, weight_format.bits_per_weight, weight_format.unquantized) if weight_format else bf16
     data["weights"] = {
         "basis": basis,
         "bytes": w.total,

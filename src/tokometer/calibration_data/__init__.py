@@ -1,0 +1,17 @@
+"""The published calibration measurements shipped with tokometer, as package data.
+
+`measurements.csv` (single-machine decode and prompt rows) is what `tokometer calibrate` fits and
+`tokometer validate` scores by default; `hardware.csv` holds the spec of every device those rows
+name. Both are public, sourced data (see `README.md` beside them), shipped so that a fresh clone or
+an installed wheel fits and tests without any folder beside the checkout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA_DIR = Path(__file__).parent
+MEASUREMENTS_CSV = DATA_DIR / "measurements.csv"
+HARDWARE_CSV = DATA_DIR / "hardware.csv"
+
+__all__ = ["DATA_DIR", "HARDWARE_CSV", "MEASUREMENTS_CSV"]
