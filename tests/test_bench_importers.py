@@ -12,6 +12,7 @@ from bench_fixtures import bench_home, run_cli  # noqa: F401
 from tokometer.bench.importers import detect_format, from_llama_bench, from_vllm_bench
 from tokometer.errors import InputError
 from tokometer.store import open_store
+from tokometer.usecases.benchmark import recompute
 
 IDENTITY = {
     "build_commit": "8cf427ff", "build_number": 5163, "cpu_info": "AMD Ryzen 7 7800X3D 8-Core Processor",
@@ -102,7 +103,7 @@ def test_cli_import_llama_bench_jsonl_and_vllm(tmp_path: Path) -> None:
     with open_store() as store:
         runs = store.list_runs()
         assert runs[0]["source"] == "vllm-bench" and runs[1]["summary"]["decode_tps"]["median"] == pytest.approx(119.43)
-        assert store.recompute(imported[1]["id"])["requests_ok"] == 2
+        assert recompute(store, imported[1]["id"])["requests_ok"] == 2
 
 
 def test_cli_export_then_import_round_trips(tmp_path: Path) -> None:

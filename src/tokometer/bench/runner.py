@@ -7,8 +7,10 @@
   the aggregate while all c decode together (`--concurrency 1,2,4`).
 - `rate`: open-loop Poisson arrivals at R requests/s for a duration; goodput under SLOs.
 
-`--requests` caps the measured requests of any mode. Ctrl-C stops the run and keeps everything
-that completed (status `interrupted`). Each concurrent stream gets its own client and keep-alive
+`--requests` caps the measured requests of any mode. Ctrl-C, SIGTERM and SIGHUP stop the run and
+keep everything that completed (status `interrupted`); `on_exchange` hands each finished request
+to the caller as it ends (the use-case writes it to SQLite at once, so even SIGKILL loses nothing
+that completed). Each concurrent stream gets its own client and keep-alive
 connection, opened before the timed part: httpcore's shared pool scans every connection for every
 queued request, which at a 256-stream burst costs more CPU than the streams themselves.
 Chunk parsing waits until a batch of streams is over, so it never delays another stream's bytes.
@@ -19,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
+import signal
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -40,6 +44,7 @@ TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
 DEFAULT_RATE_DURATION_S = 60.0
 Progress = Callable[[int, int | None, str], None]
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,7 @@ class BenchResult:
     notes: tuple[str, ...] = ()
     tokens_per_word: float | None = None
     ignore_eos: bool = False
+    stopped_by: int | None = None  # the signal number that stopped the run (Ctrl-C: SIGINT)
 
     def summary(self) -> dict[str, Any]:
         return summarize_records(self.records, slo_ttft_ms=self.config.slo_ttft_ms, slo_tpot_ms=self.config.slo_tpot_ms)
@@ -202,8 +208,13 @@ class Runner:
         clock: Clock = time.perf_counter,
         progress: Progress | None = None,
         now: Callable[[], str] = _utc_now,
+        on_start: Callable[[Endpoint], None] | None = None,
+        on_exchange: Callable[[Exchange], None] | None = None,
     ) -> None:
         config.validate()
+        self.on_start = on_start
+        self.on_exchange = on_exchange
+        self.stopped_by: int | None = None
         self.config = config
         self.transport = transport
         self.clock = clock
@@ -234,7 +245,14 @@ class Runner:
             asyncio.run(self._main())
         except KeyboardInterrupt:
             status = "interrupted"
+            self.stopped_by = signal.SIGINT
             self.notes.append("interrupted: the requests completed before Ctrl-C are kept")
+        except asyncio.CancelledError:
+            if self.stopped_by is None:
+                raise
+            status = "interrupted"
+            name = signal.Signals(self.stopped_by).name
+            self.notes.append(f"interrupted by {name}: the requests completed before it are kept")
         finally:  # _main pauses the garbage collector while it measures
             gc.unfreeze()
             if gc_was_enabled:
@@ -253,6 +271,7 @@ class Runner:
             notes=tuple(self.notes),
             tokens_per_word=self.tokens_per_word_measured,
             ignore_eos=self.ignore_eos,
+            stopped_by=self.stopped_by,
         )
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -342,16 +361,49 @@ class Runner:
             group=group,
         )
         self.exchanges.append(exchange)
+        if self.on_exchange is not None:
+            self.on_exchange(exchange)
         self._tick(label or phase)
         return exchange
 
     # --- the run -------------------------------------------------------------------------------
 
+    def _catch_stop_signals(self) -> Callable[[], None]:
+        """SIGTERM and SIGHUP cancel the run like Ctrl-C (main thread only); returns the undo."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop(signum: int) -> None:
+            if self.stopped_by is None:
+                self.stopped_by = signum
+                task.cancel()
+
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, stop, signum)
+
+        def undo() -> None:
+            for signum in STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+
+        return undo
+
     async def _main(self) -> None:
+        undo = self._catch_stop_signals()
+        try:
+            await self._measure()
+        finally:
+            undo()
+
+    async def _measure(self) -> None:
         cfg = self.config
         async with self._client(8) as probe:
             self.endpoint = await detect(probe, cfg.url, protocol=cfg.protocol, model=cfg.model)
         ep = self.endpoint
+        if self.on_start is not None:
+            self.on_start(ep)
         self.ignore_eos = ep.supports_ignore_eos if cfg.ignore_eos is None else cfg.ignore_eos
         if not self.ignore_eos and ep.protocol.name != "ollama":
             self.notes.append("ignore_eos not sent (server not known to support it): outputs may end early")

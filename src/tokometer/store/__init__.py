@@ -2,11 +2,17 @@
 timestamps of every request (so metrics can be recomputed) and the prediction it was graded against.
 
 The database lives at `tokometer_home()/runs.db`; `TOKOMETER_HOME` moves it (tests point it at a
-temporary directory). The schema comes from `store.migrations`. Writes are single transactions,
-so a failure or Ctrl-C mid-save leaves the database as it was.
+temporary directory). The schema comes from `store.migrations`. The database runs in WAL mode with
+`synchronous=FULL`: each committed transaction survives a killed process and a power loss.
+
+A live benchmark is written as it goes, so a run killed by any signal keeps every request that
+completed: `begin_run` stores the header with status `incomplete`, `add_requests` appends
+finished requests (one transaction per batch; `store.writer.RunWriter` does this from a thread),
+`finish_run` writes the summary and the final status. A run still `incomplete` afterwards was
+killed; its summary is recomputed from its stored requests when it is read.
 
     store = open_store()
-    run_id = store.save_run(result_dict)
+    run_id = store.save_run(result_dict)     # a whole run at once (imports)
     store.list_runs(limit=50)   # newest first, summaries only
     store.get_run(run_id)       # everything, requests included
 """
@@ -23,6 +29,11 @@ from tokometer.errors import TokometerError
 from tokometer.store.migrations import migrate, transaction
 
 DB_NAME = "runs.db"
+_RUN_COLUMNS = (
+    "started_at", "finished_at", "status", "source", "url", "model", "hardware", "mode", "protocol",
+    "config_json", "server_json", "summary_json", "levels_json", "prediction_json", "grading_json",
+    "notes_json", "tokometer_version",
+)
 _LIST_COLUMNS = (
     "id, started_at, finished_at, status, source, url, model, hardware, mode, protocol, "
     "summary_json, prediction_json, grading_json"
@@ -87,6 +98,8 @@ class RunStore:
             self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA foreign_keys = ON")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the runs database {path}: {exc}") from None
@@ -104,69 +117,107 @@ class RunStore:
 
     def save_run(self, run: Mapping[str, Any]) -> int:
         """Insert one run and its requests in a single transaction; return its id."""
-        from tokometer import __version__
-
         run = _clean(dict(run))
         try:
             with transaction(self.db):
-                cursor = self.db.execute(
-                    """INSERT INTO runs (started_at, finished_at, status, source, url, model, hardware, mode,
-                       protocol, config_json, server_json, summary_json, levels_json, prediction_json,
-                       grading_json, notes_json, tokometer_version)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    (
-                        run["started_at"],
-                        run.get("finished_at"),
-                        run.get("status", "complete"),
-                        run.get("source", "tokometer"),
-                        run.get("url"),
-                        run.get("model"),
-                        run.get("hardware"),
-                        run.get("mode", "speed"),
-                        run.get("protocol"),
-                        _dumps(run.get("config") or {}),
-                        _dumps(run.get("server")),
-                        _dumps(run.get("summary") or {}),
-                        _dumps(run.get("levels")),
-                        _dumps(run.get("prediction")),
-                        _dumps(run.get("grading")),
-                        _dumps(run.get("notes")),
-                        run.get("tokometer_version", __version__),
-                    ),
-                )
-                run_id = int(cursor.lastrowid or 0)
-                self.db.executemany(
-                    """INSERT INTO requests (run_id, seq, phase, label, grp, ok, error_kind, error, t0_s,
-                       event_times_json, event_tokens_json, output_tokens, output_tokens_source,
-                       prompt_tokens, cached_tokens, finish_reason, server_timings_json, record_json)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    [
-                        (
-                            run_id,
-                            r["seq"],
-                            r["phase"],
-                            r.get("label") or "",
-                            r.get("group") or 0,
-                            1 if r.get("ok") else 0,
-                            r.get("error_kind"),
-                            r.get("error"),
-                            r.get("t0_s"),
-                            _dumps(r.get("event_times_s")),
-                            _dumps(r.get("event_tokens")),
-                            r.get("output_tokens"),
-                            r.get("output_tokens_source"),
-                            r.get("prompt_tokens"),
-                            r.get("cached_tokens"),
-                            r.get("finish_reason"),
-                            _dumps(r.get("server_timings")),
-                            _dumps(r),
-                        )
-                        for r in run.get("requests") or []
-                    ],
-                )
+                run_id = self._insert_run(run)
+                self._insert_requests(run_id, run.get("requests") or [])
         except sqlite3.Error as exc:
             raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
         return run_id
+
+    def begin_run(self, header: Mapping[str, Any]) -> int:
+        """Store a run that is starting (status `incomplete`, no summary yet); return its id."""
+        run = _clean({**header, "status": "incomplete"})
+        try:
+            with transaction(self.db):
+                return self._insert_run(run)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+
+    def add_requests(self, run_id: int, requests: Sequence[Mapping[str, Any]]) -> None:
+        """Append finished requests of a live run, all in one transaction."""
+        try:
+            with transaction(self.db):
+                self._insert_requests(run_id, [_clean(dict(r)) for r in requests])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save requests to {self.path}: {exc}") from None
+
+    def finish_run(self, run_id: int, run: Mapping[str, Any]) -> None:
+        """Replace a live run's header and requests by the finished run, in one transaction."""
+        run = _clean(dict(run))
+        try:
+            with transaction(self.db):
+                self.db.execute(
+                    f"UPDATE runs SET {', '.join(c + ' = ?' for c in _RUN_COLUMNS)} WHERE id = ?",
+                    (*self._run_values(run), run_id),
+                )
+                self.db.execute("DELETE FROM requests WHERE run_id = ?", (run_id,))
+                self._insert_requests(run_id, run.get("requests") or [])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+
+    @staticmethod
+    def _run_values(run: Mapping[str, Any]) -> tuple[Any, ...]:
+        from tokometer import __version__
+
+        return (
+            run["started_at"],
+            run.get("finished_at"),
+            run.get("status", "complete"),
+            run.get("source", "tokometer"),
+            run.get("url"),
+            run.get("model"),
+            run.get("hardware"),
+            run.get("mode", "speed"),
+            run.get("protocol"),
+            _dumps(run.get("config") or {}),
+            _dumps(run.get("server")),
+            _dumps(run.get("summary") or {}),
+            _dumps(run.get("levels")),
+            _dumps(run.get("prediction")),
+            _dumps(run.get("grading")),
+            _dumps(run.get("notes")),
+            run.get("tokometer_version", __version__),
+        )
+
+    def _insert_run(self, run: Mapping[str, Any]) -> int:
+        cursor = self.db.execute(
+            f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+            self._run_values(run),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _insert_requests(self, run_id: int, requests: Sequence[Mapping[str, Any]]) -> None:
+        self.db.executemany(
+            """INSERT INTO requests (run_id, seq, phase, label, grp, ok, error_kind, error, t0_s,
+               event_times_json, event_tokens_json, output_tokens, output_tokens_source,
+               prompt_tokens, cached_tokens, finish_reason, server_timings_json, record_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [
+                (
+                    run_id,
+                    r["seq"],
+                    r["phase"],
+                    r.get("label") or "",
+                    r.get("group") or 0,
+                    1 if r.get("ok") else 0,
+                    r.get("error_kind"),
+                    r.get("error"),
+                    r.get("t0_s"),
+                    _dumps(r.get("event_times_s")),
+                    _dumps(r.get("event_tokens")),
+                    r.get("output_tokens"),
+                    r.get("output_tokens_source"),
+                    r.get("prompt_tokens"),
+                    r.get("cached_tokens"),
+                    r.get("finish_reason"),
+                    _dumps(r.get("server_timings")),
+                    _dumps(r),
+                )
+                for r in requests
+            ],
+        )
 
     def delete_run(self, run_id: int) -> None:
         with transaction(self.db):
@@ -236,16 +287,6 @@ class RunStore:
 
     def get_runs(self, run_ids: Sequence[int], *, with_requests: bool = True) -> list[dict[str, Any]]:
         return [self.get_run(i, with_requests=with_requests) for i in run_ids]
-
-    def recompute(self, run_id: int) -> dict[str, Any]:
-        """The summary recomputed from the stored timestamps (equals the stored one for tokometer runs)."""
-        from tokometer.bench.client import RequestRecord
-        from tokometer.bench.summary import summarize_records
-
-        run = self.get_run(run_id)
-        config = run.get("config") or {}
-        records = [RequestRecord.from_dict(r) for r in run["requests"] if "t0_s" in r]
-        return summarize_records(records, slo_ttft_ms=config.get("slo_ttft_ms"), slo_tpot_ms=config.get("slo_tpot_ms"))
 
     def schema(self) -> str:
         return "\n".join(r[0] + ";" for r in self.db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name"))
