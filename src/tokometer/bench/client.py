@@ -1,7 +1,12 @@
 """Send one streaming request, stamp every chunk on arrival, and turn the bytes into a record.
 
-The hot loop only does `clock()` and `list.append` per chunk (tugot17/tokenomics#16: stamp the
-clock the instant a chunk lands, before any parsing). Framing, JSON and counting happen in
+The hot loop only does `clock()`, `list.append` and a few C-level byte scans per chunk
+(tugot17/tokenomics#16: stamp the clock the instant a chunk lands, before any parsing). The scans
+enforce the limits that keep a hostile server from holding the run: a line longer than
+`Limits.line_bytes`, a response larger than `Limits.response_bytes`, and more events than
+`max_tokens` allows (a server that ignores `max_tokens`) stop the reading, and the request fails
+with a named reason (`line-too-long`, `too-large`, `overrun`). An HTML page and a redirect get
+their own reasons too (`html`, `redirect`). Framing, JSON and counting happen in
 `build_record`, after the stream has ended, and are pure, so tests feed it fake chunks.
 
 The HTTP transport and the clock are parameters: `httpx.MockTransport` and a fake clock in unit
@@ -27,6 +32,42 @@ from tokometer.bench.sse import Chunk, parse_stream
 
 Clock = Callable[[], float]
 DONE_DRAIN_S = 2.0  # after the end marker, wait at most this long for the stream to close
+EVENT_SLACK = 16  # events a stream may carry beyond max_tokens: role prelude, finish, usage, [DONE]...
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one response may send before the client stops reading it."""
+
+    line_bytes: int = 1 << 20  # one SSE/NDJSON line (a token event is ~100-300 bytes)
+    response_bytes: int = 64 << 20  # the whole body
+
+
+class _JsonLimit(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _JsonLimit(f"the server sent {name}, which is not a number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _JsonLimit(f"the server sent {text[:20]}, which is not a finite number")
+    return value
+
+
+def decode_event(text: str) -> tuple[Any, str | None]:
+    """JSON of one event, or (None, why not): NaN, Infinity, 1e999 and deep nesting are refused."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float), None
+    except _JsonLimit as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "an event is nested too deeply to read"
+    except ValueError:
+        return None, f"malformed JSON in the stream: {text[:80]!r}"
 
 
 @dataclass(frozen=True)
@@ -183,13 +224,16 @@ def build_record(
         if event.data.strip() == "[DONE]":
             done = True
             continue
-        try:
-            obj = json.loads(event.data)
-        except json.JSONDecodeError:
+        obj, why = decode_event(event.data)
+        if why is not None:
             if error is None:
-                error_kind, error = "malformed", f"malformed JSON in the stream: {event.data[:80]!r}"
+                error_kind, error = ("malformed" if why.startswith("malformed") else "invalid"), why
             continue
         parsed: Parsed = protocol.parse(obj)
+        if parsed.invalid is not None:
+            if error is None or error_kind in ("truncated", "dropped"):
+                error_kind, error = "invalid", f"the server sent an invalid value: {parsed.invalid}"
+            continue
         if parsed.error is not None:
             if error is None or error_kind in ("truncated", "dropped"):
                 error_kind, error = "server-error", f"server error inside the stream: {parsed.error}"
@@ -205,7 +249,7 @@ def build_record(
             token_times.append(event.t_s)
             text_chars += len(parsed.text)
             running = parsed.usage.get("completion_tokens") if parsed.usage else None
-            cumulative.append(running if isinstance(running, int) else None)
+            cumulative.append(int(running) if isinstance(running, int | float) else None)
     if error is None and not done and finish is None:
         error_kind, error = "truncated", "the stream ended before the server said it was done (connection dropped?)"
     if error is None and not token_times:
@@ -313,6 +357,7 @@ async def send_streaming(
     max_tokens: int | None = None,
     ignore_eos: bool = False,
     group: int = 0,
+    limits: Limits | None = None,
 ) -> Exchange:
     """POST `body` and read the stream chunk by chunk; never raises for I/O failures.
 
@@ -326,7 +371,6 @@ async def send_streaming(
         headers={"content-type": "application/json", "accept-encoding": "identity", **(headers or {})},
         timeout=httpx.Timeout(stall_timeout_s, connect=min(stall_timeout_s, 30.0)),
     )
-    markers = _done_markers(protocol)
     chunks: list[Chunk] = []
     status: int | None = None
     t_headers: float | None = None
@@ -340,23 +384,17 @@ async def send_streaming(
                 t_headers = clock()
                 status = response.status_code
                 if status >= 400:
-                    detail = (await response.aread())[:300].decode("utf-8", "replace").strip()
+                    detail = (await _head(response, 300)).decode("utf-8", "replace").strip()
                     failure = ("http", f"HTTP {status}" + (f": {detail}" if detail else ""))
+                elif 300 <= status < 400:
+                    where = response.headers.get("location") or "an unnamed place"
+                    failure = ("redirect", f"HTTP {status} redirect to {where[:200]}: give that URL (redirects are not followed)")
+                elif response.headers.get("content-type", "").lower().startswith("text/html"):
+                    failure = ("html", f"the server answered HTTP {status} with an HTML page, not a token stream (wrong URL, or a login or proxy page?)")
                 elif response.is_stream_consumed:  # the body was read eagerly (an in-memory transport)
                     chunks.append((clock(), response.content))
                 else:
-                    stream = response.aiter_raw()
-                    finished = False
-                    async for chunk in stream:
-                        chunks.append((clock(), chunk))
-                        if any(m in chunk for m in markers):
-                            finished = True
-                            break
-                    if finished:  # drain the tail so the connection can be reused, but never hang on it
-                        with contextlib.suppress(TimeoutError, httpx.HTTPError):
-                            async with asyncio.timeout(DONE_DRAIN_S):
-                                async for chunk in stream:
-                                    chunks.append((clock(), chunk))
+                    failure = await _read_stream(response, chunks, clock, protocol, max_tokens, limits or Limits())
             finally:
                 await response.aclose()
     except TimeoutError:
@@ -386,6 +424,64 @@ async def send_streaming(
         group=group,
         prompt=_prompt_text(body),
     )
+
+
+async def _head(response: httpx.Response, n_bytes: int) -> bytes:
+    """The first `n_bytes` of a body, without reading the rest (an error page may be huge)."""
+    if response.is_stream_consumed:
+        return response.content[:n_bytes]
+    got = b""
+    async for chunk in response.aiter_raw():
+        got += chunk
+        if len(got) >= n_bytes:
+            break
+    return got[:n_bytes]
+
+
+async def _read_stream(
+    response: httpx.Response,
+    chunks: list[Chunk],
+    clock: Clock,
+    protocol: Protocol,
+    max_tokens: int | None,
+    limits: Limits,
+) -> tuple[str, str] | None:
+    """The hot loop: stamp and keep each chunk; stop at the end marker or at a limit (named)."""
+    markers = _done_markers(protocol)
+    event_mark = b"\n" if protocol.framing == "ndjson" else b"data:"
+    event_cap = max_tokens + EVENT_SLACK if max_tokens else None
+    line_bytes = total_bytes = events = 0
+    stream = response.aiter_raw()
+    finished = False
+    failure: tuple[str, str] | None = None
+    async for chunk in stream:
+        chunks.append((clock(), chunk))
+        total_bytes += len(chunk)
+        newline = chunk.rfind(b"\n")
+        line_bytes = line_bytes + len(chunk) if newline < 0 else len(chunk) - newline - 1
+        if line_bytes > limits.line_bytes:
+            failure = ("line-too-long", f"the server sent a line longer than {limits.line_bytes:,} bytes; reading stopped")
+            break
+        if total_bytes > limits.response_bytes:
+            failure = ("too-large", f"the response grew past {limits.response_bytes:,} bytes; reading stopped")
+            break
+        if event_cap is not None:
+            events += chunk.count(event_mark)
+            if events > event_cap:
+                failure = ("overrun", f"the server kept sending past max_tokens={max_tokens} ({events} events); reading stopped")
+                break
+        if any(m in chunk for m in markers):
+            finished = True
+            break
+    if finished:  # drain the tail so the connection can be reused, but never hang on it
+        with contextlib.suppress(TimeoutError, httpx.HTTPError):
+            async with asyncio.timeout(DONE_DRAIN_S):
+                async for chunk in stream:
+                    chunks.append((clock(), chunk))
+                    total_bytes += len(chunk)
+                    if total_bytes > limits.response_bytes:
+                        break
+    return failure
 
 
 def _prompt_text(body: Mapping[str, Any]) -> str | None:

@@ -43,6 +43,7 @@ from tokometer.errors import BenchError, InputError
 TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
 DEFAULT_RATE_DURATION_S = 60.0
+LONG_PROMPT_TOKENS = 2048  # from here, the wait for the first byte may exceed --timeout (prompt / 20 tok/s)
 Progress = Callable[[int, int | None, str], None]
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -65,8 +66,9 @@ class BenchConfig:
     requests: int | None = None
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
-    stall_timeout_s: float = 300.0
-    request_timeout_s: float | None = None
+    stall_timeout_s: float = 60.0  # a long prompt's wait for its first byte gets prompt / 20 tok/s if longer
+    request_timeout_s: float | None = None  # None: derived from the request (`request_bound_s`)
+    deadline_s: float | None = None  # None: derived from the plan of the run (`deadline_bound_s`)
     ignore_eos: bool | None = None  # None: send it where the server is known to support it
     seed: int | None = None
     api_key: str | None = field(default=None, repr=False)
@@ -111,6 +113,43 @@ class BenchConfig:
             raise InputError(f"--requests must be at least 1, got {self.requests}")
         if self.duration_s is not None and self.rate_rps is None:
             raise InputError("--duration needs --rate")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise InputError(f"--deadline must be a positive number, got {self.deadline_s!r}")
+
+    def request_bound_s(self, prompt_tokens: int = 0, max_tokens: int | None = None) -> float:
+        """Seconds one request may take: `--request-timeout`, else a floor on the server's speed.
+
+        Default: 60 s + prompt / 20 tok/s + output / 2 tok/s, so only a server slower than a
+        20 tok/s prefill and a 2 tok/s decode (or one that stalls) is cut off.
+        """
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        out = self.max_tokens if max_tokens is None else max_tokens
+        return 60.0 + prompt_tokens / 20.0 + out / 2.0
+
+    def deadline_bound_s(self) -> float:
+        """Seconds the whole run may take: `--deadline`, else the plan's requests at their bound.
+
+        Requests sent one after another each get `request_bound_s`; a concurrency round is one
+        slot; open-loop arrivals get their duration plus one request's bound.
+        """
+        if self.deadline_s is not None:
+            return self.deadline_s
+        warm = self.warmup * self.request_bound_s(0, min(self.max_tokens, 32))
+        if self.mode == "speed":
+            slots = self.runs * self.request_bound_s()
+            if self.prompt_tokens > 0:
+                slots += self.runs * self.request_bound_s(self.prompt_tokens, 4)
+        elif self.mode == "depth":
+            slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
+        elif self.mode == "concurrency":
+            slots = self.runs * len(self.concurrency) * self.request_bound_s()
+        else:
+            duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
+            slots = duration + self.request_bound_s()
+        if self.requests is not None and self.mode != "rate":
+            slots = min(slots, (self.requests + 1) * self.request_bound_s(max(self.depths, default=self.prompt_tokens)))
+        return warm + slots + 30.0  # + detection and the prompt-count pass
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +170,7 @@ class BenchConfig:
             "slo_tpot_ms": self.slo_tpot_ms,
             "stall_timeout_s": self.stall_timeout_s,
             "request_timeout_s": self.request_timeout_s,
+            "deadline_s": self.deadline_bound_s(),
             "ignore_eos": self.ignore_eos,
             "seed": self.seed,
             "temperature": 0.0,
@@ -143,7 +183,7 @@ class BenchResult:
     config: BenchConfig
     endpoint: Endpoint | None
     records: tuple[RequestRecord, ...]
-    status: str  # complete | interrupted | failed
+    status: str  # complete | interrupted | deadline | failed
     started_at: str
     finished_at: str
     notes: tuple[str, ...] = ()
@@ -215,6 +255,7 @@ class Runner:
         self.on_start = on_start
         self.on_exchange = on_exchange
         self.stopped_by: int | None = None
+        self.deadline_hit = False
         self.config = config
         self.transport = transport
         self.clock = clock
@@ -259,6 +300,8 @@ class Runner:
                 gc.enable()
         records = tuple(self._with_prompt_count(ex.record()) for ex in self.exchanges)
         measured_ok = [r for r in records if r.phase != "cold" and r.ok]
+        if self.deadline_hit:
+            status = "deadline"
         if status == "complete" and not measured_ok:
             status = "failed"
         return BenchResult(
@@ -345,6 +388,7 @@ class Runner:
         )
         seq = self._seq
         self._seq += 1
+        prompt_guess = int(1.5 * len(prompt.split()))  # tokens, generously (bounds only)
         exchange = await send_streaming(
             client,
             ep.request_url,
@@ -354,8 +398,8 @@ class Runner:
             phase=phase,
             label=label,
             clock=self.clock,
-            stall_timeout_s=self.config.stall_timeout_s,
-            total_timeout_s=self.config.request_timeout_s,
+            stall_timeout_s=self.config.stall_timeout_s if prompt_guess < LONG_PROMPT_TOKENS else max(self.config.stall_timeout_s, prompt_guess / 20.0),
+            total_timeout_s=self.config.request_bound_s(prompt_guess, max_tokens),
             max_tokens=max_tokens,
             ignore_eos=self.ignore_eos,
             group=group,
@@ -392,8 +436,13 @@ class Runner:
 
     async def _main(self) -> None:
         undo = self._catch_stop_signals()
+        deadline_s = self.config.deadline_bound_s()
         try:
-            await self._measure()
+            async with asyncio.timeout(deadline_s):
+                await self._measure()
+        except TimeoutError:
+            self.deadline_hit = True
+            self.notes.append(f"stopped at the run's deadline of {deadline_s:g} s (--deadline): the requests completed before it are kept")
         finally:
             undo()
 

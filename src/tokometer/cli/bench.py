@@ -70,8 +70,9 @@ def _end_progress(progress: object) -> None:
 @click.option("--requests", type=int, help="Stop after this many measured requests (any mode).")
 @click.option("--slo-ttft", "slo_ttft_ms", type=float, help="Goodput SLO: time to first token, ms.")
 @click.option("--slo-tpot", "slo_tpot_ms", type=float, help="Goodput SLO: time per output token after the first, ms.")
-@click.option("--timeout", "stall_timeout_s", type=float, default=300.0, show_default=True, help="Seconds without data before a request counts as stalled.")
-@click.option("--request-timeout", "request_timeout_s", type=float, help="Seconds a whole request may take.")
+@click.option("--timeout", "stall_timeout_s", type=float, default=60.0, show_default=True, help="Seconds without data before a request counts as stalled (prompts over 2048 tokens get prompt/20 tok/s if longer).")
+@click.option("--request-timeout", "request_timeout_s", type=float, help="Seconds a whole request may take (default: 60 + prompt/20 + max-tokens/2).")
+@click.option("--deadline", "deadline_s", type=float, help="Seconds the whole run may take (default: every planned request at its --request-timeout); completed requests are kept.")
 @click.option("--ignore-eos/--no-ignore-eos", default=None, help="Ask the server to ignore end-of-sequence (default: where known to work).")
 @click.option("--seed", type=int, help="Seed for prompts and arrivals.")
 @click.option("--predict-model", help="Model to predict for the verdict (catalog name, .gguf, config.json, Hub id).")
@@ -108,7 +109,7 @@ def bench(
     from tokometer.report.text import to_json
     from tokometer.usecases.benchmark import Predictor, benchmark
 
-    bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "ignore_eos", "seed")
+    bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed")
     settings = {k: options.pop(k) for k in bench_keys}
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
     config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
@@ -148,6 +149,10 @@ def bench(
         click.echo(f"warning: {outcome.store_error}", err=True)
     if result.status == "interrupted":
         raise click.exceptions.Exit(stop_code)
+    if result.status == "deadline":
+        kept = run["summary"].get("requests_ok", 0)
+        saved = f" (run #{run_id} saved)" if run_id is not None else ""
+        raise BenchError(f"the run reached its deadline of {config.deadline_bound_s():g} s; {kept} completed request(s) kept{saved}")
     if result.status == "failed":
         s = run["summary"]
         first = s.get("first_error") or next((r.get("error") for r in run["requests"] if r.get("error")), "no response")
