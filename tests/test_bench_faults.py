@@ -179,3 +179,24 @@ def test_cli_mixed_hostile_server_exits_0_and_stores_the_good_requests() -> None
     assert code == 0, err
     shown = json.loads(out)
     assert shown["summary"]["errors"] == {"invalid": 2} and shown["summary"]["requests_ok"] == 2
+
+
+def test_a_token_count_that_disagrees_with_the_bytes_is_flagged_not_stored_as_good() -> None:
+    with synthetic(tok_s=2000.0, ttft_s=0.002, faults=("", "overcount")) as server:
+        result = Runner(BenchConfig(server.url, max_tokens=12, prompt_tokens=0, runs=4)).run()
+    s = result.summary()
+    assert s["errors"] == {"implausible": 2} and s["requests_ok"] == 2
+    bad = next(r for r in result.records if not r.ok)
+    assert bad.output_tokens == 600 and "characters of text arrived" in (bad.error or "")
+    assert s["decode_tps"]["max"] < 5000  # the 50x count never reaches the statistics
+    from tokometer.bench.grading import grade
+
+    codes = {f["code"]: f["severity"] for f in grade(s, None)["flags"]}
+    assert codes["implausible"] == "error"
+
+
+def test_cli_json_carries_the_implausible_flag() -> None:
+    with synthetic(tok_s=2000.0, ttft_s=0.002, faults=("overcount",)) as server:
+        code, out, err = run_cli(["bench", server.url, "--max-tokens", "8", "--prompt-tokens", "0", "--runs", "2", "--json"])
+    assert code == 2
+    assert "the server counted 400 output tokens" in err.strip().splitlines()[-1]

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from tokometer.bench.metrics import RequestMetrics, Trace, request_metrics
+from tokometer.bench.plausibility import implausible
 from tokometer.bench.protocols import Parsed, Protocol, server_counts
 from tokometer.bench.sse import Chunk, parse_stream
 
@@ -264,6 +265,20 @@ def build_record(
             steps.append(c - previous)
             previous = c
         event_tokens = tuple(steps)
+    output_tokens = counts.output_tokens if token_times or counts.output_tokens_source != "events" else None
+    if error is None:
+        why = implausible(
+            t0_s=t0,
+            t_headers_s=t_headers,
+            event_times_s=token_times,
+            event_tokens=event_tokens,
+            output_tokens=output_tokens,
+            output_tokens_source=counts.output_tokens_source,
+            text_chars=text_chars,
+            max_tokens=max_tokens,
+        )
+        if why is not None:
+            error_kind, error = "implausible", why
     return RequestRecord(
         seq=seq,
         phase=phase,
@@ -279,7 +294,7 @@ def build_record(
         event_times=tuple(token_times),
         event_tokens=event_tokens,
         events_total=len(events),
-        output_tokens=counts.output_tokens if token_times or counts.output_tokens_source != "events" else None,
+        output_tokens=output_tokens,
         output_tokens_source=counts.output_tokens_source,
         prompt_tokens=counts.prompt_tokens,
         prompt_tokens_source="server" if counts.prompt_tokens is not None else None,
