@@ -22,7 +22,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -30,6 +30,7 @@ from tokometer.bench.metrics import RequestMetrics, Trace, request_metrics
 from tokometer.bench.plausibility import implausible
 from tokometer.bench.protocols import Parsed, Protocol, server_counts
 from tokometer.bench.sse import Chunk, parse_stream
+from tokometer.runrecord import FailureKind, Phase
 
 Clock = Callable[[], float]
 DONE_DRAIN_S = 2.0  # after the end marker, wait at most this long for the stream to close
@@ -76,13 +77,13 @@ class RequestRecord:
     """Everything one request left behind; times are absolute client-clock seconds."""
 
     seq: int
-    phase: str  # cold | decode | ttft | depth | concurrency | rate
+    phase: Phase
     label: str
     ok: bool
     t0: float
     group: int = 0  # round within a level (concurrency: requests launched together)
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
     status_code: int | None = None
     t_headers: float | None = None
     t_end: float | None = None
@@ -151,13 +152,13 @@ class RequestRecord:
         tokens = data.get("event_tokens")
         return cls(
             seq=int(data["seq"]),
-            phase=str(data["phase"]),
+            phase=cast(Phase, str(data["phase"])),
             label=str(data.get("label") or ""),
             ok=bool(data["ok"]),
             t0=t0,
             group=int(data.get("group") or 0),
             error=data.get("error"),
-            error_kind=data.get("error_kind"),
+            error_kind=cast("FailureKind | None", data.get("error_kind")),
             status_code=data.get("status_code"),
             t_headers=absolute("t_headers_s"),
             t_end=absolute("t_end_s"),
@@ -199,19 +200,21 @@ def build_record(
     chunks: list[Chunk],
     *,
     seq: int,
-    phase: str,
+    phase: Phase,
     label: str,
     t0: float,
     group: int = 0,
     t_headers: float | None = None,
     t_end: float | None = None,
     status_code: int | None = 200,
-    failure: tuple[str, str] | None = None,
+    failure: tuple[FailureKind, str] | None = None,
     max_tokens: int | None = None,
     ignore_eos: bool = False,
     params: dict[str, Any] | None = None,
 ) -> RequestRecord:
     """Parse the stream's chunks into a record: token events, counts, finish reason, errors."""
+    error_kind: FailureKind | None
+    error: str | None
     error_kind, error = failure if failure else (None, None)
     token_times: list[float] = []
     cumulative: list[int | None] = []
@@ -323,14 +326,14 @@ class Exchange:
 
     protocol: Protocol
     seq: int
-    phase: str
+    phase: Phase
     label: str
     t0: float
     t_headers: float | None
     t_end: float
     status_code: int | None
     chunks: list[Chunk]
-    failure: tuple[str, str] | None
+    failure: tuple[FailureKind, str] | None
     max_tokens: int | None
     ignore_eos: bool
     params: dict[str, Any]
@@ -363,7 +366,7 @@ async def send_streaming(
     body: dict[str, Any],
     *,
     seq: int,
-    phase: str,
+    phase: Phase,
     label: str,
     clock: Clock,
     headers: Mapping[str, str] | None = None,
@@ -389,7 +392,7 @@ async def send_streaming(
     chunks: list[Chunk] = []
     status: int | None = None
     t_headers: float | None = None
-    failure: tuple[str, str] | None = None
+    failure: tuple[FailureKind, str] | None = None
     params = {k: v for k, v in body.items() if k not in ("prompt", "messages")}
     t0 = clock()
     try:
@@ -460,7 +463,7 @@ async def _read_stream(
     protocol: Protocol,
     max_tokens: int | None,
     limits: Limits,
-) -> tuple[str, str] | None:
+) -> tuple[FailureKind, str] | None:
     """The hot loop: stamp and keep each chunk; stop at the end marker or at a limit (named)."""
     markers = _done_markers(protocol)
     event_mark = b"\n" if protocol.framing == "ndjson" else b"data:"
@@ -468,7 +471,7 @@ async def _read_stream(
     line_bytes = total_bytes = events = 0
     stream = response.aiter_raw()
     finished = False
-    failure: tuple[str, str] | None = None
+    failure: tuple[FailureKind, str] | None = None
     async for chunk in stream:
         chunks.append((clock(), chunk))
         total_bytes += len(chunk)

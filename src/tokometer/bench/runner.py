@@ -39,6 +39,7 @@ from tokometer.bench.metrics import DEFINITIONS
 from tokometer.bench.protocols import GenerationRequest
 from tokometer.bench.summary import summarize_levels, summarize_records
 from tokometer.errors import BenchError, InputError
+from tokometer.runrecord import Phase, RunRecord, RunStatus
 
 TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
@@ -183,7 +184,7 @@ class BenchResult:
     config: BenchConfig
     endpoint: Endpoint | None
     records: tuple[RequestRecord, ...]
-    status: str  # complete | interrupted | deadline | failed
+    status: RunStatus
     started_at: str
     finished_at: str
     notes: tuple[str, ...] = ()
@@ -218,6 +219,9 @@ class BenchResult:
             "definitions": DEFINITIONS,
             "requests": [r.to_dict() for r in self.records],
         }
+
+    def to_record(self) -> RunRecord:
+        return RunRecord.from_dict({**self.to_dict(), "source": "tokometer"})
 
 
 class _Stop(Exception):
@@ -280,7 +284,7 @@ class Runner:
 
     def run(self) -> BenchResult:
         started = self.now()
-        status = "complete"
+        status: RunStatus = "complete"
         gc_was_enabled = gc.isenabled()
         try:
             asyncio.run(self._main())
@@ -360,7 +364,7 @@ class Runner:
     async def _send(
         self,
         client: httpx.AsyncClient,
-        phase: str,
+        phase: Phase,
         label: str,
         prompt: str,
         max_tokens: int,

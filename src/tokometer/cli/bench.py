@@ -131,7 +131,7 @@ def bench(
         outcome = benchmark(config, predictor, save=not no_save, progress=progress)
     finally:
         _end_progress(progress)
-    result, run, run_id = outcome.result, outcome.run, outcome.run_id
+    result, run, run_id = outcome.result, outcome.run.to_dict(), outcome.run_id
     stop_code = 128 + int(result.stopped_by) if result.stopped_by else 130
     if result.endpoint is None:
         if result.status == "interrupted":

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.errors import TokometerError
+from tokometer.runrecord import RunRecord
 from tokometer.store.migrations import migrate, transaction
 
 DB_NAME = "runs.db"
@@ -77,6 +78,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _record(run: RunRecord | Mapping[str, Any]) -> RunRecord:
+    """A run ready to store: typed, with NaN and infinities turned into null."""
+    try:
+        record = run if isinstance(run, RunRecord) else RunRecord.from_dict(run)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise StoreError(f"not a run: {exc}") from None
+    return RunRecord.from_dict(_clean(record.to_dict()))
+
+
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
@@ -115,23 +125,22 @@ class RunStore:
 
     # --- writing -------------------------------------------------------------------------------
 
-    def save_run(self, run: Mapping[str, Any]) -> int:
+    def save_run(self, run: RunRecord | Mapping[str, Any]) -> int:
         """Insert one run and its requests in a single transaction; return its id."""
-        run = _clean(dict(run))
+        record = _record(run)
         try:
             with transaction(self.db):
-                run_id = self._insert_run(run)
-                self._insert_requests(run_id, run.get("requests") or [])
+                run_id = self._insert_run(record)
+                self._insert_requests(run_id, record.requests)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
         return run_id
 
-    def begin_run(self, header: Mapping[str, Any]) -> int:
+    def begin_run(self, header: RunRecord) -> int:
         """Store a run that is starting (status `incomplete`, no summary yet); return its id."""
-        run = _clean({**header, "status": "incomplete"})
         try:
             with transaction(self.db):
-                return self._insert_run(run)
+                return self._insert_run(_record(header.with_(status="incomplete", requests=())))
         except sqlite3.Error as exc:
             raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
 
@@ -143,9 +152,9 @@ class RunStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot save requests to {self.path}: {exc}") from None
 
-    def finish_run(self, run_id: int, run: Mapping[str, Any]) -> None:
+    def finish_run(self, run_id: int, run: RunRecord) -> None:
         """Replace a live run's header and requests by the finished run, in one transaction."""
-        run = _clean(dict(run))
+        run = _record(run)
         try:
             with transaction(self.db):
                 self.db.execute(
@@ -153,35 +162,35 @@ class RunStore:
                     (*self._run_values(run), run_id),
                 )
                 self.db.execute("DELETE FROM requests WHERE run_id = ?", (run_id,))
-                self._insert_requests(run_id, run.get("requests") or [])
+                self._insert_requests(run_id, run.requests)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
 
     @staticmethod
-    def _run_values(run: Mapping[str, Any]) -> tuple[Any, ...]:
+    def _run_values(run: RunRecord) -> tuple[Any, ...]:
         from tokometer import __version__
 
         return (
-            run["started_at"],
-            run.get("finished_at"),
-            run.get("status", "complete"),
-            run.get("source", "tokometer"),
-            run.get("url"),
-            run.get("model"),
-            run.get("hardware"),
-            run.get("mode", "speed"),
-            run.get("protocol"),
-            _dumps(run.get("config") or {}),
-            _dumps(run.get("server")),
-            _dumps(run.get("summary") or {}),
-            _dumps(run.get("levels")),
-            _dumps(run.get("prediction")),
-            _dumps(run.get("grading")),
-            _dumps(run.get("notes")),
-            run.get("tokometer_version", __version__),
+            run.started_at,
+            run.finished_at,
+            run.status,
+            run.source,
+            run.url,
+            run.model,
+            run.hardware,
+            run.mode,
+            run.protocol,
+            _dumps(run.config),
+            _dumps(run.server),
+            _dumps(run.summary),
+            _dumps(run.levels),
+            _dumps(run.prediction),
+            _dumps(run.grading),
+            _dumps(list(run.notes)),
+            run.tokometer_version or __version__,
         )
 
-    def _insert_run(self, run: Mapping[str, Any]) -> int:
+    def _insert_run(self, run: RunRecord) -> int:
         cursor = self.db.execute(
             f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
             self._run_values(run),
@@ -284,6 +293,14 @@ class RunStore:
             return run
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
+
+    def get_record(self, run_id: int) -> RunRecord:
+        """One run in full, typed."""
+        run = self.get_run(run_id)
+        try:
+            return RunRecord.from_dict(run)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"run #{run_id} in {self.path} cannot be read: {exc}") from None
 
     def get_runs(self, run_ids: Sequence[int], *, with_requests: bool = True) -> list[dict[str, Any]]:
         return [self.get_run(i, with_requests=with_requests) for i in run_ids]

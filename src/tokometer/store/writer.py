@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tokometer.runrecord import RunRecord
 from tokometer.store import RunStore, StoreError
 
 RowThunk = Callable[[], Mapping[str, Any]]
@@ -28,7 +29,7 @@ _STOP = object()
 class RunWriter:
     """Owns one live run: `begin` at construction, `put` per finished request, `close` at the end."""
 
-    def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
+    def __init__(self, path: Path, header: RunRecord) -> None:
         self.path = path
         with RunStore(path) as store:
             self.run_id = store.begin_run(header)

@@ -20,6 +20,7 @@ from tokometer.bench.detect import Endpoint
 from tokometer.bench.runner import BenchConfig, BenchResult, Progress, Runner
 from tokometer.bench.summary import summarize_records
 from tokometer.errors import InputError
+from tokometer.runrecord import RunRecord
 from tokometer.store import RunStore, default_path
 from tokometer.store.writer import RunWriter
 
@@ -106,7 +107,7 @@ class BenchOutcome:
     """A finished (or interrupted) benchmark: the runner's result, the stored run dict and its id."""
 
     result: BenchResult
-    run: dict[str, Any]
+    run: RunRecord
     run_id: int | None
     store_error: str | None = None
 
@@ -136,16 +137,16 @@ def benchmark(
         nonlocal writer
         if not save:
             return
-        header = {
-            "started_at": started,
-            "source": "tokometer",
-            "url": config.url,
-            "model": endpoint.model,
-            "mode": config.mode,
-            "protocol": endpoint.protocol.name,
-            "config": config.to_dict(),
-            "server": endpoint.to_dict(),
-        }
+        header = RunRecord(
+            started_at=started,
+            status="incomplete",
+            mode=config.mode,
+            url=config.url,
+            model=endpoint.model,
+            protocol=endpoint.protocol.name,
+            config=config.to_dict(),
+            server=endpoint.to_dict(),
+        )
         writer = RunWriter(default_path(), header)
 
     def on_exchange(exchange: Exchange) -> None:
@@ -158,17 +159,16 @@ def benchmark(
     finally:
         if writer is not None:
             writer.close()
-    run = result.to_dict()
-    run["source"] = "tokometer"
+    shape = result.to_dict()
     if result.endpoint is not None:
-        predict_and_grade(run, predictor, result.endpoint.model, run["notes"])
+        predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"])
+    run = RunRecord.from_dict({**shape, "source": "tokometer"})
     run_id = writer.run_id if writer is not None else None
     store_error = writer.error if writer is not None else None
     if writer is not None:
         with RunStore(writer.path) as store:
             store.finish_run(writer.run_id, run)
-    run["id"] = run_id
-    return BenchOutcome(result=result, run=run, run_id=run_id, store_error=store_error)
+    return BenchOutcome(result=result, run=run.with_(id=run_id), run_id=run_id, store_error=store_error)
 
 
 def recompute(store: RunStore, run_id: int) -> dict[str, Any]:
