@@ -46,9 +46,10 @@ class StoreError(TokometerError):
 
 
 class RunNotFound(StoreError):
-    def __init__(self, run_id: int, path: Path) -> None:
+    def __init__(self, run_id: object, path: Path) -> None:
         self.run_id = run_id
-        super().__init__(f"no run #{run_id} in {path} (see `tokometer runs list`)")
+        shown = f"#{run_id}" if isinstance(run_id, int) else repr(run_id)[:40]
+        super().__init__(f"no run {shown} in {path} (see `tokometer runs list`)")
 
 
 def default_path() -> Path:
@@ -229,6 +230,7 @@ class RunStore:
         )
 
     def delete_run(self, run_id: int) -> None:
+        run_id = self._check_id(run_id)
         with transaction(self.db):
             deleted = self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
         if not deleted:
@@ -272,8 +274,22 @@ class RunStore:
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
-    def get_run(self, run_id: int, *, with_requests: bool = True) -> dict[str, Any]:
-        """One run in full: configuration, server identity, summary, levels, prediction, requests."""
+    def _check_id(self, run_id: object) -> int:
+        """Run ids are positive SQLite integers; anything else is simply not there."""
+        if isinstance(run_id, bool) or not isinstance(run_id, int) or not 0 < run_id < 2**63:
+            raise RunNotFound(run_id, self.path)
+        return run_id
+
+    def count_requests(self, run_id: int) -> int:
+        self._check_id(run_id)
+        return int(self.db.execute("SELECT COUNT(*) FROM requests WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+    def get_run(
+        self, run_id: int, *, with_requests: bool = True, requests_limit: int | None = None, requests_offset: int = 0
+    ) -> dict[str, Any]:
+        """One run in full: configuration, server identity, summary, levels, prediction, requests
+        (all of them, or `requests_limit` from `requests_offset` in order, for large runs)."""
+        run_id = self._check_id(run_id)
         try:
             row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -288,7 +304,10 @@ class RunStore:
             if with_requests:
                 run["requests"] = [
                     json.loads(r["record_json"])
-                    for r in self.db.execute("SELECT record_json FROM requests WHERE run_id = ? ORDER BY seq", (run_id,))
+                    for r in self.db.execute(
+                        "SELECT record_json FROM requests WHERE run_id = ? ORDER BY seq LIMIT ? OFFSET ?",
+                        (run_id, -1 if requests_limit is None else requests_limit, max(0, requests_offset)),
+                    )
                 ]
             return run
         except sqlite3.Error as exc:
