@@ -440,7 +440,7 @@ async def send_streaming(
         ignore_eos=ignore_eos,
         params=params,
         group=group,
-        prompt=_prompt_text(body),
+        prompt=prompt_text(body),
     )
 
 
@@ -456,6 +456,41 @@ async def _head(response: httpx.Response, n_bytes: int) -> bytes:
     return got[:n_bytes]
 
 
+class StreamGuard:
+    """The per-read checks of the hot loop, shared by both transports: C-level byte scans only.
+
+    `check(payload)` returns a failure when a limit is passed (the caller stops reading) and sets
+    `finished` once the protocol's end marker has been seen (the caller may stop after a drain).
+    """
+
+    __slots__ = ("event_cap", "event_mark", "events", "finished", "limits", "line_bytes", "markers", "max_tokens", "total_bytes")
+
+    def __init__(self, protocol: Protocol, max_tokens: int | None, limits: Limits) -> None:
+        self.markers = _done_markers(protocol)
+        self.event_mark = b"\n" if protocol.framing == "ndjson" else b"data:"
+        self.max_tokens = max_tokens
+        self.event_cap = max_tokens + EVENT_SLACK if max_tokens else None
+        self.limits = limits
+        self.line_bytes = self.total_bytes = self.events = 0
+        self.finished = False
+
+    def check(self, chunk: bytes) -> tuple[FailureKind, str] | None:
+        self.total_bytes += len(chunk)
+        newline = chunk.rfind(b"\n")
+        self.line_bytes = self.line_bytes + len(chunk) if newline < 0 else len(chunk) - newline - 1
+        if self.line_bytes > self.limits.line_bytes:
+            return ("line-too-long", f"the server sent a line longer than {self.limits.line_bytes:,} bytes; reading stopped")
+        if self.total_bytes > self.limits.response_bytes:
+            return ("too-large", f"the response grew past {self.limits.response_bytes:,} bytes; reading stopped")
+        if self.event_cap is not None:
+            self.events += chunk.count(self.event_mark)
+            if self.events > self.event_cap:
+                return ("overrun", f"the server kept sending past max_tokens={self.max_tokens} ({self.events} events); reading stopped")
+        if not self.finished and any(m in chunk for m in self.markers):
+            self.finished = True
+        return None
+
+
 async def _read_stream(
     response: httpx.Response,
     chunks: list[Chunk],
@@ -465,44 +500,27 @@ async def _read_stream(
     limits: Limits,
 ) -> tuple[FailureKind, str] | None:
     """The hot loop: stamp and keep each chunk; stop at the end marker or at a limit (named)."""
-    markers = _done_markers(protocol)
-    event_mark = b"\n" if protocol.framing == "ndjson" else b"data:"
-    event_cap = max_tokens + EVENT_SLACK if max_tokens else None
-    line_bytes = total_bytes = events = 0
+    guard = StreamGuard(protocol, max_tokens, limits)
     stream = response.aiter_raw()
-    finished = False
-    failure: tuple[FailureKind, str] | None = None
     async for chunk in stream:
         chunks.append((clock(), chunk))
-        total_bytes += len(chunk)
-        newline = chunk.rfind(b"\n")
-        line_bytes = line_bytes + len(chunk) if newline < 0 else len(chunk) - newline - 1
-        if line_bytes > limits.line_bytes:
-            failure = ("line-too-long", f"the server sent a line longer than {limits.line_bytes:,} bytes; reading stopped")
+        failure = guard.check(chunk)
+        if failure is not None:
+            return failure
+        if guard.finished:
             break
-        if total_bytes > limits.response_bytes:
-            failure = ("too-large", f"the response grew past {limits.response_bytes:,} bytes; reading stopped")
-            break
-        if event_cap is not None:
-            events += chunk.count(event_mark)
-            if events > event_cap:
-                failure = ("overrun", f"the server kept sending past max_tokens={max_tokens} ({events} events); reading stopped")
-                break
-        if any(m in chunk for m in markers):
-            finished = True
-            break
-    if finished:  # drain the tail so the connection can be reused, but never hang on it
+    if guard.finished:  # drain the tail so the connection can be reused, but never hang on it
         with contextlib.suppress(TimeoutError, httpx.HTTPError):
             async with asyncio.timeout(DONE_DRAIN_S):
                 async for chunk in stream:
                     chunks.append((clock(), chunk))
-                    total_bytes += len(chunk)
-                    if total_bytes > limits.response_bytes:
+                    if guard.total_bytes + len(chunk) > limits.response_bytes:
                         break
-    return failure
+                    guard.total_bytes += len(chunk)
+    return None
 
 
-def _prompt_text(body: Mapping[str, Any]) -> str | None:
+def prompt_text(body: Mapping[str, Any]) -> str | None:
     if isinstance(body.get("prompt"), str):
         return str(body["prompt"])
     messages = body.get("messages")

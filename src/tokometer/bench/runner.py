@@ -19,6 +19,7 @@ Chunk parsing waits until a batch of streams is over, so it never delays another
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import random
 import signal
@@ -32,12 +33,13 @@ from typing import Any
 
 import httpx
 
-from tokometer.bench import prompts
+from tokometer.bench import prompts, wire
 from tokometer.bench.client import Clock, Exchange, RequestRecord, send_streaming
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.metrics import DEFINITIONS
 from tokometer.bench.protocols import GenerationRequest
 from tokometer.bench.summary import summarize_levels, summarize_records
+from tokometer.bench.wire import Lane
 from tokometer.errors import BenchError, InputError
 from tokometer.runrecord import Phase, RunRecord, RunStatus
 
@@ -46,6 +48,7 @@ COLD_MAX_TOKENS = 32
 DEFAULT_RATE_DURATION_S = 60.0
 LONG_PROMPT_TOKENS = 2048  # from here, the wait for the first byte may exceed --timeout (prompt / 20 tok/s)
 Progress = Callable[[int, int | None, str], None]
+Sender = httpx.AsyncClient | Lane  # the wire client where it can be used, else httpx
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -279,6 +282,8 @@ class Runner:
         self._prompt_counts: dict[int, int] = {}
         self._tokenize_at: tuple[str, Callable[[str], dict[str, Any]]] | None = None
         self._tokenize_missing = False
+        self._idle: list[Lane] = []  # open-loop mode: lanes between requests
+        self.use_wire = False
 
     # --- public --------------------------------------------------------------------------------
 
@@ -357,13 +362,22 @@ class Runner:
             self._ssl = _shared_ssl_context()
         return httpx.AsyncClient(headers=headers, limits=limits, verify=self._ssl)
 
+    def _lane(self) -> Lane:
+        headers = {"User-Agent": "tokometer-bench"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        assert self.endpoint is not None
+        if self._ssl is None and self.endpoint.request_url.startswith("https"):
+            self._ssl = _shared_ssl_context()
+        return Lane(self.endpoint.request_url, self.clock, headers, self._ssl)
+
     def _tick(self, label: str) -> None:
         if self.progress is not None:
             self.progress(len(self.exchanges), self._total, label)
 
     async def _send(
         self,
-        client: httpx.AsyncClient,
+        client: Sender,
         phase: Phase,
         label: str,
         prompt: str,
@@ -393,21 +407,19 @@ class Runner:
         seq = self._seq
         self._seq += 1
         prompt_guess = int(1.5 * len(prompt.split()))  # tokens, generously (bounds only)
-        exchange = await send_streaming(
-            client,
-            ep.request_url,
-            ep.protocol,
-            ep.protocol.body(request),
-            seq=seq,
-            phase=phase,
-            label=label,
-            clock=self.clock,
-            stall_timeout_s=self.config.stall_timeout_s if prompt_guess < LONG_PROMPT_TOKENS else max(self.config.stall_timeout_s, prompt_guess / 20.0),
-            total_timeout_s=self.config.request_bound_s(prompt_guess, max_tokens),
-            max_tokens=max_tokens,
-            ignore_eos=self.ignore_eos,
-            group=group,
-        )
+        stall_s = self.config.stall_timeout_s if prompt_guess < LONG_PROMPT_TOKENS else max(self.config.stall_timeout_s, prompt_guess / 20.0)
+        total_s = self.config.request_bound_s(prompt_guess, max_tokens)
+        if isinstance(client, Lane):
+            exchange = await client.send(
+                ep.request_url, ep.protocol, ep.protocol.body(request), seq=seq, phase=phase, label=label,
+                stall_timeout_s=stall_s, total_timeout_s=total_s, max_tokens=max_tokens, ignore_eos=self.ignore_eos, group=group,
+            )  # fmt: skip
+        else:
+            exchange = await send_streaming(
+                client, ep.request_url, ep.protocol, ep.protocol.body(request), seq=seq, phase=phase, label=label,
+                clock=self.clock, stall_timeout_s=stall_s, total_timeout_s=total_s, max_tokens=max_tokens,
+                ignore_eos=self.ignore_eos, group=group,
+            )  # fmt: skip
         self.exchanges.append(exchange)
         if self.on_exchange is not None:
             self.on_exchange(exchange)
@@ -464,7 +476,11 @@ class Runner:
             self.notes.append("Ollama has no ignore_eos: outputs may end before --max-tokens")
         n_clients = max(cfg.concurrency) if cfg.mode == "concurrency" else 1
         pool = cfg.mode == "rate"
-        clients = [self._client(None if pool else 1) for _ in range(n_clients)]
+        self.aux = self._client(8)
+        self.use_wire = self.transport is None and wire.usable(ep.request_url)
+        clients: list[Sender] = []
+        for _ in range(n_clients):
+            clients.append(self._lane() if self.use_wire else self._client(None if pool else 1))
         gc.collect()
         gc.freeze()
         gc_was_enabled = gc.isenabled()
@@ -484,22 +500,28 @@ class Runner:
         except _Stop:
             self.notes.append(f"stopped after --requests {cfg.requests}")
         try:
-            await self._count_prompts(clients[0])
+            await self._count_prompts(self.aux)
         finally:
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
-            await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+            for lane in [c for c in clients if isinstance(c, Lane)] + self._idle:
+                lane.close()
+            await asyncio.gather(*(c.aclose() for c in [*clients, self.aux] if isinstance(c, httpx.AsyncClient)), return_exceptions=True)
 
-    async def _open(self, client: httpx.AsyncClient) -> None:
+    async def _open(self, client: Sender) -> None:
         """Open a keep-alive connection before the timed part (any answer will do)."""
         assert self.endpoint is not None
+        if isinstance(client, Lane):
+            with contextlib.suppress(OSError, TimeoutError):
+                await client.open(10.0)
+            return
         try:
             await client.get(self.endpoint.root + "/", timeout=10.0)
         except httpx.HTTPError:
             pass
 
-    async def _warmup(self, client: httpx.AsyncClient) -> None:
+    async def _warmup(self, client: Sender) -> None:
         """Cold runs (dropped from statistics); also settle the protocol and tokens per word."""
         ep = self.endpoint
         assert ep is not None
@@ -513,7 +535,7 @@ class Runner:
             record = exchange.record()
             prompt_tokens = record.prompt_tokens
             if prompt_tokens is None and record.ok:
-                prompt_tokens = await self._tokenize(client, prompt)
+                prompt_tokens = await self._tokenize(self.aux, prompt)
                 if prompt_tokens is not None:
                     self._prompt_counts[exchange.seq] = prompt_tokens
             if record.ok and prompt_tokens and self.tokens_per_word_measured is None:
@@ -521,7 +543,7 @@ class Runner:
                 self.tokens_per_word_measured = ratio
                 self.tokens_per_word = min(4.0, max(0.5, ratio))
 
-    async def _retry_cold(self, client: httpx.AsyncClient, failed: Exchange, prompt: str, max_tokens: int) -> Exchange | None:
+    async def _retry_cold(self, client: Sender, failed: Exchange, prompt: str, max_tokens: int) -> Exchange | None:
         ep = self.endpoint
         assert ep is not None and failed.failure is not None
         message = failed.failure[1].lower()
@@ -594,7 +616,7 @@ class Runner:
                 return
             self._prompt_counts[exchange.seq] = count
 
-    async def _speed(self, client: httpx.AsyncClient) -> None:
+    async def _speed(self, client: Sender) -> None:
         cfg = self.config
         for _ in range(cfg.runs):
             await self._send(client, "decode", "", prompts.short_prompt(self.rng), cfg.max_tokens)
@@ -603,7 +625,7 @@ class Runner:
                 prompt = prompts.long_prompt(cfg.prompt_tokens, self.rng, self.tokens_per_word)
                 await self._send(client, "ttft", "", prompt, TTFT_MAX_TOKENS, cache_prompt=False)
 
-    async def _depth(self, client: httpx.AsyncClient) -> None:
+    async def _depth(self, client: Sender) -> None:
         cfg = self.config
         for depth in cfg.depths:
             for _ in range(cfg.runs):
@@ -613,7 +635,7 @@ class Runner:
                     prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
                 await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
 
-    async def _concurrency(self, clients: list[httpx.AsyncClient]) -> None:
+    async def _concurrency(self, clients: list[Sender]) -> None:
         cfg = self.config
         for level in cfg.concurrency:
             for round_index in range(cfg.runs):
@@ -628,7 +650,20 @@ class Runner:
                     if isinstance(r, BaseException):
                         raise r
 
-    async def _rate(self, client: httpx.AsyncClient) -> None:
+    async def _pooled(self, shared: Sender, label: str, prompt: str) -> Exchange:
+        """One open-loop request: httpx shares its pool; the wire client takes an idle lane or opens one."""
+        if not isinstance(shared, Lane):
+            return await self._send(shared, "rate", label, prompt, self.config.max_tokens)
+        lane = self._idle.pop() if self._idle else self._lane()
+        try:
+            return await self._send(lane, "rate", label, prompt, self.config.max_tokens)
+        finally:
+            if lane.connected:
+                self._idle.append(lane)
+            else:
+                lane.close()
+
+    async def _rate(self, client: Sender) -> None:
         cfg = self.config
         assert cfg.rate_rps is not None
         duration = cfg.duration_s or (None if cfg.requests else DEFAULT_RATE_DURATION_S)
@@ -647,7 +682,7 @@ class Runner:
             delay = arrival - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(self._send(client, "rate", label, prompts.short_prompt(self.rng), cfg.max_tokens)))
+            tasks.append(asyncio.create_task(self._pooled(client, label, prompts.short_prompt(self.rng))))
             sent += 1
             if self._total is None and self.progress is not None and duration:
                 self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")
