@@ -6,6 +6,11 @@
 - `concurrency`: for each level c, `runs` rounds of c simultaneous streams; per-stream speed and
   the aggregate while all c decode together (`--concurrency 1,2,4`).
 - `rate`: open-loop Poisson arrivals at R requests/s for a duration; goodput under SLOs.
+- `trace`: replay a trace's arrival times, prompt and output lengths (`bench.trace`).
+
+Several processes or machines can share one run (`bench.distributed`): each runs a `Runner` on
+its share of the streams, waits at `barrier` before every timed round, and its times are re-based
+on that instant when the runs merge.
 
 `--requests` caps the measured requests of any mode. Ctrl-C, SIGTERM and SIGHUP stop the run and
 keep everything that completed (status `interrupted`); `on_exchange` hands each finished request
@@ -26,7 +31,7 @@ import signal
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -39,9 +44,10 @@ from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.metrics import DEFINITIONS
 from tokometer.bench.protocols import GenerationRequest
 from tokometer.bench.summary import summarize_levels, summarize_records
+from tokometer.bench.trace import TraceRequest
 from tokometer.bench.wire import Lane
 from tokometer.errors import BenchError, InputError
-from tokometer.runrecord import Phase, RunRecord, RunStatus
+from tokometer.runrecord import Phase, RunMode, RunRecord, RunStatus
 
 TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
@@ -76,9 +82,14 @@ class BenchConfig:
     ignore_eos: bool | None = None  # None: send it where the server is known to support it
     seed: int | None = None
     api_key: str | None = field(default=None, repr=False)
+    trace: tuple[TraceRequest, ...] = field(default=(), repr=False)
+    trace_name: str | None = None
+    level_names: tuple[str, ...] = ()  # a worker's labels for its levels: the whole run's, not its share
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> RunMode:
+        if self.trace:
+            return "trace"
         if self.depths:
             return "depth"
         if self.concurrency:
@@ -88,7 +99,7 @@ class BenchConfig:
         return "speed"
 
     def validate(self) -> None:
-        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None)) if on]
+        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None), ("--trace", bool(self.trace))) if on]
         if len(chosen) > 1:
             raise InputError(f"choose one of {', '.join(chosen)}, not several")
         for name, value in (("--runs", self.runs), ("--max-tokens", self.max_tokens)):
@@ -148,6 +159,9 @@ class BenchConfig:
             slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
         elif self.mode == "concurrency":
             slots = self.runs * len(self.concurrency) * self.request_bound_s()
+        elif self.mode == "trace":
+            longest = max(self.request_bound_s(r.prompt_tokens, r.output_tokens) for r in self.trace)
+            slots = self.trace[-1].arrival_s + longest
         else:
             duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
             slots = duration + self.request_bound_s()
@@ -177,6 +191,7 @@ class BenchConfig:
             "deadline_s": self.deadline_bound_s(),
             "ignore_eos": self.ignore_eos,
             "seed": self.seed,
+            "trace": {"file": self.trace_name, "requests": len(self.trace), "span_s": self.trace[-1].arrival_s} if self.trace else None,
             "temperature": 0.0,
             "authenticated": self.api_key is not None,
         }
@@ -194,6 +209,7 @@ class BenchResult:
     tokens_per_word: float | None = None
     ignore_eos: bool = False
     stopped_by: int | None = None  # the signal number that stopped the run (Ctrl-C: SIGINT)
+    sync_times: dict[str, float] = field(default_factory=dict)  # when each timed round began (own clock)
 
     def summary(self) -> dict[str, Any]:
         return summarize_records(self.records, slo_ttft_ms=self.config.slo_ttft_ms, slo_tpot_ms=self.config.slo_tpot_ms)
@@ -257,8 +273,11 @@ class Runner:
         now: Callable[[], str] = _utc_now,
         on_start: Callable[[Endpoint], None] | None = None,
         on_exchange: Callable[[Exchange], None] | None = None,
+        barrier: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         config.validate()
+        self.barrier = barrier
+        self.sync_times: dict[str, float] = {}
         self.on_start = on_start
         self.on_exchange = on_exchange
         self.stopped_by: int | None = None
@@ -324,6 +343,7 @@ class Runner:
             tokens_per_word=self.tokens_per_word_measured,
             ignore_eos=self.ignore_eos,
             stopped_by=self.stopped_by,
+            sync_times=dict(self.sync_times),
         )
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -343,6 +363,8 @@ class Runner:
             total = cfg.runs * len(cfg.depths)
         elif mode == "concurrency":
             total = cfg.runs * sum(cfg.concurrency)
+        elif mode == "trace":
+            total = len(cfg.trace)
         else:
             total = cfg.requests or 0
             if not total:
@@ -495,6 +517,8 @@ class Runner:
                 await self._depth(clients[0])
             elif cfg.mode == "concurrency":
                 await self._concurrency(clients)
+            elif cfg.mode == "trace":
+                await self._trace(clients[0])
             else:
                 await self._rate(clients[0])
         except _Stop:
@@ -635,12 +659,20 @@ class Runner:
                     prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
                 await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
 
+    async def _sync(self, key: str) -> None:
+        """Wait for the other workers (distributed runs), then note this worker's own start instant."""
+        if self.barrier is not None:
+            await self.barrier(key)
+        self.sync_times[key] = self.clock()
+
     async def _concurrency(self, clients: list[Sender]) -> None:
         cfg = self.config
-        for level in cfg.concurrency:
+        for index, level in enumerate(cfg.concurrency):
+            label = cfg.level_names[index] if index < len(cfg.level_names) else f"concurrency={level}"
             for round_index in range(cfg.runs):
+                await self._sync(f"level{index}/round{round_index}")
                 batch = [
-                    self._send(clients[i], "concurrency", f"concurrency={level}", prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
+                    self._send(clients[i], "concurrency", label, prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
                     for i in range(level)
                 ]
                 results = await asyncio.gather(*batch, return_exceptions=True)
@@ -650,13 +682,14 @@ class Runner:
                     if isinstance(r, BaseException):
                         raise r
 
-    async def _pooled(self, shared: Sender, label: str, prompt: str) -> Exchange:
+    async def _pooled(self, shared: Sender, label: str, prompt: str, max_tokens: int | None = None, phase: Phase = "rate") -> Exchange:
         """One open-loop request: httpx shares its pool; the wire client takes an idle lane or opens one."""
+        out = self.config.max_tokens if max_tokens is None else max_tokens
         if not isinstance(shared, Lane):
-            return await self._send(shared, "rate", label, prompt, self.config.max_tokens)
+            return await self._send(shared, phase, label, prompt, out, cache_prompt=phase != "trace")
         lane = self._idle.pop() if self._idle else self._lane()
         try:
-            return await self._send(lane, "rate", label, prompt, self.config.max_tokens)
+            return await self._send(lane, phase, label, prompt, out, cache_prompt=phase != "trace")
         finally:
             if lane.connected:
                 self._idle.append(lane)
@@ -667,7 +700,8 @@ class Runner:
         cfg = self.config
         assert cfg.rate_rps is not None
         duration = cfg.duration_s or (None if cfg.requests else DEFAULT_RATE_DURATION_S)
-        label = f"rate={float(cfg.rate_rps)}"
+        label = cfg.level_names[0] if cfg.level_names else f"rate={float(cfg.rate_rps)}"
+        await self._sync("rate")
         loop = asyncio.get_running_loop()
         start = loop.time()
         arrival = start
@@ -688,6 +722,25 @@ class Runner:
                 self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+    async def _trace(self, client: Sender) -> None:
+        """Replay the trace: each request at its arrival time, with its prompt and output lengths."""
+        cfg = self.config
+        await self._sync("trace")
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        tasks: list[asyncio.Task[Exchange]] = []
+        for item in cfg.trace:
+            delay = start + item.arrival_s - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            prompt = prompts.long_prompt(item.prompt_tokens, self.rng, self.tokens_per_word) if item.prompt_tokens > 64 else prompts.short_prompt(self.rng)
+            tasks.append(asyncio.create_task(self._pooled(client, "trace", prompt, item.output_tokens, phase="trace")))
+        if tasks:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            if any(isinstance(r, _Stop) for r in results):
+                raise _Stop
 
 
 def run_benchmark(config: BenchConfig, **kwargs: Any) -> BenchResult:

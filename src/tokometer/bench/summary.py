@@ -20,7 +20,7 @@ from tokometer.bench.metrics import (
     steady_state_tps,
 )
 
-MEASURED_PHASES = ("decode", "ttft", "depth", "concurrency", "rate")
+MEASURED_PHASES = ("decode", "ttft", "depth", "concurrency", "rate", "trace")
 
 
 def _median(values: Sequence[float | int | None]) -> float | None:

@@ -75,6 +75,9 @@ def _end_progress(progress: object) -> None:
 @click.option("--deadline", "deadline_s", type=float, help="Seconds the whole run may take (default: every planned request at its --request-timeout); completed requests are kept.")
 @click.option("--ignore-eos/--no-ignore-eos", default=None, help="Ask the server to ignore end-of-sequence (default: where known to work).")
 @click.option("--seed", type=int, help="Seed for prompts and arrivals.")
+@click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Replay a trace's arrivals, prompt and output lengths (CSV: Azure TIMESTAMP,ContextTokens,GeneratedTokens or arrival_s,prompt_tokens,output_tokens; or JSON Lines).")
+@click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True, help="Split the streams of --concurrency or --rate across this many local processes (or Ray workers with --ray).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, help="Run the --workers on a Ray cluster: ADDRESS, or no value for a local head on 127.0.0.1 (pip install tokometer[ray]).")
 @click.option("--predict-model", help="Model to predict for the verdict (catalog name, .gguf, config.json, Hub id).")
 @model_options
 @hardware_options
@@ -87,6 +90,9 @@ def bench(
     protocol: str,
     api_key: str | None,
     predict_model: str | None,
+    trace_file: Path | None,
+    workers: int,
+    ray_address: str | None,
     no_save: bool,
     as_json: bool,
     **options: Any,
@@ -112,8 +118,18 @@ def bench(
     bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed")
     settings = {k: options.pop(k) for k in bench_keys}
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
+    if trace_file is not None:
+        from tokometer.bench.trace import parse_trace
+
+        settings["trace"] = parse_trace(_read_text(trace_file), trace_file.name)
+        settings["trace_name"] = trace_file.name
     config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
     config.validate()
+    runner_factory = None
+    if workers > 1 or ray_address is not None:
+        from tokometer.bench.distributed import distributed_runner
+
+        runner_factory = distributed_runner(config, workers, ray_address)
     predictor = Predictor(predict_model, options)
     if predictor.wanted:
         predictor.check_hardware()
@@ -128,7 +144,10 @@ def bench(
 
     progress = _progress()
     try:
-        outcome = benchmark(config, predictor, save=not no_save, progress=progress)
+        if runner_factory is None:
+            outcome = benchmark(config, predictor, save=not no_save, progress=progress)
+        else:
+            outcome = benchmark(config, predictor, save=not no_save, progress=progress, runner=runner_factory)
     finally:
         _end_progress(progress)
     result, run, run_id = outcome.result, outcome.run.to_dict(), outcome.run_id
@@ -158,6 +177,20 @@ def bench(
         first = s.get("first_error") or next((r.get("error") for r in run["requests"] if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
         raise BenchError(f"all {s['requests_total']} measured requests failed: {first}{saved}")
+
+
+MAX_TRACE_BYTES = 256 << 20
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            raise InputError(f"{path} is over {MAX_TRACE_BYTES >> 20} MiB")
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
 
 
 @click.group()

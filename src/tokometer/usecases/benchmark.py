@@ -122,7 +122,7 @@ def benchmark(
     *,
     save: bool = True,
     progress: Progress | None = None,
-    runner: Callable[..., Runner] = Runner,
+    runner: Callable[..., Any] = Runner,
     **runner_options: Any,
 ) -> BenchOutcome:
     """Run the benchmark, writing each request as it completes; then predict, grade and finish the run."""
