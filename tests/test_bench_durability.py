@@ -85,3 +85,21 @@ def test_sigterm_and_sighup_finish_the_run_like_ctrl_c(signum: int) -> None:
     assert run["status"] == "interrupted"
     assert len(run["requests"]) >= seen
     assert run["summary"]["requests_ok"] == shown["summary"]["requests_ok"] >= seen - 1
+
+
+def test_an_incomplete_run_is_summarised_on_the_web_too() -> None:
+    from starlette.testclient import TestClient
+
+    from tokometer.runrecord import RunRecord
+    from tokometer.web.app import create_app
+
+    with synthetic(tok_s=400.0, ttft_s=0.005) as server:
+        from tokometer.bench.runner import BenchConfig, Runner
+
+        result = Runner(BenchConfig(server.url, max_tokens=10, prompt_tokens=0, runs=3)).run()
+    with open_store() as store:
+        run_id = store.begin_run(RunRecord(started_at="2025-01-01T00:00:00+00:00", status="incomplete", mode="speed"))
+        store.add_requests(run_id, [r.to_dict() for r in result.records])
+    shown = TestClient(create_app()).get(f"/api/runs/{run_id}").json()
+    assert shown["status"] == "incomplete" and shown["summary"]["requests_ok"] == 3
+    assert any("ended without finishing" in n for n in shown["notes"])

@@ -370,6 +370,11 @@ def run_detail(run_id: str, *, requests_limit: int = 200, requests_offset: int =
         try:
             run = store.get_run(int(run_id), requests_limit=requests_limit, requests_offset=requests_offset)
             total = store.count_requests(int(run_id))
+            if run and run.get("status") == "incomplete":  # killed mid-run: summarise what it stored
+                from tokometer.usecases.benchmark import load_run
+
+                whole = load_run(store, int(run_id), with_requests=False)
+                run = {**run, "summary": whole["summary"], "notes": whole["notes"]}
         except (LookupError, TokometerError):
             return None
     if not run:
