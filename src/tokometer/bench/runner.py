@@ -274,8 +274,10 @@ class Runner:
         on_start: Callable[[Endpoint], None] | None = None,
         on_exchange: Callable[[Exchange], None] | None = None,
         barrier: Callable[[str], Awaitable[None]] | None = None,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         config.validate()
+        self.settle = settle  # blocking; run before each timed round (the caller's writer drains)
         self.barrier = barrier
         self.sync_times: dict[str, float] = {}
         self.on_start = on_start
@@ -412,6 +414,8 @@ class Runner:
             if self.config.requests is not None and self._measured >= self.config.requests:
                 raise _Stop
             self._measured += 1
+        if phase in ("decode", "ttft", "depth"):  # one request at a time: nothing else may run meanwhile
+            await self._settle()
         ep = self.endpoint
         assert ep is not None
         extra: dict[str, Any] = {}
@@ -659,8 +663,14 @@ class Runner:
                     prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
                 await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
 
+    async def _settle(self) -> None:
+        if self.settle is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.settle)
+
     async def _sync(self, key: str) -> None:
-        """Wait for the other workers (distributed runs), then note this worker's own start instant."""
+        """Let the caller settle, wait for the other workers (distributed runs), then note this
+        worker's own start instant."""
+        await self._settle()
         if self.barrier is not None:
             await self.barrier(key)
         self.sync_times[key] = self.clock()

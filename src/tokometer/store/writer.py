@@ -7,7 +7,10 @@ returns the request's stored dict when called.
 
 Each batch (everything queued when the thread wakes, at most `BATCH_MAX`) is one transaction, so
 a process killed at any moment leaves every committed request in the database and the run marked
-`incomplete` (see `tokometer.store`). `close()` drains the queue and joins the thread.
+`incomplete` (see `tokometer.store`). `flush()` waits until everything queued is written: the
+runner calls it before each timed round, because parsing 256 finished streams in this thread
+while the next round starts took TTFT from +6 % to +18 % at 256 streams. `close()` drains the
+queue and joins the thread.
 """
 
 from __future__ import annotations
@@ -35,12 +38,17 @@ class RunWriter:
             self.run_id = store.begin_run(header)
         self.written = 0
         self.error: str | None = None
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._queue: queue.Queue[object] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name="tokometer-run-writer", daemon=True)
         self._thread.start()
 
     def put(self, make_row: RowThunk) -> None:
         self._queue.put(make_row)
+
+    def flush(self) -> None:
+        """Return once every request queued so far is written (or has failed to be)."""
+        if self._thread.is_alive():
+            self._queue.join()
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Write what is queued and stop the thread."""
@@ -62,22 +70,29 @@ class RunWriter:
                         items.append(self._queue.get_nowait())
                     except queue.Empty:
                         break
-                rows = []
-                for item in items:
-                    if item is _STOP:
-                        stop = True
-                    elif callable(item):
-                        try:
-                            rows.append(item())
-                        except Exception as exc:  # a record that cannot be built must not stop the others
-                            self.error = f"a request could not be recorded: {exc}"
-                if not rows:
-                    continue
                 try:
-                    store.add_requests(self.run_id, rows)
-                    self.written += len(rows)
-                except StoreError as exc:  # keep measuring; the final save says what went wrong
-                    self.error = str(exc)
+                    self._write(store, items)
+                finally:
+                    for _ in items:
+                        self._queue.task_done()
+                stop = any(item is _STOP for item in items)
+
+    def _write(self, store: RunStore, items: list[object]) -> None:
+        """Build the queued rows (parsing their streams) and store them in one transaction."""
+        rows = []
+        for item in items:
+            if item is not _STOP and callable(item):
+                try:
+                    rows.append(item())
+                except Exception as exc:  # a record that cannot be built must not stop the others
+                    self.error = f"a request could not be recorded: {exc}"
+        if not rows:
+            return
+        try:
+            store.add_requests(self.run_id, rows)
+            self.written += len(rows)
+        except StoreError as exc:  # keep measuring; the final save says what went wrong
+            self.error = str(exc)
 
 
 __all__ = ["RunWriter"]

@@ -153,7 +153,11 @@ def benchmark(
         if writer is not None:
             writer.put(_row(exchange))
 
-    bench_runner = runner(config, progress=progress, on_start=on_start, on_exchange=on_exchange, **runner_options)
+    def settle() -> None:
+        if writer is not None:
+            writer.flush()
+
+    bench_runner = runner(config, progress=progress, on_start=on_start, on_exchange=on_exchange, settle=settle, **runner_options)
     try:
         result = bench_runner.run()
     finally:
