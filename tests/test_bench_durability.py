@@ -3,6 +3,7 @@ SIGTERM and SIGHUP finish it like Ctrl-C. Real `tokometer bench` subprocesses, s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,10 +23,11 @@ pytestmark = pytest.mark.timeout(120)
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-def _start_bench(url: str) -> subprocess.Popen[str]:
+def _start_bench(url: str, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "TOKOMETER_HOME": str(tokometer_home()), "PYTHONPATH": str(SRC)}
-    args = [sys.executable, "-m", "tokometer", "bench", url, "--max-tokens", "20", "--prompt-tokens", "0", "--runs", "500", "--json"]
-    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [sys.executable, "-m", "tokometer", "bench", url, "--max-tokens", "20", "--prompt-tokens", "0", "--runs", "500", "--json", *extra]
+    # its own session, so a test can kill it together with any worker processes it started
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def _stored_requests(at_least: int, proc: subprocess.Popen[str], timeout_s: float = 60.0) -> int:
@@ -103,3 +105,35 @@ def test_an_incomplete_run_is_summarised_on_the_web_too() -> None:
     shown = TestClient(create_app()).get(f"/api/runs/{run_id}").json()
     assert shown["status"] == "incomplete" and shown["summary"]["requests_ok"] == 3
     assert any("ended without finishing" in n for n in shown["notes"])
+
+
+def test_local_workers_write_as_they_go_and_sigkill_keeps_their_requests() -> None:
+    with synthetic(tok_s=400.0, ttft_s=0.005) as server:
+        proc = _start_bench(server.url, "--concurrency", "2", "--workers", "2")
+        try:
+            seen = _stored_requests(6, proc, timeout_s=90)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)  # the coordinator and its workers
+            proc.wait(10)
+    with open_store() as store:
+        runs = store.list_runs()
+        assert [r["status"] for r in runs] == ["incomplete"]
+        assert len(store.get_run(runs[0]["id"])["requests"]) >= seen
+
+
+def test_sigterm_stops_local_workers_like_ctrl_c_and_stores_the_merged_run() -> None:
+    with synthetic(tok_s=400.0, ttft_s=0.005) as server:
+        proc = _start_bench(server.url, "--concurrency", "2", "--workers", "2")
+        try:
+            seen = _stored_requests(6, proc, timeout_s=90)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    shown = json.loads(out)
+    assert shown["status"] == "interrupted" and "2 local-process workers" in shown["notes"][-1]
+    with open_store() as store:
+        run = store.get_run(shown["id"])
+    assert run["status"] == "interrupted" and len(run["requests"]) >= seen

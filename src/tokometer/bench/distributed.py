@@ -13,8 +13,9 @@ that instant, placed on the first worker's timeline:
 so a request keeps its exact durations (TTFT, decode, gaps) and starts where it started relative
 to its round. The skew left is the barrier's release spread (milliseconds on one host or LAN),
 which only touches cross-worker windows such as the aggregate throughput, never per-request
-figures. The merged run is saved once it is merged (each worker keeps its own requests until
-then); a single-process run is written request by request.
+figures. Local workers write each request into the live run as it completes, like a single
+process; Ray workers (other machines: no shared database) hand theirs over when they finish,
+and the merged run then replaces the live rows.
 
 Ray is optional (`pip install tokometer[ray]`); `--ray` alone starts a local head bound to
 127.0.0.1, `--ray ADDRESS` joins a cluster whose nodes have tokometer installed.
@@ -23,21 +24,37 @@ Ray is optional (`pip install tokometer[ray]`); `--ray` alone starts a local hea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import multiprocessing
 import os
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ProcessPoolExecutor
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
-from tokometer.bench.client import RequestRecord
-from tokometer.bench.detect import Endpoint
-from tokometer.bench.runner import BenchConfig, BenchResult, Runner
+import httpx
+
+from tokometer.bench.client import Exchange, RequestRecord
+from tokometer.bench.detect import Endpoint, detect
+from tokometer.bench.runner import STOP_SIGNALS, BenchConfig, BenchResult, Runner
 from tokometer.errors import BenchError, InputError
 from tokometer.runrecord import RunStatus
 
 Barrier = Callable[[str], Awaitable[None]]
+
+
+class RequestSink(Protocol):
+    """Where a worker puts each finished request (the use-case's live-run writer)."""
+
+    def put(self, make_row: Callable[[], Mapping[str, Any]]) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+
+
+SinkFactory = Callable[[], RequestSink]  # picklable: called inside each worker process
 
 
 def plan_shares(config: BenchConfig, workers: int) -> list[BenchConfig]:
@@ -131,25 +148,71 @@ def merge(config: BenchConfig, results: list[BenchResult], backend: str) -> Benc
 # --- local processes ---------------------------------------------------------------------------
 
 
-def _local_worker(config: BenchConfig, barrier: Any, timeout_s: float) -> BenchResult:
+def _local_worker(config: BenchConfig, barrier: Any, timeout_s: float, sink: SinkFactory | None) -> BenchResult:
+    """One worker process: its share of the run, each request written to the live run as it ends."""
+
     async def wait(key: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait, timeout_s)
 
-    return Runner(config, barrier=wait).run()
+    if sink is None:
+        return Runner(config, barrier=wait).run()
+    writer = sink()
+
+    def keep(exchange: Exchange) -> None:
+        writer.put(lambda: exchange.record().to_dict())
+
+    try:
+        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush).run()
+    finally:
+        writer.close()
 
 
-def run_local(config: BenchConfig, workers: int) -> BenchResult:
-    """The run on `workers` local processes (spawned: no state shared but the barrier)."""
+def run_local(config: BenchConfig, workers: int, sink: SinkFactory | None = None) -> BenchResult:
+    """The run on `workers` local processes (spawned: no state shared but the barrier).
+
+    With `sink` (a picklable factory of the live run's writer), every worker writes its requests
+    as they complete, so a coordinator killed mid-run still leaves them stored (as `incomplete`).
+    """
     shares = plan_shares(config, workers)
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager, ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         barrier = manager.Barrier(workers)
-        futures = [pool.submit(_local_worker, share, barrier, config.deadline_bound_s()) for share in shares]
+        futures = [pool.submit(_local_worker, share, barrier, config.deadline_bound_s(), sink) for share in shares]
+        with _forward_stop_signals(pool):
+            results = [_collect(f) for f in futures]
+    return merge(config, results, "local-process")
+
+
+def _collect(future: Future[BenchResult]) -> BenchResult:
+    """A worker's result. Ctrl-C reaches the workers too (one process group): they stop like a
+    single run does and return what they measured, so the coordinator keeps waiting for it."""
+    while True:
         try:
-            results = [f.result() for f in futures]
+            return future.result()
+        except KeyboardInterrupt:
+            continue
         except Exception as exc:  # a worker that died: one line, not its traceback
             raise BenchError(f"a benchmark worker failed: {type(exc).__name__}: {exc}") from None
-    return merge(config, results, "local-process")
+
+
+@contextlib.contextmanager
+def _forward_stop_signals(pool: ProcessPoolExecutor) -> Iterator[None]:
+    """SIGTERM and SIGHUP to the coordinator stop the workers like Ctrl-C (they return their part)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum: int, frame: object) -> None:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 # --- Ray ---------------------------------------------------------------------------------------
@@ -222,7 +285,7 @@ class DistributedRunner:
         *,
         workers: int,
         ray_address: str | None,
-        on_start: Callable[[Endpoint], None] | None = None,
+        on_start: Callable[[Endpoint], object] | None = None,
         **_: Any,
     ) -> None:
         plan_shares(config, workers)  # refuse a bad split before anything starts
@@ -232,13 +295,23 @@ class DistributedRunner:
         self.on_start = on_start
 
     def run(self) -> BenchResult:
+        """Ray: run, merge, then store. Local: store the header first (the coordinator detects the
+        server itself), so the workers write each request into the live run as it completes."""
         if self.ray_address is not None:
             result = run_ray(self.config, self.workers, self.ray_address)
-        else:
-            result = run_local(self.config, self.workers)
-        if self.on_start is not None and result.endpoint is not None:
-            self.on_start(result.endpoint)
-        return result
+            if self.on_start is not None and result.endpoint is not None:
+                self.on_start(result.endpoint)
+            return result
+        sink = None
+        if self.on_start is not None:
+            started = self.on_start(asyncio.run(_detect(self.config)))
+            sink = started if callable(started) else None
+        return run_local(self.config, self.workers, sink)
+
+
+async def _detect(config: BenchConfig) -> Endpoint:
+    async with httpx.AsyncClient(headers={"user-agent": "tokometer-bench"}) as client:
+        return await detect(client, config.url, protocol=config.protocol, model=config.model)
 
 
 def distributed_runner(config: BenchConfig, workers: int, ray_address: str | None) -> Callable[..., DistributedRunner]:

@@ -271,7 +271,7 @@ class Runner:
         clock: Clock = time.perf_counter,
         progress: Progress | None = None,
         now: Callable[[], str] = _utc_now,
-        on_start: Callable[[Endpoint], None] | None = None,
+        on_start: Callable[[Endpoint], object] | None = None,
         on_exchange: Callable[[Exchange], None] | None = None,
         barrier: Callable[[str], Awaitable[None]] | None = None,
         settle: Callable[[], None] | None = None,

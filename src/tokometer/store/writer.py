@@ -32,10 +32,16 @@ _STOP = object()
 class RunWriter:
     """Owns one live run: `begin` at construction, `put` per finished request, `close` at the end."""
 
-    def __init__(self, path: Path, header: RunRecord) -> None:
+    def __init__(self, path: Path, header: RunRecord | None = None, *, run_id: int | None = None) -> None:
+        """Begin a run from `header`, or add to the live run `run_id` (another process began it)."""
         self.path = path
-        with RunStore(path) as store:
-            self.run_id = store.begin_run(header)
+        if header is not None:
+            with RunStore(path) as store:
+                self.run_id = store.begin_run(header)
+        elif run_id is not None:
+            self.run_id = run_id
+        else:
+            raise ValueError("RunWriter needs a header or a run_id")
         self.written = 0
         self.error: str | None = None
         self._queue: queue.Queue[object] = queue.Queue()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tokometer.bench.client import Exchange, RequestRecord
@@ -112,6 +113,17 @@ class BenchOutcome:
     store_error: str | None = None
 
 
+@dataclass(frozen=True)
+class LiveRun:
+    """A picklable handle on a live run: called in a worker process, it opens a writer to it."""
+
+    path: Path
+    run_id: int
+
+    def __call__(self) -> RunWriter:
+        return RunWriter(self.path, run_id=self.run_id)
+
+
 def _row(exchange: Exchange) -> Callable[[], dict[str, Any]]:
     return lambda: exchange.record().to_dict()
 
@@ -133,10 +145,11 @@ def benchmark(
     writer: RunWriter | None = None
     started = datetime.now(UTC).isoformat(timespec="seconds")
 
-    def on_start(endpoint: Endpoint) -> None:
+    def on_start(endpoint: Endpoint) -> LiveRun | None:
+        """Store the run's header; returns a way for other processes to add to it."""
         nonlocal writer
         if not save:
-            return
+            return None
         header = RunRecord(
             started_at=started,
             status="incomplete",
@@ -148,6 +161,7 @@ def benchmark(
             server=endpoint.to_dict(),
         )
         writer = RunWriter(default_path(), header)
+        return LiveRun(writer.path, writer.run_id)
 
     def on_exchange(exchange: Exchange) -> None:
         if writer is not None:
