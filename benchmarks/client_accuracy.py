@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -96,6 +97,10 @@ def many_streams(streams: int, rate: float, ttft_ms: float, tokens: int, rounds:
     print(f"  per-stream decode  median {decode['median']:.3f} tok/s  error {median_err:+.3%}  (worst stream {worst_err:.3%})")
     print(f"  aggregate (all streams decoding)  {aggregate:.1f} tok/s of {streams * rate:g}  error {aggregate_err:+.3%}")
     ttft_err = error(level["ttft_ms"]["median"], ttft_ms)
+    timed = [r for r in result.records if r.phase == "concurrency" and r.ok and r.t_headers is not None and r.event_times]
+    to_headers = statistics.median((r.t_headers - r.t0) * 1e3 for r in timed if r.t_headers is not None)
+    to_token = statistics.median((r.event_times[0] - r.t_headers) * 1e3 for r in timed if r.t_headers is not None)
+    print(f"  TTFT = request -> response headers {to_headers:.1f} ms (the server reading a {streams}-request burst) + headers -> first token {to_token:.1f} ms")
     print(f"  TTFT median {level['ttft_ms']['median']:.1f} ms of {ttft_ms:g} ms  error {ttft_err:+.3%}  (p90 {level['ttft_ms'].get('p90') or float('nan'):.1f} ms)")
     print(f"  client CPU {cpu:.2f} s over {wall:.1f} s (whole run, warm-up included): {100 * cpu / wall / streams:.3f} % of a core per stream")
     return median_err, ttft_err, aggregate_err
