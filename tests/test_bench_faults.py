@@ -160,7 +160,7 @@ def test_the_default_deadline_follows_the_plan() -> None:
     assert BenchConfig("http://x", deadline_s=7.0).deadline_bound_s() == 7.0
 
 
-@pytest.mark.parametrize("fault", ["nan-count", "endless", "html"])
+@pytest.mark.parametrize("fault", sorted(HOSTILE))
 def test_cli_hostile_server_ends_with_one_clean_line_and_the_run_stored(fault: str) -> None:
     with synthetic(tok_s=2000.0, ttft_s=0.002, faults=(fault,)) as server:
         code, out, err = run_cli(["bench", server.url, "--max-tokens", "8", "--prompt-tokens", "0", "--runs", "2"])
@@ -200,3 +200,21 @@ def test_cli_json_carries_the_implausible_flag() -> None:
         code, out, err = run_cli(["bench", server.url, "--max-tokens", "8", "--prompt-tokens", "0", "--runs", "2", "--json"])
     assert code == 2
     assert "the server counted 400 output tokens" in err.strip().splitlines()[-1]
+
+
+def test_cli_deadline_is_one_line_exit_2_and_keeps_the_completed_requests() -> None:
+    with synthetic(tok_s=100.0, ttft_s=0.002) as server:
+        code, out, err = run_cli(["bench", server.url, "--max-tokens", "10", "--prompt-tokens", "0", "--runs", "50", "--deadline", "1", "--json"])
+    assert code == 2 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: the run reached its deadline of 1 s;") and "saved" in line
+    shown = json.loads(out)
+    with open_store() as store:
+        run = store.get_run(shown["id"])
+    assert run["status"] == "deadline" and run["summary"]["requests_ok"] >= 2
+
+
+def test_cli_stalled_server_is_bounded_by_the_stall_timeout() -> None:
+    with synthetic(tok_s=500.0, ttft_s=0.002, faults=("stall",), stall_s=30.0) as server:
+        code, _, err = run_cli(["bench", server.url, "--max-tokens", "10", "--prompt-tokens", "0", "--runs", "2", "--timeout", "0.5"])
+    assert code == 2 and err.strip().splitlines()[-1].startswith("error: all 2 measured requests failed: no data from the server for 0.5 s")

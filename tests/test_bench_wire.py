@@ -54,3 +54,37 @@ def test_wire_and_httpx_give_the_same_records(flavor: str) -> None:
     for a, b in zip(wire.records, plain.records, strict=True):
         assert (a.output_tokens, a.finish_reason, a.prompt_tokens, a.events_total) == (b.output_tokens, b.finish_reason, b.prompt_tokens, b.events_total)
     assert wire.summary()["decode_tps"]["median"] == pytest.approx(500.0, rel=0.1)
+
+
+def test_a_server_that_closes_after_each_response_gets_a_fresh_connection() -> None:
+    import asyncio
+    import time
+
+    from tokometer.bench.protocols import GenerationRequest, get_protocol
+    from tokometer.bench.wire import Lane
+
+    body = b'data: {"choices":[{"text":"a"}]}\n\ndata: {"choices":[{"text":"b","finish_reason":"length"}]}\n\ndata: [DONE]\n\n'
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    async def main() -> list[bool]:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/completions"
+        lane = Lane(url, time.perf_counter, {}, None)
+        protocol = get_protocol("openai-completions")
+        oks = []
+        for seq in range(3):
+            exchange = await lane.send(url, protocol, protocol.body(GenerationRequest("hi", 2)), seq=seq, phase="decode", label="", stall_timeout_s=5, total_timeout_s=10, max_tokens=2, ignore_eos=False)
+            record = exchange.record()
+            oks.append(record.ok and record.output_tokens == 2 and record.finish_reason == "length")
+        lane.close()
+        server.close()
+        return oks
+
+    assert asyncio.run(main()) == [True, True, True]

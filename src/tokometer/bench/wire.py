@@ -229,7 +229,9 @@ class _Response(asyncio.Protocol):
 
     def _stop(self, failure: tuple[FailureKind, str] | None, *, reusable: bool) -> None:
         self.failure = failure
-        self.finished = reusable
+        self.finished = reusable  # the response ended cleanly (it may still ask to close)
+        if "close" in self.headers.get("connection", "").lower():
+            reusable = False
         if not reusable and self.transport is not None:
             self.transport.abort()
         if self.done is not None and not self.done.done():
