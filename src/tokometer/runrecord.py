@@ -34,26 +34,26 @@ FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
 class RunRecord:
     """One run: header, configuration, server identity, summary, prediction, grade, requests."""
 
-    started_at: str
-    status: RunStatus
-    mode: str  # RunMode for tokometer runs; importers keep the tool's own word
-    source: str = "tokometer"
+    started_at: str  # fields in the order of `tokometer bench --json`, which this shape keeps
     finished_at: str | None = None
+    status: RunStatus = "complete"
     url: str | None = None
     model: str | None = None
-    hardware: str | None = None
+    mode: str = "speed"  # RunMode for tokometer runs; importers keep the tool's own word
     protocol: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     server: dict[str, Any] | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     levels: list[dict[str, Any]] = field(default_factory=list)
-    prediction: dict[str, Any] | None = None
-    grading: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
-    requests: tuple[RequestRow, ...] = ()
-    tokometer_version: str | None = None
-    id: int | None = None
     definitions: dict[str, str] = field(default_factory=dict)  # the metric formulas, for readers of the JSON
+    requests: tuple[RequestRow, ...] = ()
+    prediction: dict[str, Any] | None = None
+    hardware: str | None = None
+    grading: dict[str, Any] | None = None
+    source: str = "tokometer"
+    id: int | None = None
+    tokometer_version: str | None = None  # set on stored runs only
 
     def with_(self, **changes: Any) -> RunRecord:
         return replace(self, **changes)
@@ -63,6 +63,8 @@ class RunRecord:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["notes"] = list(self.notes)
         data["requests"] = list(self.requests)
+        if self.tokometer_version is None:
+            del data["tokometer_version"]
         return data
 
     @classmethod
