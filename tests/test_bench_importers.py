@@ -12,6 +12,7 @@ from bench_fixtures import bench_home, run_cli  # noqa: F401
 from tokometer.bench.importers import detect_format, from_llama_bench, from_vllm_bench
 from tokometer.errors import InputError
 from tokometer.store import open_store
+from tokometer.usecases.benchmark import recompute
 
 IDENTITY = {
     "build_commit": "8cf427ff", "build_number": 5163, "cpu_info": "AMD Ryzen 7 7800X3D 8-Core Processor",
@@ -102,7 +103,7 @@ def test_cli_import_llama_bench_jsonl_and_vllm(tmp_path: Path) -> None:
     with open_store() as store:
         runs = store.list_runs()
         assert runs[0]["source"] == "vllm-bench" and runs[1]["summary"]["decode_tps"]["median"] == pytest.approx(119.43)
-        assert store.recompute(imported[1]["id"])["requests_ok"] == 2
+        assert recompute(store, imported[1]["id"])["requests_ok"] == 2
 
 
 def test_cli_export_then_import_round_trips(tmp_path: Path) -> None:
@@ -124,3 +125,58 @@ def test_cli_import_of_garbage_is_one_line_exit_2(tmp_path: Path) -> None:
     bad.write_text("not json at all\n")
     code, out, err = run_cli(["runs", "import", str(bad)])
     assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_vllm_default_rate_inf_without_max_concurrency_imports() -> None:
+    data = {**vllm_detailed(), "max_concurrency": None, "request_rate": "inf"}
+    run = from_vllm_bench(data)
+    assert run["mode"] == "rate" and run["levels"][0]["label"] == "rate=inf"
+    assert run["levels"][0]["rate"] == "inf"
+    assert run["summary"]["requests_ok"] == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"ttfts": "x"}, "ttfts is str, expected a list"),
+        ({"ttfts": [-0.1, 0.2, 0.0]}, "ttfts[0] is -0.1, expected a number of at least 0"),
+        ({"output_lens": ["a", 21, 0]}, "output_lens[0] is 'a', expected a number"),
+        ({"itls": [[1e-9] * 10, [0.02] * 10, []]}, "beyond any hardware"),
+        ({"itls": [[0.0] * 10, [0.02] * 10, []]}, "itls[0] adds up to 0.0 s"),
+        ({"request_rate": "fast"}, "request_rate is 'fast'"),
+        ({"median_tpot_ms": 0}, "median_tpot_ms is 0"),
+    ],
+)
+def test_cli_import_refuses_impossible_vllm_files_in_one_line(tmp_path: Path, change: dict[str, Any], words: str) -> None:
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({**vllm_detailed(), **change}))
+    code, out, err = run_cli(["runs", "import", str(path)])
+    assert code == 2 and not out
+    assert err.startswith(f"error: {path}: ") and words in err and len(err.strip().splitlines()) == 1
+    with open_store() as store:
+        assert store.count() == 0
+
+
+@pytest.mark.parametrize("bad", [0.0, -5.0, 1e9, "fast"])
+def test_cli_import_refuses_impossible_llama_bench_speeds(tmp_path: Path, bad: Any) -> None:
+    tests = llama_bench()
+    tests[1]["samples_ts"][0] = bad
+    path = tmp_path / "lb.json"
+    path.write_text(json.dumps(tests))
+    code, _, err = run_cli(["runs", "import", str(path)])
+    assert code == 2 and "test 1 samples_ts[0]" in err and "Traceback" not in err
+
+
+def test_cli_import_of_truncated_and_huge_files_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tokometer.bench.importers as importers
+
+    text = json.dumps(vllm_detailed())
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    code, _, err = run_cli(["runs", "import", str(cut)])
+    assert code == 2 and "is not valid JSON (truncated?)" in err
+    monkeypatch.setattr(importers, "MAX_IMPORT_BYTES", 100)
+    big = tmp_path / "big.json"
+    big.write_text(text)
+    code, _, err = run_cli(["runs", "import", str(big)])
+    assert code == 2 and "files over 0 MiB are not imported" in err

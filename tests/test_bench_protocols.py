@@ -70,7 +70,7 @@ def test_ollama_final_line_keeps_durations_verbatim() -> None:
 
 
 def test_non_object_event_is_an_error() -> None:
-    assert get_protocol("openai-chat").parse([1, 2]).error
+    assert get_protocol("openai-chat").parse([1, 2]).invalid == "an event is a list, expected a JSON object"
 
 
 def test_usage_beats_timings_beats_events() -> None:

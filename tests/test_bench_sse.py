@@ -64,3 +64,14 @@ def test_any_chunking_gives_the_same_events(cuts: list[int]) -> None:
     pieces = [STREAM[a:b] for a, b in zip([0, *points], [*points, len(STREAM)], strict=True)]
     chunks = [(float(i), piece) for i, piece in enumerate(pieces)]
     assert [e.data for e in parse_sse(chunks)] == [e.data for e in parse_sse([(0.0, STREAM)])]
+
+
+@given(st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30))
+def test_events_do_not_depend_on_how_the_bytes_were_split(cuts: list[int]) -> None:
+    raw = 'data: {"a": 1}\r\n\r\n: ping\n\ndata: x\rdata: y\r\rdata: 日本\n\ndata: tail'.encode()
+    chunks, at = [], 0
+    for i, size in enumerate(cuts):
+        chunks.append((float(i), raw[at : at + size]))
+        at += size
+    chunks.append((float(len(cuts)), raw[at:]))
+    assert [e.data for e in parse_sse(chunks)] == [e.data for e in parse_sse([(0.0, raw)])] == ['{"a": 1}', "x\ny", "日本", "tail"]

@@ -14,10 +14,10 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tokometer"
 
 # lower number = lower layer; a dotted key overrides its package's layer
 LAYERS = {
-    "units": 0, "errors": 0, "report.text": 0, "specs": 1,
+    "units": 0, "errors": 0, "report.text": 0, "specs": 1, "runrecord": 1,
     "costmodel": 2,
     "catalog": 3, "ingest": 3, "calibration_data": 3, "bench": 4, "store": 5,
-    "api": 4, "validate": 5, "calibrate": 5, "explore": 5, "report": 6,
+    "api": 4, "validate": 5, "calibrate": 5, "explore": 5, "usecases": 5, "report": 6,
     "cli": 9, "web": 8, "__main__": 10, "__init__": 10,
 }
 IO_MODULES = {"httpx", "sqlite3", "socket", "subprocess", "urllib", "huggingface_hub", "requests", "os"}

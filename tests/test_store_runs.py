@@ -13,6 +13,7 @@ from tokometer.bench.runner import BenchConfig, Runner
 from tokometer.catalog import tokometer_home
 from tokometer.store import RunNotFound, StoreError, default_path, open_store
 from tokometer.store.migrations import MIGRATIONS, applied, migrate
+from tokometer.usecases.benchmark import recompute
 
 
 def minimal_run(**extra: Any) -> dict[str, Any]:
@@ -100,7 +101,7 @@ def test_stored_timestamps_recompute_the_same_summary() -> None:
     run = result.to_dict()
     with open_store() as store:
         run_id = store.save_run(run)
-        again = store.recompute(run_id)
+        again = recompute(store, run_id)
         stored = store.get_run(run_id)
     for key in ("decode_tps", "ttft_ms", "prefill_tps", "tpot_ms", "itl_ms", "server_decode_tps"):
         for stat in ("median", "mean", "min", "max"):
@@ -108,3 +109,20 @@ def test_stored_timestamps_recompute_the_same_summary() -> None:
     assert again["requests_ok"] == stored["summary"]["requests_ok"] == 4
     assert stored["server"]["engine"] == "llama.cpp"
     assert stored["requests"][1]["server_timings"]["predicted_n"] == 20
+
+
+def test_the_writer_stores_each_request_and_flush_waits_for_it(tmp_path: Path) -> None:
+    from tokometer.runrecord import RunRecord
+    from tokometer.store.writer import RunWriter
+
+    path = tmp_path / "live.db"
+    writer = RunWriter(path, RunRecord(started_at="2025-01-01T00:00:00+00:00", status="complete", mode="speed"))
+    for seq in range(5):
+        writer.put(lambda seq=seq: {"seq": seq, "phase": "decode", "ok": True, "t0_s": float(seq)})
+    writer.put(lambda: 1 / 0)  # a record that cannot be built is reported, the others are kept
+    writer.flush()
+    with open_store(path) as store:
+        run = store.get_run(writer.run_id)
+        assert run["status"] == "incomplete" and [r["seq"] for r in run["requests"]] == [0, 1, 2, 3, 4]
+    writer.close()
+    assert writer.written == 5 and "could not be recorded" in (writer.error or "")

@@ -246,7 +246,7 @@ def test_models_outside_the_catalog_are_never_read_or_fetched(
 
 def test_oversized_body_is_rejected(client: TestClient) -> None:
     big = b'{"model": "' + b"a" * 70_000 + b'"}'
-    assert "too large" in error_of(client.post("/api/estimate", content=big))["error"]
+    assert "too large" in error_of(client.post("/api/estimate", content=big), 413)["error"]
 
 
 # --- curves, roofline, utilisation, latency ----------------------------------------------------

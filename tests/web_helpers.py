@@ -56,8 +56,16 @@ class FakeStore:
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         return RUNS[:limit]
 
-    def get_run(self, run_id: int) -> dict[str, Any] | None:
-        return next((r for r in RUNS if r["id"] == run_id), None)
+    def get_run(self, run_id: int, *, requests_limit: int | None = None, requests_offset: int = 0) -> dict[str, Any] | None:
+        run = next((r for r in RUNS if r["id"] == run_id), None)
+        if run is None:
+            return None
+        requests = run.get("requests") or []
+        end = None if requests_limit is None else requests_offset + requests_limit
+        return {**run, "requests": requests[requests_offset:end]}
+
+    def count_requests(self, run_id: int) -> int:
+        return len(next((r.get("requests") or [] for r in RUNS if r["id"] == run_id), []))
 
 
 def fake_store_module() -> types.ModuleType:

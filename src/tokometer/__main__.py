@@ -1,5 +1,7 @@
-"""`python -m tokometer` is the same as the `tokometer` command."""
+"""`python -m tokometer` is the same as the `tokometer` command (exit code included)."""
+
+import sys
 
 from tokometer.cli import main
 
-main()
+sys.exit(main())

@@ -1,7 +1,12 @@
 """Send one streaming request, stamp every chunk on arrival, and turn the bytes into a record.
 
-The hot loop only does `clock()` and `list.append` per chunk (tugot17/tokenomics#16: stamp the
-clock the instant a chunk lands, before any parsing). Framing, JSON and counting happen in
+The hot loop only does `clock()`, `list.append` and a few C-level byte scans per chunk
+(tugot17/tokenomics#16: stamp the clock the instant a chunk lands, before any parsing). The scans
+enforce the limits that keep a hostile server from holding the run: a line longer than
+`Limits.line_bytes`, a response larger than `Limits.response_bytes`, and more events than
+`max_tokens` allows (a server that ignores `max_tokens`) stop the reading, and the request fails
+with a named reason (`line-too-long`, `too-large`, `overrun`). An HTML page and a redirect get
+their own reasons too (`html`, `redirect`). Framing, JSON and counting happen in
 `build_record`, after the stream has ended, and are pure, so tests feed it fake chunks.
 
 The HTTP transport and the clock are parameters: `httpx.MockTransport` and a fake clock in unit
@@ -17,16 +22,54 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from tokometer.bench.metrics import RequestMetrics, Trace, request_metrics
+from tokometer.bench.plausibility import implausible
 from tokometer.bench.protocols import Parsed, Protocol, server_counts
 from tokometer.bench.sse import Chunk, parse_stream
+from tokometer.runrecord import FailureKind, Phase
 
 Clock = Callable[[], float]
 DONE_DRAIN_S = 2.0  # after the end marker, wait at most this long for the stream to close
+EVENT_SLACK = 16  # events a stream may carry beyond max_tokens: role prelude, finish, usage, [DONE]...
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one response may send before the client stops reading it."""
+
+    line_bytes: int = 1 << 20  # one SSE/NDJSON line (a token event is ~100-300 bytes)
+    response_bytes: int = 64 << 20  # the whole body
+
+
+class _JsonLimit(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _JsonLimit(f"the server sent {name}, which is not a number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _JsonLimit(f"the server sent {text[:20]}, which is not a finite number")
+    return value
+
+
+def decode_event(text: str) -> tuple[Any, str | None]:
+    """JSON of one event, or (None, why not): NaN, Infinity, 1e999 and deep nesting are refused."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float), None
+    except _JsonLimit as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "an event is nested too deeply to read"
+    except ValueError:
+        return None, f"malformed JSON in the stream: {text[:80]!r}"
 
 
 @dataclass(frozen=True)
@@ -34,13 +77,13 @@ class RequestRecord:
     """Everything one request left behind; times are absolute client-clock seconds."""
 
     seq: int
-    phase: str  # cold | decode | ttft | depth | concurrency | rate
+    phase: Phase
     label: str
     ok: bool
     t0: float
     group: int = 0  # round within a level (concurrency: requests launched together)
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: FailureKind | None = None
     status_code: int | None = None
     t_headers: float | None = None
     t_end: float | None = None
@@ -109,13 +152,13 @@ class RequestRecord:
         tokens = data.get("event_tokens")
         return cls(
             seq=int(data["seq"]),
-            phase=str(data["phase"]),
+            phase=cast(Phase, str(data["phase"])),
             label=str(data.get("label") or ""),
             ok=bool(data["ok"]),
             t0=t0,
             group=int(data.get("group") or 0),
             error=data.get("error"),
-            error_kind=data.get("error_kind"),
+            error_kind=cast("FailureKind | None", data.get("error_kind")),
             status_code=data.get("status_code"),
             t_headers=absolute("t_headers_s"),
             t_end=absolute("t_end_s"),
@@ -157,19 +200,21 @@ def build_record(
     chunks: list[Chunk],
     *,
     seq: int,
-    phase: str,
+    phase: Phase,
     label: str,
     t0: float,
     group: int = 0,
     t_headers: float | None = None,
     t_end: float | None = None,
     status_code: int | None = 200,
-    failure: tuple[str, str] | None = None,
+    failure: tuple[FailureKind, str] | None = None,
     max_tokens: int | None = None,
     ignore_eos: bool = False,
     params: dict[str, Any] | None = None,
 ) -> RequestRecord:
     """Parse the stream's chunks into a record: token events, counts, finish reason, errors."""
+    error_kind: FailureKind | None
+    error: str | None
     error_kind, error = failure if failure else (None, None)
     token_times: list[float] = []
     cumulative: list[int | None] = []
@@ -183,13 +228,16 @@ def build_record(
         if event.data.strip() == "[DONE]":
             done = True
             continue
-        try:
-            obj = json.loads(event.data)
-        except json.JSONDecodeError:
+        obj, why = decode_event(event.data)
+        if why is not None:
             if error is None:
-                error_kind, error = "malformed", f"malformed JSON in the stream: {event.data[:80]!r}"
+                error_kind, error = ("malformed" if why.startswith("malformed") else "invalid"), why
             continue
         parsed: Parsed = protocol.parse(obj)
+        if parsed.invalid is not None:
+            if error is None or error_kind in ("truncated", "dropped"):
+                error_kind, error = "invalid", f"the server sent an invalid value: {parsed.invalid}"
+            continue
         if parsed.error is not None:
             if error is None or error_kind in ("truncated", "dropped"):
                 error_kind, error = "server-error", f"server error inside the stream: {parsed.error}"
@@ -205,7 +253,7 @@ def build_record(
             token_times.append(event.t_s)
             text_chars += len(parsed.text)
             running = parsed.usage.get("completion_tokens") if parsed.usage else None
-            cumulative.append(running if isinstance(running, int) else None)
+            cumulative.append(int(running) if isinstance(running, int | float) else None)
     if error is None and not done and finish is None:
         error_kind, error = "truncated", "the stream ended before the server said it was done (connection dropped?)"
     if error is None and not token_times:
@@ -220,6 +268,20 @@ def build_record(
             steps.append(c - previous)
             previous = c
         event_tokens = tuple(steps)
+    output_tokens = counts.output_tokens if token_times or counts.output_tokens_source != "events" else None
+    if error is None:
+        why = implausible(
+            t0_s=t0,
+            t_headers_s=t_headers,
+            event_times_s=token_times,
+            event_tokens=event_tokens,
+            output_tokens=output_tokens,
+            output_tokens_source=counts.output_tokens_source,
+            text_chars=text_chars,
+            max_tokens=max_tokens,
+        )
+        if why is not None:
+            error_kind, error = "implausible", why
     return RequestRecord(
         seq=seq,
         phase=phase,
@@ -235,7 +297,7 @@ def build_record(
         event_times=tuple(token_times),
         event_tokens=event_tokens,
         events_total=len(events),
-        output_tokens=counts.output_tokens if token_times or counts.output_tokens_source != "events" else None,
+        output_tokens=output_tokens,
         output_tokens_source=counts.output_tokens_source,
         prompt_tokens=counts.prompt_tokens,
         prompt_tokens_source="server" if counts.prompt_tokens is not None else None,
@@ -264,14 +326,14 @@ class Exchange:
 
     protocol: Protocol
     seq: int
-    phase: str
+    phase: Phase
     label: str
     t0: float
     t_headers: float | None
     t_end: float
     status_code: int | None
     chunks: list[Chunk]
-    failure: tuple[str, str] | None
+    failure: tuple[FailureKind, str] | None
     max_tokens: int | None
     ignore_eos: bool
     params: dict[str, Any]
@@ -304,7 +366,7 @@ async def send_streaming(
     body: dict[str, Any],
     *,
     seq: int,
-    phase: str,
+    phase: Phase,
     label: str,
     clock: Clock,
     headers: Mapping[str, str] | None = None,
@@ -313,6 +375,7 @@ async def send_streaming(
     max_tokens: int | None = None,
     ignore_eos: bool = False,
     group: int = 0,
+    limits: Limits | None = None,
 ) -> Exchange:
     """POST `body` and read the stream chunk by chunk; never raises for I/O failures.
 
@@ -326,11 +389,10 @@ async def send_streaming(
         headers={"content-type": "application/json", "accept-encoding": "identity", **(headers or {})},
         timeout=httpx.Timeout(stall_timeout_s, connect=min(stall_timeout_s, 30.0)),
     )
-    markers = _done_markers(protocol)
     chunks: list[Chunk] = []
     status: int | None = None
     t_headers: float | None = None
-    failure: tuple[str, str] | None = None
+    failure: tuple[FailureKind, str] | None = None
     params = {k: v for k, v in body.items() if k not in ("prompt", "messages")}
     t0 = clock()
     try:
@@ -340,23 +402,17 @@ async def send_streaming(
                 t_headers = clock()
                 status = response.status_code
                 if status >= 400:
-                    detail = (await response.aread())[:300].decode("utf-8", "replace").strip()
+                    detail = (await _head(response, 300)).decode("utf-8", "replace").strip()
                     failure = ("http", f"HTTP {status}" + (f": {detail}" if detail else ""))
+                elif 300 <= status < 400:
+                    where = response.headers.get("location") or "an unnamed place"
+                    failure = ("redirect", f"HTTP {status} redirect to {where[:200]}: give that URL (redirects are not followed)")
+                elif response.headers.get("content-type", "").lower().startswith("text/html"):
+                    failure = ("html", f"the server answered HTTP {status} with an HTML page, not a token stream (wrong URL, or a login or proxy page?)")
                 elif response.is_stream_consumed:  # the body was read eagerly (an in-memory transport)
                     chunks.append((clock(), response.content))
                 else:
-                    stream = response.aiter_raw()
-                    finished = False
-                    async for chunk in stream:
-                        chunks.append((clock(), chunk))
-                        if any(m in chunk for m in markers):
-                            finished = True
-                            break
-                    if finished:  # drain the tail so the connection can be reused, but never hang on it
-                        with contextlib.suppress(TimeoutError, httpx.HTTPError):
-                            async with asyncio.timeout(DONE_DRAIN_S):
-                                async for chunk in stream:
-                                    chunks.append((clock(), chunk))
+                    failure = await _read_stream(response, chunks, clock, protocol, max_tokens, limits or Limits())
             finally:
                 await response.aclose()
     except TimeoutError:
@@ -384,11 +440,87 @@ async def send_streaming(
         ignore_eos=ignore_eos,
         params=params,
         group=group,
-        prompt=_prompt_text(body),
+        prompt=prompt_text(body),
     )
 
 
-def _prompt_text(body: Mapping[str, Any]) -> str | None:
+async def _head(response: httpx.Response, n_bytes: int) -> bytes:
+    """The first `n_bytes` of a body, without reading the rest (an error page may be huge)."""
+    if response.is_stream_consumed:
+        return response.content[:n_bytes]
+    got = b""
+    async for chunk in response.aiter_raw():
+        got += chunk
+        if len(got) >= n_bytes:
+            break
+    return got[:n_bytes]
+
+
+class StreamGuard:
+    """The per-read checks of the hot loop, shared by both transports: C-level byte scans only.
+
+    `check(payload)` returns a failure when a limit is passed (the caller stops reading) and sets
+    `finished` once the protocol's end marker has been seen (the caller may stop after a drain).
+    """
+
+    __slots__ = ("event_cap", "event_mark", "events", "finished", "limits", "line_bytes", "markers", "max_tokens", "total_bytes")
+
+    def __init__(self, protocol: Protocol, max_tokens: int | None, limits: Limits) -> None:
+        self.markers = _done_markers(protocol)
+        self.event_mark = b"\n" if protocol.framing == "ndjson" else b"data:"
+        self.max_tokens = max_tokens
+        self.event_cap = max_tokens + EVENT_SLACK if max_tokens else None
+        self.limits = limits
+        self.line_bytes = self.total_bytes = self.events = 0
+        self.finished = False
+
+    def check(self, chunk: bytes) -> tuple[FailureKind, str] | None:
+        self.total_bytes += len(chunk)
+        newline = chunk.rfind(b"\n")
+        self.line_bytes = self.line_bytes + len(chunk) if newline < 0 else len(chunk) - newline - 1
+        if self.line_bytes > self.limits.line_bytes:
+            return ("line-too-long", f"the server sent a line longer than {self.limits.line_bytes:,} bytes; reading stopped")
+        if self.total_bytes > self.limits.response_bytes:
+            return ("too-large", f"the response grew past {self.limits.response_bytes:,} bytes; reading stopped")
+        if self.event_cap is not None:
+            self.events += chunk.count(self.event_mark)
+            if self.events > self.event_cap:
+                return ("overrun", f"the server kept sending past max_tokens={self.max_tokens} ({self.events} events); reading stopped")
+        if not self.finished and any(m in chunk for m in self.markers):
+            self.finished = True
+        return None
+
+
+async def _read_stream(
+    response: httpx.Response,
+    chunks: list[Chunk],
+    clock: Clock,
+    protocol: Protocol,
+    max_tokens: int | None,
+    limits: Limits,
+) -> tuple[FailureKind, str] | None:
+    """The hot loop: stamp and keep each chunk; stop at the end marker or at a limit (named)."""
+    guard = StreamGuard(protocol, max_tokens, limits)
+    stream = response.aiter_raw()
+    async for chunk in stream:
+        chunks.append((clock(), chunk))
+        failure = guard.check(chunk)
+        if failure is not None:
+            return failure
+        if guard.finished:
+            break
+    if guard.finished:  # drain the tail so the connection can be reused, but never hang on it
+        with contextlib.suppress(TimeoutError, httpx.HTTPError):
+            async with asyncio.timeout(DONE_DRAIN_S):
+                async for chunk in stream:
+                    chunks.append((clock(), chunk))
+                    if guard.total_bytes + len(chunk) > limits.response_bytes:
+                        break
+                    guard.total_bytes += len(chunk)
+    return None
+
+
+def prompt_text(body: Mapping[str, Any]) -> str | None:
     if isinstance(body.get("prompt"), str):
         return str(body["prompt"])
     messages = body.get("messages")

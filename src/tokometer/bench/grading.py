@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tokometer.bench.plausibility import implausible_speed
+
 ABOVE_CEILING = 1.0  # fraction of the ceiling above which a result is physically suspect
 FAR_BELOW_ESTIMATE = 0.5  # fraction of the estimate below which something is wrong
 CLIENT_SERVER_GAP = 0.10  # client vs server decode disagreement worth a flag
@@ -43,6 +45,13 @@ def validity_flags(summary: Mapping[str, Any]) -> list[dict[str, str]]:
     if failed:
         kinds = ", ".join(f"{k} x{v}" for k, v in (summary.get("errors") or {}).items())
         flags.append(_flag("failures", f"{failed} of {total} requests failed ({kinds}): {summary.get('first_error')}"))
+    implausible_count = int((summary.get("errors") or {}).get("implausible") or 0)
+    if implausible_count:
+        flags.append(_flag("implausible", f"{implausible_count} request(s) reported numbers that cannot be true; they are kept out of the statistics (see the requests)", "error"))
+    fastest = (summary.get("decode_tps") or {}).get("max")
+    why = implausible_speed(fastest if isinstance(fastest, int | float) else None)
+    if why is not None:
+        flags.append(_flag("implausible-speed", why, "error"))
     gap = summary.get("client_server_gap_fraction")
     if isinstance(gap, int | float) and abs(gap) > CLIENT_SERVER_GAP:
         client = _median(summary, "decode_tps")

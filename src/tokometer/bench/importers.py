@@ -8,6 +8,10 @@
   `input_lens`, `output_lens` and `errors` are rebuilt into token timestamps and summarised by
   tokometer's own formulas; otherwise the file's medians are taken as they are.
 - tokometer's own `runs export --format json` output (one run or a list), for moving runs.
+
+A file is checked before it is converted: at most `MAX_IMPORT_BYTES`, valid JSON, every number a
+number of the right sign, and no speed outside (0, `MAX_STREAM_TOK_S`]; anything else is one
+`InputError` naming the file and the field, never a traceback and never a stored impossibility.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from tokometer.bench.client import RequestRecord
 from tokometer.bench.metrics import DEFINITIONS, stats
+from tokometer.bench.plausibility import MAX_STREAM_TOK_S
 from tokometer.bench.summary import summarize_levels, summarize_records
 from tokometer.errors import InputError
 
@@ -30,15 +35,26 @@ _LLAMA_BENCH_IDENTITY = (
 )  # fmt: skip
 
 
+MAX_IMPORT_BYTES = 512 << 20
+
+
 def read_any(path: Path) -> Any:
     try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            raise InputError(f"{path} is {size / 2**20:,.0f} MiB; files over {MAX_IMPORT_BYTES >> 20} MiB are not imported")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text (expected llama-bench or vllm bench JSON)") from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
-        pass
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        if text.lstrip().startswith("{") and "\n{" not in text.strip():
+            raise InputError(f"{path} is not valid JSON (truncated?): {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -63,14 +79,105 @@ def detect_format(data: Any) -> str:
     raise InputError("unrecognised file: expected `llama-bench -o json`, `vllm bench serve` JSON or a tokometer export")
 
 
+class _Bad(ValueError):
+    pass
+
+
+def _number(value: Any, where: str, *, positive: bool = False, optional: bool = False) -> float | None:
+    """A finite number >= 0 (> 0 when `positive`); None allowed when `optional`."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or abs(value) == float("inf"):
+        raise _Bad(f"{where} is {value!r}, expected a number")
+    if value < 0 or (positive and value == 0):
+        raise _Bad(f"{where} is {value!r}, expected a number {'above' if positive else 'of at least'} 0")
+    return float(value)
+
+
+def _speed(value: Any, where: str) -> None:
+    speed = _number(value, where, positive=True)
+    assert speed is not None
+    if speed > MAX_STREAM_TOK_S:
+        raise _Bad(f"{where} is {speed:,.0f} tok/s, beyond any hardware (over {MAX_STREAM_TOK_S:,.0f})")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _Bad(f"{where} is {type(value).__name__}, expected a list")
+    return value
+
+
+def check_llama_bench(tests: list[dict[str, Any]]) -> None:
+    """Refuse a llama-bench file whose counts, times or speeds are not possible."""
+    for i, test in enumerate(tests):
+        for key in ("n_prompt", "n_gen", "n_depth"):
+            _number(test.get(key), f"test {i} {key}", optional=True)
+        samples = test.get("samples_ts")
+        for j, ts in enumerate(_list(samples, f"test {i} samples_ts") if samples is not None else [test.get("avg_ts")]):
+            _speed(ts, f"test {i} samples_ts[{j}]")
+        times = test.get("samples_ns")
+        for j, ns in enumerate(_list(times, f"test {i} samples_ns") if times is not None else []):
+            _number(ns, f"test {i} samples_ns[{j}]", positive=True)
+
+
+def check_vllm_bench(result: dict[str, Any]) -> None:
+    """Refuse a vllm bench file whose counts, times or speeds are not possible."""
+    for key in ("completed", "failed", "num_prompts", "duration", "output_throughput", "request_throughput"):
+        _number(result.get(key), key, optional=True)
+    concurrency = result.get("max_concurrency")
+    if concurrency is not None:
+        _number(concurrency, "max_concurrency", positive=True)
+    rate = result.get("request_rate")
+    if rate is not None and rate not in ("inf", "Infinity"):
+        if isinstance(rate, str):
+            raise _Bad(f"request_rate is {rate!r}, expected a number or \"inf\"")
+        _number(rate, "request_rate", positive=True)
+    median_tpot = result.get("median_tpot_ms")
+    if median_tpot is not None and _number(median_tpot, "median_tpot_ms", positive=True) is not None:
+        _speed(1000.0 / median_tpot, "1000 / median_tpot_ms")
+    if "ttfts" not in result and "itls" not in result:
+        return
+    ttfts = _list(result.get("ttfts"), "ttfts")
+    itls = _list(result.get("itls"), "itls")
+    outputs = result.get("output_lens")
+    for name in ("output_lens", "input_lens", "errors", "start_times"):
+        if result.get(name) is not None:
+            _list(result[name], name)
+    errors = result.get("errors") or []
+    for i, ttft in enumerate(ttfts):
+        failed = i < len(errors) and bool(errors[i])
+        if failed:
+            continue
+        _number(ttft, f"ttfts[{i}]", optional=True)
+        gaps = _list(itls[i], f"itls[{i}]") if i < len(itls) and itls[i] is not None else []
+        total = 0.0
+        for j, gap in enumerate(gaps):
+            total += _number(gap, f"itls[{i}][{j}]") or 0.0
+        out = outputs[i] if isinstance(outputs, list) and i < len(outputs) else None
+        tokens = _number(out, f"output_lens[{i}]", optional=True)
+        if gaps and total <= 0:
+            raise _Bad(f"itls[{i}] adds up to {total!r} s over {len(gaps)} gaps, expected a positive time")
+        if gaps:
+            _speed(((tokens or len(gaps) + 1) - 1) / total, f"request {i}'s decode speed")
+    for i, start in enumerate(result.get("start_times") or []):
+        _number(start, f"start_times[{i}]")
+
+
 def import_file(path: Path) -> list[dict[str, Any]]:
-    """Runs (tokometer's stored shape) from one results file."""
+    """Runs (tokometer's stored shape) from one results file; a bad file is one InputError."""
     data = read_any(path)
     kind = detect_format(data)
-    if kind == "llama-bench":
-        return [from_llama_bench(data, source_file=path.name)]
-    if kind == "vllm-bench":
-        return [from_vllm_bench(data, source_file=path.name)]
+    try:
+        if kind == "llama-bench":
+            check_llama_bench(data)
+            return [from_llama_bench(data, source_file=path.name)]
+        if kind == "vllm-bench":
+            check_vllm_bench(data)
+            return [from_vllm_bench(data, source_file=path.name)]
+    except _Bad as exc:
+        raise InputError(f"{path}: {exc} (not imported)") from None
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        raise InputError(f"{path}: not a valid {kind} file ({type(exc).__name__}: {exc})") from None
     runs = data if isinstance(data, list) else [data]
     for run in runs:
         run.pop("id", None)

@@ -8,12 +8,24 @@
 Each protocol builds a request body and reads one decoded JSON event into a `Parsed`: the text
 it carries, whether it carries a generated token (role-only, usage-only and `[DONE]` events never
 do), the server's counts and timings verbatim, a finish reason, an in-band error.
+
+Every server value is checked as it is read: a field of the wrong type (`"choices": 5`,
+`"text": 5`), a count that is not a whole number in [0, 10^9], a duration that is negative or
+not finite makes `Parsed.invalid` name the field, and that request fails with kind `invalid`;
+nothing a server sends raises.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+MAX_COUNT = 10**9  # no request has more tokens than this; a larger count is a broken server
+
+
+class InvalidEvent(ValueError):
+    """A server value of the wrong type or out of range; the message names the field."""
 
 PROTOCOLS = ("openai-chat", "openai-completions", "llamacpp", "ollama")
 
@@ -29,6 +41,79 @@ class Parsed:
     finish_reason: str | None = None
     error: str | None = None
     done: bool = False
+    invalid: str | None = None  # a value of the wrong type or range, named
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else {"str": "text", "dict": "an object", "list": "a list"}.get(type(value).__name__, repr(value)[:40])
+
+
+def _text(obj: dict[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidEvent(f"`{key}` is {_type_name(value)}, expected text")
+    return value
+
+
+def _object(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise InvalidEvent(f"`{key}` is {_type_name(value)}, expected an object")
+    return value
+
+
+def check_count(value: Any, key: str) -> int | None:
+    """A token count: None, or a whole number in [0, MAX_COUNT] (3.0 is accepted as 3)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidEvent(f"`{key}` is {_type_name(value)}, expected a whole number")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise InvalidEvent(f"`{key}` is {value!r}, expected a whole number")
+    if not 0 <= value <= MAX_COUNT:
+        raise InvalidEvent(f"`{key}` is {value:g}, outside 0..{MAX_COUNT:g}")
+    return int(value)
+
+
+def check_duration(value: Any, key: str) -> float | None:
+    """A duration or rate: None, or a finite number >= 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise InvalidEvent(f"`{key}` is {value!r}, expected a finite number >= 0")
+    return float(value)
+
+
+_USAGE_COUNTS = ("completion_tokens", "prompt_tokens", "total_tokens")
+_TIMING_COUNTS = ("predicted_n", "prompt_n", "cache_n", "eval_count", "prompt_eval_count")
+_TIMING_DURATIONS = (
+    "predicted_ms", "prompt_ms", "predicted_per_second", "prompt_per_second", "predicted_per_token_ms",
+    "prompt_per_token_ms", "eval_duration", "prompt_eval_duration", "total_duration", "load_duration",
+)
+
+
+def _usage(obj: dict[str, Any]) -> dict[str, Any] | None:
+    usage = _object(obj, "usage")
+    if usage is None:
+        return None
+    for key in _USAGE_COUNTS:
+        check_count(usage.get(key), f"usage.{key}")
+    details = _object(usage, "prompt_tokens_details")
+    if details is not None:
+        check_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
+    return usage
+
+
+def _timings(timings: dict[str, Any] | None) -> dict[str, Any] | None:
+    if timings is None:
+        return None
+    for key in _TIMING_COUNTS:
+        check_count(timings.get(key), f"timings.{key}")
+    for key in _TIMING_DURATIONS:
+        check_duration(timings.get(key), f"timings.{key}")
+    return timings
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +175,17 @@ class Protocol:
         return body
 
     def parse(self, obj: Any) -> Parsed:
+        """One decoded event; never raises (bad values come back as `Parsed.invalid`)."""
         if not isinstance(obj, dict):
-            return Parsed(error=f"unexpected event {str(obj)[:80]!r}")
-        if self.name in ("openai-chat", "openai-completions"):
-            return _parse_openai(obj, chat=self.name == "openai-chat")
-        if self.name == "llamacpp":
-            return _parse_llamacpp(obj)
-        return _parse_ollama(obj)
+            return Parsed(invalid=f"an event is {_type_name(obj)}, expected a JSON object")
+        try:
+            if self.name in ("openai-chat", "openai-completions"):
+                return _parse_openai(obj, chat=self.name == "openai-chat")
+            if self.name == "llamacpp":
+                return _parse_llamacpp(obj)
+            return _parse_ollama(obj)
+        except InvalidEvent as exc:
+            return Parsed(invalid=str(exc))
 
 
 def _error_text(value: Any) -> str:
@@ -110,34 +199,43 @@ def _error_text(value: Any) -> str:
 def _parse_openai(obj: dict[str, Any], *, chat: bool) -> Parsed:
     if obj.get("error") is not None:
         return Parsed(error=_error_text(obj["error"]))
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else None
-    timings = obj.get("timings") if isinstance(obj.get("timings"), dict) else None  # llama.cpp extension
-    choices = obj.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
+    usage = _usage(obj)
+    timings = _timings(_object(obj, "timings"))  # llama.cpp extension
+    choices = obj.get("choices")
+    if choices is None:
+        choices = []
+    if not isinstance(choices, list):
+        raise InvalidEvent(f"`choices` is {_type_name(choices)}, expected a list")
+    if not choices:
         return Parsed(usage=usage, timings=timings)
     choice = choices[0]
+    if not isinstance(choice, dict):
+        raise InvalidEvent(f"`choices[0]` is {_type_name(choice)}, expected an object")
     if chat:
-        delta = choice.get("delta") or {}
-        content = delta.get("content") or ""
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
-        is_token = bool(content) or bool(reasoning) or bool(delta.get("tool_calls"))
+        delta = _object(choice, "delta") or {}
+        content = _text(delta, "content")
+        reasoning = _text(delta, "reasoning_content") or _text(delta, "reasoning")
+        tool_calls = delta.get("tool_calls")
+        if tool_calls is not None and not isinstance(tool_calls, list):
+            raise InvalidEvent(f"`delta.tool_calls` is {_type_name(tool_calls)}, expected a list")
+        is_token = bool(content) or bool(reasoning) or bool(tool_calls)
         text = content + reasoning
     else:
-        text = choice.get("text") or ""
+        text = _text(choice, "text")
         is_token = bool(text)
     return Parsed(
         text=text,
         is_token=is_token,
         usage=usage,
         timings=timings,
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=_text(choice, "finish_reason") or None,
     )
 
 
 def _parse_llamacpp(obj: dict[str, Any]) -> Parsed:
     if obj.get("error") is not None:
         return Parsed(error=_error_text(obj["error"]))
-    text = obj.get("content") or ""
+    text = _text(obj, "content")
     stop = bool(obj.get("stop"))
     finish = None
     if stop:
@@ -148,7 +246,7 @@ def _parse_llamacpp(obj: dict[str, Any]) -> Parsed:
             finish = "stop"
         else:
             finish = str(kind) if kind else "stop"
-    timings = obj.get("timings") if isinstance(obj.get("timings"), dict) else None
+    timings = _timings(_object(obj, "timings"))
     return Parsed(text=text, is_token=bool(text), timings=timings, finish_reason=finish, done=stop)
 
 
@@ -165,14 +263,14 @@ _OLLAMA_TIMING_KEYS = (
 def _parse_ollama(obj: dict[str, Any]) -> Parsed:
     if obj.get("error") is not None:
         return Parsed(error=_error_text(obj["error"]))
-    text = (obj.get("response") or "") + (obj.get("thinking") or "")
+    text = _text(obj, "response") + _text(obj, "thinking")
     done = bool(obj.get("done"))
-    timings = {k: obj[k] for k in _OLLAMA_TIMING_KEYS if k in obj} if done else None
+    timings = _timings({k: obj[k] for k in _OLLAMA_TIMING_KEYS if k in obj}) if done else None
     return Parsed(
         text=text,
         is_token=bool(text),
         timings=timings or None,
-        finish_reason=obj.get("done_reason") if done else None,
+        finish_reason=(_text(obj, "done_reason") or None) if done else None,
         done=done,
     )
 

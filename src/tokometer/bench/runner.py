@@ -6,9 +6,16 @@
 - `concurrency`: for each level c, `runs` rounds of c simultaneous streams; per-stream speed and
   the aggregate while all c decode together (`--concurrency 1,2,4`).
 - `rate`: open-loop Poisson arrivals at R requests/s for a duration; goodput under SLOs.
+- `trace`: replay a trace's arrival times, prompt and output lengths (`bench.trace`).
 
-`--requests` caps the measured requests of any mode. Ctrl-C stops the run and keeps everything
-that completed (status `interrupted`). Each concurrent stream gets its own client and keep-alive
+Several processes or machines can share one run (`bench.distributed`): each runs a `Runner` on
+its share of the streams, waits at `barrier` before every timed round, and its times are re-based
+on that instant when the runs merge.
+
+`--requests` caps the measured requests of any mode. Ctrl-C, SIGTERM and SIGHUP stop the run and
+keep everything that completed (status `interrupted`); `on_exchange` hands each finished request
+to the caller as it ends (the use-case writes it to SQLite at once, so even SIGKILL loses nothing
+that completed). Each concurrent stream gets its own client and keep-alive
 connection, opened before the timed part: httpcore's shared pool scans every connection for every
 queued request, which at a 256-stream burst costs more CPU than the streams themselves.
 Chunk parsing waits until a batch of streams is over, so it never delays another stream's bytes.
@@ -17,29 +24,38 @@ Chunk parsing waits until a batch of streams is over, so it never delays another
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import random
+import signal
 import ssl
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
-from tokometer.bench import prompts
+from tokometer.bench import prompts, wire
 from tokometer.bench.client import Clock, Exchange, RequestRecord, send_streaming
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.metrics import DEFINITIONS
 from tokometer.bench.protocols import GenerationRequest
 from tokometer.bench.summary import summarize_levels, summarize_records
+from tokometer.bench.trace import TraceRequest
+from tokometer.bench.wire import Lane
 from tokometer.errors import BenchError, InputError
+from tokometer.runrecord import Phase, RunMode, RunRecord, RunStatus
 
 TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
 DEFAULT_RATE_DURATION_S = 60.0
+LONG_PROMPT_TOKENS = 2048  # from here, the wait for the first byte may exceed --timeout (prompt / 20 tok/s)
 Progress = Callable[[int, int | None, str], None]
+Sender = httpx.AsyncClient | Lane  # the wire client where it can be used, else httpx
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @dataclass(frozen=True)
@@ -60,14 +76,20 @@ class BenchConfig:
     requests: int | None = None
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
-    stall_timeout_s: float = 300.0
-    request_timeout_s: float | None = None
+    stall_timeout_s: float = 60.0  # a long prompt's wait for its first byte gets prompt / 20 tok/s if longer
+    request_timeout_s: float | None = None  # None: derived from the request (`request_bound_s`)
+    deadline_s: float | None = None  # None: derived from the plan of the run (`deadline_bound_s`)
     ignore_eos: bool | None = None  # None: send it where the server is known to support it
     seed: int | None = None
     api_key: str | None = field(default=None, repr=False)
+    trace: tuple[TraceRequest, ...] = field(default=(), repr=False)
+    trace_name: str | None = None
+    level_names: tuple[str, ...] = ()  # a worker's labels for its levels: the whole run's, not its share
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> RunMode:
+        if self.trace:
+            return "trace"
         if self.depths:
             return "depth"
         if self.concurrency:
@@ -77,7 +99,7 @@ class BenchConfig:
         return "speed"
 
     def validate(self) -> None:
-        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None)) if on]
+        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None), ("--trace", bool(self.trace))) if on]
         if len(chosen) > 1:
             raise InputError(f"choose one of {', '.join(chosen)}, not several")
         for name, value in (("--runs", self.runs), ("--max-tokens", self.max_tokens)):
@@ -106,6 +128,46 @@ class BenchConfig:
             raise InputError(f"--requests must be at least 1, got {self.requests}")
         if self.duration_s is not None and self.rate_rps is None:
             raise InputError("--duration needs --rate")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise InputError(f"--deadline must be a positive number, got {self.deadline_s!r}")
+
+    def request_bound_s(self, prompt_tokens: int = 0, max_tokens: int | None = None) -> float:
+        """Seconds one request may take: `--request-timeout`, else a floor on the server's speed.
+
+        Default: 60 s + prompt / 20 tok/s + output / 2 tok/s, so only a server slower than a
+        20 tok/s prefill and a 2 tok/s decode (or one that stalls) is cut off.
+        """
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        out = self.max_tokens if max_tokens is None else max_tokens
+        return 60.0 + prompt_tokens / 20.0 + out / 2.0
+
+    def deadline_bound_s(self) -> float:
+        """Seconds the whole run may take: `--deadline`, else the plan's requests at their bound.
+
+        Requests sent one after another each get `request_bound_s`; a concurrency round is one
+        slot; open-loop arrivals get their duration plus one request's bound.
+        """
+        if self.deadline_s is not None:
+            return self.deadline_s
+        warm = self.warmup * self.request_bound_s(0, min(self.max_tokens, 32))
+        if self.mode == "speed":
+            slots = self.runs * self.request_bound_s()
+            if self.prompt_tokens > 0:
+                slots += self.runs * self.request_bound_s(self.prompt_tokens, 4)
+        elif self.mode == "depth":
+            slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
+        elif self.mode == "concurrency":
+            slots = self.runs * len(self.concurrency) * self.request_bound_s()
+        elif self.mode == "trace":
+            longest = max(self.request_bound_s(r.prompt_tokens, r.output_tokens) for r in self.trace)
+            slots = self.trace[-1].arrival_s + longest
+        else:
+            duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
+            slots = duration + self.request_bound_s()
+        if self.requests is not None and self.mode != "rate":
+            slots = min(slots, (self.requests + 1) * self.request_bound_s(max(self.depths, default=self.prompt_tokens)))
+        return warm + slots + 30.0  # + detection and the prompt-count pass
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,8 +188,10 @@ class BenchConfig:
             "slo_tpot_ms": self.slo_tpot_ms,
             "stall_timeout_s": self.stall_timeout_s,
             "request_timeout_s": self.request_timeout_s,
+            "deadline_s": self.deadline_bound_s(),
             "ignore_eos": self.ignore_eos,
             "seed": self.seed,
+            "trace": {"file": self.trace_name, "requests": len(self.trace), "span_s": self.trace[-1].arrival_s} if self.trace else None,
             "temperature": 0.0,
             "authenticated": self.api_key is not None,
         }
@@ -138,12 +202,14 @@ class BenchResult:
     config: BenchConfig
     endpoint: Endpoint | None
     records: tuple[RequestRecord, ...]
-    status: str  # complete | interrupted | failed
+    status: RunStatus
     started_at: str
     finished_at: str
     notes: tuple[str, ...] = ()
     tokens_per_word: float | None = None
     ignore_eos: bool = False
+    stopped_by: int | None = None  # the signal number that stopped the run (Ctrl-C: SIGINT)
+    sync_times: dict[str, float] = field(default_factory=dict)  # when each timed round began (own clock)
 
     def summary(self) -> dict[str, Any]:
         return summarize_records(self.records, slo_ttft_ms=self.config.slo_ttft_ms, slo_tpot_ms=self.config.slo_tpot_ms)
@@ -172,6 +238,9 @@ class BenchResult:
             "definitions": DEFINITIONS,
             "requests": [r.to_dict() for r in self.records],
         }
+
+    def to_record(self) -> RunRecord:
+        return RunRecord.from_dict({**self.to_dict(), "source": "tokometer"})
 
 
 class _Stop(Exception):
@@ -202,8 +271,19 @@ class Runner:
         clock: Clock = time.perf_counter,
         progress: Progress | None = None,
         now: Callable[[], str] = _utc_now,
+        on_start: Callable[[Endpoint], object] | None = None,
+        on_exchange: Callable[[Exchange], None] | None = None,
+        barrier: Callable[[str], Awaitable[None]] | None = None,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         config.validate()
+        self.settle = settle  # blocking; run before each timed round (the caller's writer drains)
+        self.barrier = barrier
+        self.sync_times: dict[str, float] = {}
+        self.on_start = on_start
+        self.on_exchange = on_exchange
+        self.stopped_by: int | None = None
+        self.deadline_hit = False
         self.config = config
         self.transport = transport
         self.clock = clock
@@ -223,24 +303,35 @@ class Runner:
         self._prompt_counts: dict[int, int] = {}
         self._tokenize_at: tuple[str, Callable[[str], dict[str, Any]]] | None = None
         self._tokenize_missing = False
+        self._idle: list[Lane] = []  # open-loop mode: lanes between requests
+        self.use_wire = False
 
     # --- public --------------------------------------------------------------------------------
 
     def run(self) -> BenchResult:
         started = self.now()
-        status = "complete"
+        status: RunStatus = "complete"
         gc_was_enabled = gc.isenabled()
         try:
             asyncio.run(self._main())
         except KeyboardInterrupt:
             status = "interrupted"
+            self.stopped_by = signal.SIGINT
             self.notes.append("interrupted: the requests completed before Ctrl-C are kept")
+        except asyncio.CancelledError:
+            if self.stopped_by is None:
+                raise
+            status = "interrupted"
+            name = signal.Signals(self.stopped_by).name
+            self.notes.append(f"interrupted by {name}: the requests completed before it are kept")
         finally:  # _main pauses the garbage collector while it measures
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
         records = tuple(self._with_prompt_count(ex.record()) for ex in self.exchanges)
         measured_ok = [r for r in records if r.phase != "cold" and r.ok]
+        if self.deadline_hit:
+            status = "deadline"
         if status == "complete" and not measured_ok:
             status = "failed"
         return BenchResult(
@@ -253,6 +344,8 @@ class Runner:
             notes=tuple(self.notes),
             tokens_per_word=self.tokens_per_word_measured,
             ignore_eos=self.ignore_eos,
+            stopped_by=self.stopped_by,
+            sync_times=dict(self.sync_times),
         )
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -272,6 +365,8 @@ class Runner:
             total = cfg.runs * len(cfg.depths)
         elif mode == "concurrency":
             total = cfg.runs * sum(cfg.concurrency)
+        elif mode == "trace":
+            total = len(cfg.trace)
         else:
             total = cfg.requests or 0
             if not total:
@@ -291,14 +386,23 @@ class Runner:
             self._ssl = _shared_ssl_context()
         return httpx.AsyncClient(headers=headers, limits=limits, verify=self._ssl)
 
+    def _lane(self) -> Lane:
+        headers = {"User-Agent": "tokometer-bench"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        assert self.endpoint is not None
+        if self._ssl is None and self.endpoint.request_url.startswith("https"):
+            self._ssl = _shared_ssl_context()
+        return Lane(self.endpoint.request_url, self.clock, headers, self._ssl)
+
     def _tick(self, label: str) -> None:
         if self.progress is not None:
             self.progress(len(self.exchanges), self._total, label)
 
     async def _send(
         self,
-        client: httpx.AsyncClient,
-        phase: str,
+        client: Sender,
+        phase: Phase,
         label: str,
         prompt: str,
         max_tokens: int,
@@ -310,6 +414,8 @@ class Runner:
             if self.config.requests is not None and self._measured >= self.config.requests:
                 raise _Stop
             self._measured += 1
+        if phase in ("decode", "ttft", "depth"):  # one request at a time: nothing else may run meanwhile
+            await self._settle()
         ep = self.endpoint
         assert ep is not None
         extra: dict[str, Any] = {}
@@ -326,32 +432,69 @@ class Runner:
         )
         seq = self._seq
         self._seq += 1
-        exchange = await send_streaming(
-            client,
-            ep.request_url,
-            ep.protocol,
-            ep.protocol.body(request),
-            seq=seq,
-            phase=phase,
-            label=label,
-            clock=self.clock,
-            stall_timeout_s=self.config.stall_timeout_s,
-            total_timeout_s=self.config.request_timeout_s,
-            max_tokens=max_tokens,
-            ignore_eos=self.ignore_eos,
-            group=group,
-        )
+        prompt_guess = int(1.5 * len(prompt.split()))  # tokens, generously (bounds only)
+        stall_s = self.config.stall_timeout_s if prompt_guess < LONG_PROMPT_TOKENS else max(self.config.stall_timeout_s, prompt_guess / 20.0)
+        total_s = self.config.request_bound_s(prompt_guess, max_tokens)
+        if isinstance(client, Lane):
+            exchange = await client.send(
+                ep.request_url, ep.protocol, ep.protocol.body(request), seq=seq, phase=phase, label=label,
+                stall_timeout_s=stall_s, total_timeout_s=total_s, max_tokens=max_tokens, ignore_eos=self.ignore_eos, group=group,
+            )  # fmt: skip
+        else:
+            exchange = await send_streaming(
+                client, ep.request_url, ep.protocol, ep.protocol.body(request), seq=seq, phase=phase, label=label,
+                clock=self.clock, stall_timeout_s=stall_s, total_timeout_s=total_s, max_tokens=max_tokens,
+                ignore_eos=self.ignore_eos, group=group,
+            )  # fmt: skip
         self.exchanges.append(exchange)
+        if self.on_exchange is not None:
+            self.on_exchange(exchange)
         self._tick(label or phase)
         return exchange
 
     # --- the run -------------------------------------------------------------------------------
 
+    def _catch_stop_signals(self) -> Callable[[], None]:
+        """SIGTERM and SIGHUP cancel the run like Ctrl-C (main thread only); returns the undo."""
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def stop(signum: int) -> None:
+            if self.stopped_by is None:
+                self.stopped_by = signum
+                task.cancel()
+
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, stop, signum)
+
+        def undo() -> None:
+            for signum in STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+
+        return undo
+
     async def _main(self) -> None:
+        undo = self._catch_stop_signals()
+        deadline_s = self.config.deadline_bound_s()
+        try:
+            async with asyncio.timeout(deadline_s):
+                await self._measure()
+        except TimeoutError:
+            self.deadline_hit = True
+            self.notes.append(f"stopped at the run's deadline of {deadline_s:g} s (--deadline): the requests completed before it are kept")
+        finally:
+            undo()
+
+    async def _measure(self) -> None:
         cfg = self.config
         async with self._client(8) as probe:
             self.endpoint = await detect(probe, cfg.url, protocol=cfg.protocol, model=cfg.model)
         ep = self.endpoint
+        if self.on_start is not None:
+            self.on_start(ep)
         self.ignore_eos = ep.supports_ignore_eos if cfg.ignore_eos is None else cfg.ignore_eos
         if not self.ignore_eos and ep.protocol.name != "ollama":
             self.notes.append("ignore_eos not sent (server not known to support it): outputs may end early")
@@ -359,7 +502,11 @@ class Runner:
             self.notes.append("Ollama has no ignore_eos: outputs may end before --max-tokens")
         n_clients = max(cfg.concurrency) if cfg.mode == "concurrency" else 1
         pool = cfg.mode == "rate"
-        clients = [self._client(None if pool else 1) for _ in range(n_clients)]
+        self.aux = self._client(8)
+        self.use_wire = self.transport is None and wire.usable(ep.request_url)
+        clients: list[Sender] = []
+        for _ in range(n_clients):
+            clients.append(self._lane() if self.use_wire else self._client(None if pool else 1))
         gc.collect()
         gc.freeze()
         gc_was_enabled = gc.isenabled()
@@ -374,27 +521,35 @@ class Runner:
                 await self._depth(clients[0])
             elif cfg.mode == "concurrency":
                 await self._concurrency(clients)
+            elif cfg.mode == "trace":
+                await self._trace(clients[0])
             else:
                 await self._rate(clients[0])
         except _Stop:
             self.notes.append(f"stopped after --requests {cfg.requests}")
         try:
-            await self._count_prompts(clients[0])
+            await self._count_prompts(self.aux)
         finally:
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
-            await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+            for lane in [c for c in clients if isinstance(c, Lane)] + self._idle:
+                lane.close()
+            await asyncio.gather(*(c.aclose() for c in [*clients, self.aux] if isinstance(c, httpx.AsyncClient)), return_exceptions=True)
 
-    async def _open(self, client: httpx.AsyncClient) -> None:
+    async def _open(self, client: Sender) -> None:
         """Open a keep-alive connection before the timed part (any answer will do)."""
         assert self.endpoint is not None
+        if isinstance(client, Lane):
+            with contextlib.suppress(OSError, TimeoutError):
+                await client.open(10.0)
+            return
         try:
             await client.get(self.endpoint.root + "/", timeout=10.0)
         except httpx.HTTPError:
             pass
 
-    async def _warmup(self, client: httpx.AsyncClient) -> None:
+    async def _warmup(self, client: Sender) -> None:
         """Cold runs (dropped from statistics); also settle the protocol and tokens per word."""
         ep = self.endpoint
         assert ep is not None
@@ -408,7 +563,7 @@ class Runner:
             record = exchange.record()
             prompt_tokens = record.prompt_tokens
             if prompt_tokens is None and record.ok:
-                prompt_tokens = await self._tokenize(client, prompt)
+                prompt_tokens = await self._tokenize(self.aux, prompt)
                 if prompt_tokens is not None:
                     self._prompt_counts[exchange.seq] = prompt_tokens
             if record.ok and prompt_tokens and self.tokens_per_word_measured is None:
@@ -416,7 +571,7 @@ class Runner:
                 self.tokens_per_word_measured = ratio
                 self.tokens_per_word = min(4.0, max(0.5, ratio))
 
-    async def _retry_cold(self, client: httpx.AsyncClient, failed: Exchange, prompt: str, max_tokens: int) -> Exchange | None:
+    async def _retry_cold(self, client: Sender, failed: Exchange, prompt: str, max_tokens: int) -> Exchange | None:
         ep = self.endpoint
         assert ep is not None and failed.failure is not None
         message = failed.failure[1].lower()
@@ -489,7 +644,7 @@ class Runner:
                 return
             self._prompt_counts[exchange.seq] = count
 
-    async def _speed(self, client: httpx.AsyncClient) -> None:
+    async def _speed(self, client: Sender) -> None:
         cfg = self.config
         for _ in range(cfg.runs):
             await self._send(client, "decode", "", prompts.short_prompt(self.rng), cfg.max_tokens)
@@ -498,7 +653,7 @@ class Runner:
                 prompt = prompts.long_prompt(cfg.prompt_tokens, self.rng, self.tokens_per_word)
                 await self._send(client, "ttft", "", prompt, TTFT_MAX_TOKENS, cache_prompt=False)
 
-    async def _depth(self, client: httpx.AsyncClient) -> None:
+    async def _depth(self, client: Sender) -> None:
         cfg = self.config
         for depth in cfg.depths:
             for _ in range(cfg.runs):
@@ -508,12 +663,26 @@ class Runner:
                     prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
                 await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
 
-    async def _concurrency(self, clients: list[httpx.AsyncClient]) -> None:
+    async def _settle(self) -> None:
+        if self.settle is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.settle)
+
+    async def _sync(self, key: str) -> None:
+        """Let the caller settle, wait for the other workers (distributed runs), then note this
+        worker's own start instant."""
+        await self._settle()
+        if self.barrier is not None:
+            await self.barrier(key)
+        self.sync_times[key] = self.clock()
+
+    async def _concurrency(self, clients: list[Sender]) -> None:
         cfg = self.config
-        for level in cfg.concurrency:
+        for index, level in enumerate(cfg.concurrency):
+            label = cfg.level_names[index] if index < len(cfg.level_names) else f"concurrency={level}"
             for round_index in range(cfg.runs):
+                await self._sync(f"level{index}/round{round_index}")
                 batch = [
-                    self._send(clients[i], "concurrency", f"concurrency={level}", prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
+                    self._send(clients[i], "concurrency", label, prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
                     for i in range(level)
                 ]
                 results = await asyncio.gather(*batch, return_exceptions=True)
@@ -523,11 +692,26 @@ class Runner:
                     if isinstance(r, BaseException):
                         raise r
 
-    async def _rate(self, client: httpx.AsyncClient) -> None:
+    async def _pooled(self, shared: Sender, label: str, prompt: str, max_tokens: int | None = None, phase: Phase = "rate") -> Exchange:
+        """One open-loop request: httpx shares its pool; the wire client takes an idle lane or opens one."""
+        out = self.config.max_tokens if max_tokens is None else max_tokens
+        if not isinstance(shared, Lane):
+            return await self._send(shared, phase, label, prompt, out, cache_prompt=phase != "trace")
+        lane = self._idle.pop() if self._idle else self._lane()
+        try:
+            return await self._send(lane, phase, label, prompt, out, cache_prompt=phase != "trace")
+        finally:
+            if lane.connected:
+                self._idle.append(lane)
+            else:
+                lane.close()
+
+    async def _rate(self, client: Sender) -> None:
         cfg = self.config
         assert cfg.rate_rps is not None
         duration = cfg.duration_s or (None if cfg.requests else DEFAULT_RATE_DURATION_S)
-        label = f"rate={float(cfg.rate_rps)}"
+        label = cfg.level_names[0] if cfg.level_names else f"rate={float(cfg.rate_rps)}"
+        await self._sync("rate")
         loop = asyncio.get_running_loop()
         start = loop.time()
         arrival = start
@@ -542,12 +726,31 @@ class Runner:
             delay = arrival - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(self._send(client, "rate", label, prompts.short_prompt(self.rng), cfg.max_tokens)))
+            tasks.append(asyncio.create_task(self._pooled(client, label, prompts.short_prompt(self.rng))))
             sent += 1
             if self._total is None and self.progress is not None and duration:
                 self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+    async def _trace(self, client: Sender) -> None:
+        """Replay the trace: each request at its arrival time, with its prompt and output lengths."""
+        cfg = self.config
+        await self._sync("trace")
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        tasks: list[asyncio.Task[Exchange]] = []
+        for item in cfg.trace:
+            delay = start + item.arrival_s - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            prompt = prompts.long_prompt(item.prompt_tokens, self.rng, self.tokens_per_word) if item.prompt_tokens > 64 else prompts.short_prompt(self.rng)
+            tasks.append(asyncio.create_task(self._pooled(client, "trace", prompt, item.output_tokens, phase="trace")))
+        if tasks:
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            if any(isinstance(r, _Stop) for r in results):
+                raise _Stop
 
 
 def run_benchmark(config: BenchConfig, **kwargs: Any) -> BenchResult:

@@ -20,12 +20,25 @@ from tokometer.bench.metrics import (
     steady_state_tps,
 )
 
-MEASURED_PHASES = ("decode", "ttft", "depth", "concurrency", "rate")
+MEASURED_PHASES = ("decode", "ttft", "depth", "concurrency", "rate", "trace")
 
 
 def _median(values: Sequence[float | int | None]) -> float | None:
     clean = [v for v in values if v is not None]
     return float(statistics.median(clean)) if clean else None
+
+
+def _level_value(text: str) -> int | float | str:
+    """A level's number from its label (`concurrency=4`, `rate=2.5`); `rate=inf` stays the word."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return value if value == value and abs(value) != float("inf") else text
 
 
 def summarize_records(
@@ -110,7 +123,7 @@ def summarize_levels(
         group = [r for r in records if r.label == label and r.phase != "cold"]
         summary = summarize_records(group, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
         key, _, value = label.partition("=")
-        level: dict[str, Any] = {"label": label, key: float(value) if "." in value else int(value), "summary": summary}
+        level: dict[str, Any] = {"label": label, key: _level_value(value), "summary": summary}
         if key == "concurrency":
             rounds: dict[int, list[RequestRecord]] = {}
             for r in group:

@@ -11,7 +11,12 @@ holds the client to.
 Faults, cycled over generation requests (`faults=("", "drop", "http500")`): `drop` (close the
 socket mid-stream), `http500`, `inband-error` (an error object inside a 200 stream), `malformed`
 (broken JSON), `stall` (stop sending, keep the socket open), `trickle` (every event written a few
-bytes at a time), `empty` (a stream with no tokens).
+bytes at a time), `empty` (a stream with no tokens). Hostile values, sent as the second event:
+`wrong-choices` (`"choices": 5`), `wrong-text` (`"text": 5`), `nan-count` / `inf-count`
+(`completion_tokens` NaN / Infinity), `huge-count` (10^12 tokens), `nested` (JSON nested 100,000
+deep), `huge-line` (a 2 MiB line); and `endless` (ignores max_tokens), `html` (an HTML page with
+200), `redirect` (307), `slow-connect` (waits `stall_s` before answering), `overcount` (usage says
+50 tokens per token sent).
 
     python -m tokometer.bench.synthetic --tok-s 200 --ttft-ms 100 --port 8000
 """
@@ -27,7 +32,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-FAULTS = ("", "drop", "http500", "inband-error", "malformed", "stall", "trickle", "empty")
+FAULTS = (
+    "", "drop", "http500", "inband-error", "malformed", "stall", "trickle", "empty", "wrong-choices", "wrong-text",
+    "nan-count", "inf-count", "huge-count", "nested", "huge-line", "endless", "html", "redirect", "slow-connect",
+    "overcount",
+)
+_BAD_EVENTS = {
+    "wrong-choices": b'data: {"choices": 5}\n\n',
+    "wrong-text": b'data: {"choices": [{"index": 0, "text": 5}]}\n\n',
+    "nan-count": b'data: {"choices": [], "usage": {"completion_tokens": NaN}}\n\n',
+    "inf-count": b'data: {"choices": [], "usage": {"completion_tokens": Infinity}}\n\n',
+    "huge-count": b'data: {"choices": [], "usage": {"completion_tokens": 1000000000000}}\n\n',
+    "nested": b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n",
+    "huge-line": b'data: {"choices": [{"index": 0, "text": "' + b"x" * (2 << 20) + b'"}]}\n\n',
+}
 FLAVORS = ("openai", "vllm", "llamacpp", "ollama")
 
 
@@ -194,12 +212,25 @@ class SyntheticServer:
             self._json(writer, 500, {"error": {"message": "synthetic internal error", "type": "server_error"}})
             await writer.drain()
             return True
+        if fault == "redirect":
+            writer.write(b"HTTP/1.1 307 Temporary Redirect\r\nLocation: https://elsewhere.example/v1/completions\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            return True
+        if fault == "html":
+            page = b"<!doctype html><html><body>Please log in</body></html>"
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (len(page), page))
+            await writer.drain()
+            return True
+        if fault == "slow-connect":
+            await asyncio.sleep(cfg.stall_s)
         wanted = int(request.get("max_tokens") or request.get("n_predict") or request.get("options", {}).get("num_predict") or 16)
         ignore_eos = bool(request.get("ignore_eos"))
         n_tokens = wanted if (ignore_eos or cfg.eos_after is None) else min(wanted, cfg.eos_after)
         finish = "length" if n_tokens >= wanted else "stop"
         if fault == "empty":
             n_tokens = 0
+        if fault == "endless":
+            n_tokens = 10**9
         stream_options = request.get("stream_options") or {}
         usage_wanted = cfg.usage and bool(stream_options.get("include_usage"))
         continuous = cfg.flavor == "vllm" and bool(stream_options.get("continuous_usage_stats"))
@@ -234,6 +265,9 @@ class SyntheticServer:
             text = "".join(f" w{sent - k + j}" for j in range(k))
             if fault == "malformed" and i == 1:
                 await send(b'data: {"choices": [{"text": "oops"\n\n')
+            if fault in _BAD_EVENTS and i == 1:
+                await send(_BAD_EVENTS[fault])
+                await writer.drain()
             await send(self._token_event(protocol, text, sent, prompt_tokens, continuous))
             served.token_times.append(loop.time())
             if fault == "inband-error" and i == 0:
@@ -298,7 +332,8 @@ class SyntheticServer:
             "predicted_per_second": sent / (decode_ms / 1e3) if decode_ms > 0 else None,
             "cache_n": 0,
         }
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": sent, "total_tokens": prompt_tokens + sent}
+        claimed = sent * 50 if served.fault == "overcount" else sent
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": claimed, "total_tokens": prompt_tokens + claimed}
         if protocol in ("openai-completions", "openai-chat"):
             choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
             if protocol == "openai-chat":

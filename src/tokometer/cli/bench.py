@@ -54,83 +54,6 @@ def _end_progress(progress: object) -> None:
         sys.stderr.flush()
 
 
-class _Predictor:
-    """Predictions for the measured workload (batch, depth), from the user's model and hardware."""
-
-    def __init__(self, model: str | None, options: dict[str, Any]) -> None:
-        self.model = model
-        self.options = {k: v for k, v in options.items() if v is not None}
-
-    @property
-    def wanted(self) -> bool:
-        return bool(self.options.get("hw") or self.options.get("bandwidth_gb_per_s"))
-
-    def check_hardware(self) -> None:
-        from tokometer.catalog import hardware_catalog
-
-        hw = self.options.get("hw")
-        if hw and str(hw).lower() == "local" and hardware_catalog().find("local") is None:
-            raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
-
-    def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
-        from tokometer.api import estimate
-
-        name = model or self.model
-        return estimate(name, **self.options, **workload).to_dict()
-
-
-def _predict_and_grade(run: dict[str, Any], predictor: _Predictor, served_model: str | None, notes: list[str]) -> None:
-    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one)."""
-    from tokometer.bench.grading import grade, prediction_headline
-    from tokometer.errors import TokometerError
-
-    summary = run["summary"]
-    config = run["config"]
-    max_tokens = int(config.get("max_tokens") or 200)
-    run.setdefault("prediction", None)
-    run.setdefault("hardware", None)
-    if not predictor.wanted:
-        run["grading"] = grade(summary, None)
-        return
-    model = predictor.model
-    guessed = model is None and not predictor.options.get("params_b")
-    if guessed:
-        if not served_model:
-            notes.append("no prediction: the server named no model; pass --predict-model")
-            run["grading"] = grade(summary, None)
-            return
-        model = served_model
-    prompt = int(summary.get("ttft_prompt_tokens") or summary.get("prompt_tokens") or 512)
-    depth = int((summary.get("prompt_tokens") or 0) + max_tokens / 2)
-    try:
-        full = predictor.estimate(model, prompt_tokens=prompt, output_tokens=max_tokens, context_tokens=depth, batch=1)
-    except (TokometerError, OSError, ValueError) as exc:
-        if not guessed:
-            raise
-        notes.append(f"no prediction: the server's model {served_model!r} is not one tokometer knows ({exc}); pass --predict-model")
-        run["grading"] = grade(summary, None)
-        return
-    run["prediction"] = {**prediction_headline(full), "estimate": full}
-    run["hardware"] = full["hardware"]["id"]
-    mode = run.get("mode")
-    run["grading"] = grade(summary, full if mode == "speed" else None)
-    for level in run.get("levels") or []:
-        level_summary = level["summary"]
-        level_depth = int((level_summary.get("prompt_tokens") or 0) + max_tokens / 2)
-        if "concurrency" in level:
-            batch = int(level["concurrency"])
-        elif "depth" in level:
-            batch = 1
-        else:
-            level["grading"] = grade(level_summary, None)
-            continue
-        level_full = predictor.estimate(model, prompt_tokens=max(1, int(level_summary.get("prompt_tokens") or prompt)), output_tokens=max_tokens, context_tokens=level_depth, batch=batch)
-        level["prediction"] = prediction_headline(level_full)
-        level["grading"] = grade(level_summary, level_full, batch=batch)
-    if mode in ("concurrency", "depth") and run.get("levels"):  # the headline is the first level
-        run["grading"] = dict(run["levels"][0]["grading"])
-
-
 @click.command()
 @click.argument("url")
 @click.option("-m", "--model", "served_model", help="Model name to request (default: the server's first model).")
@@ -147,10 +70,14 @@ def _predict_and_grade(run: dict[str, Any], predictor: _Predictor, served_model:
 @click.option("--requests", type=int, help="Stop after this many measured requests (any mode).")
 @click.option("--slo-ttft", "slo_ttft_ms", type=float, help="Goodput SLO: time to first token, ms.")
 @click.option("--slo-tpot", "slo_tpot_ms", type=float, help="Goodput SLO: time per output token after the first, ms.")
-@click.option("--timeout", "stall_timeout_s", type=float, default=300.0, show_default=True, help="Seconds without data before a request counts as stalled.")
-@click.option("--request-timeout", "request_timeout_s", type=float, help="Seconds a whole request may take.")
+@click.option("--timeout", "stall_timeout_s", type=float, default=60.0, show_default=True, help="Seconds without data before a request counts as stalled (prompts over 2048 tokens get prompt/20 tok/s if longer).")
+@click.option("--request-timeout", "request_timeout_s", type=float, help="Seconds a whole request may take (default: 60 + prompt/20 + max-tokens/2).")
+@click.option("--deadline", "deadline_s", type=float, help="Seconds the whole run may take (default: every planned request at its --request-timeout); completed requests are kept.")
 @click.option("--ignore-eos/--no-ignore-eos", default=None, help="Ask the server to ignore end-of-sequence (default: where known to work).")
 @click.option("--seed", type=int, help="Seed for prompts and arrivals.")
+@click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Replay a trace's arrivals, prompt and output lengths (CSV: Azure TIMESTAMP,ContextTokens,GeneratedTokens or arrival_s,prompt_tokens,output_tokens; or JSON Lines).")
+@click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True, help="Split the streams of --concurrency or --rate across this many local processes (or Ray workers with --ray).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, help="Run the --workers on a Ray cluster: ADDRESS, or no value for a local head on 127.0.0.1 (pip install tokometer[ray]).")
 @click.option("--predict-model", help="Model to predict for the verdict (catalog name, .gguf, config.json, Hub id).")
 @model_options
 @hardware_options
@@ -163,6 +90,9 @@ def bench(
     protocol: str,
     api_key: str | None,
     predict_model: str | None,
+    trace_file: Path | None,
+    workers: int,
+    ray_address: str | None,
     no_save: bool,
     as_json: bool,
     **options: Any,
@@ -181,15 +111,26 @@ def bench(
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
     from tokometer.bench.render import render_prediction, render_run
-    from tokometer.bench.runner import BenchConfig, Runner
+    from tokometer.bench.runner import BenchConfig
     from tokometer.report.text import to_json
+    from tokometer.usecases.benchmark import Predictor, benchmark
 
-    bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "ignore_eos", "seed")
+    bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed")
     settings = {k: options.pop(k) for k in bench_keys}
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
+    if trace_file is not None:
+        from tokometer.bench.trace import parse_trace
+
+        settings["trace"] = parse_trace(_read_text(trace_file), trace_file.name)
+        settings["trace_name"] = trace_file.name
     config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
     config.validate()
-    predictor = _Predictor(predict_model, options)
+    runner_factory = None
+    if workers > 1 or ray_address is not None:
+        from tokometer.bench.distributed import distributed_runner
+
+        runner_factory = distributed_runner(config, workers, ray_address)
+    predictor = Predictor(predict_model, options)
     if predictor.wanted:
         predictor.check_hardware()
         if predict_model or options.get("params_b"):
@@ -202,26 +143,19 @@ def bench(
         raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
 
     progress = _progress()
-    runner = Runner(config, progress=progress)
     try:
-        result = runner.run()
+        if runner_factory is None:
+            outcome = benchmark(config, predictor, save=not no_save, progress=progress)
+        else:
+            outcome = benchmark(config, predictor, save=not no_save, progress=progress, runner=runner_factory)
     finally:
         _end_progress(progress)
+    result, run, run_id = outcome.result, outcome.run.to_dict(), outcome.run_id
+    stop_code = 128 + int(result.stopped_by) if result.stopped_by else 130
     if result.endpoint is None:
         if result.status == "interrupted":
-            raise click.exceptions.Exit(130)
+            raise click.exceptions.Exit(stop_code)
         raise BenchError(f"nothing measured at {url}")
-    run = result.to_dict()
-    notes = run["notes"]
-    _predict_and_grade(run, predictor, result.endpoint.model, notes)
-    run["source"] = "tokometer"
-    run_id = None
-    if not no_save and result.records:
-        from tokometer.store import open_store
-
-        with open_store() as store:
-            run_id = store.save_run(run)
-    run["id"] = run_id
     if as_json:
         shown = {k: v for k, v in run.items() if k != "requests"}
         shown["requests_recorded"] = len(run["requests"])
@@ -230,13 +164,33 @@ def bench(
         click.echo(render_run(run))
         if run_id is not None:
             click.echo(f"\nsaved as run #{run_id}: `tokometer runs show {run_id}`")
+    if outcome.store_error:
+        click.echo(f"warning: {outcome.store_error}", err=True)
     if result.status == "interrupted":
-        raise click.exceptions.Exit(130)
+        raise click.exceptions.Exit(stop_code)
+    if result.status == "deadline":
+        kept = run["summary"].get("requests_ok", 0)
+        saved = f" (run #{run_id} saved)" if run_id is not None else ""
+        raise BenchError(f"the run reached its deadline of {config.deadline_bound_s():g} s; {kept} completed request(s) kept{saved}")
     if result.status == "failed":
         s = run["summary"]
         first = s.get("first_error") or next((r.get("error") for r in run["requests"] if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
         raise BenchError(f"all {s['requests_total']} measured requests failed: {first}{saved}")
+
+
+MAX_TRACE_BYTES = 256 << 20
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            raise InputError(f"{path} is over {MAX_TRACE_BYTES >> 20} MiB")
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
 
 
 @click.group()
@@ -268,9 +222,10 @@ def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
     from tokometer.bench.render import render_run
     from tokometer.report.text import to_json
     from tokometer.store import open_store
+    from tokometer.usecases.benchmark import load_run
 
     with open_store() as store:
-        run = store.get_run(run_id, with_requests=with_requests or as_json)
+        run = load_run(store, run_id, with_requests=with_requests or as_json)
     if as_json and not with_requests:
         run.pop("requests", None)
     click.echo(to_json(run) if as_json else render_run(run, with_requests=with_requests))

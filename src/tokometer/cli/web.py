@@ -6,6 +6,7 @@ Starlette and uvicorn are imported inside `serve` only, so every other command s
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 from urllib.parse import urlparse
@@ -14,7 +15,7 @@ import click
 
 from tokometer.errors import InputError
 
-LOOPBACK = ("127.0.0.1", "localhost")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _bench_url(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -45,13 +46,16 @@ def serve(host: str, port: int, bench_urls: tuple[str, ...], open_browser: bool,
     """
     import uvicorn
 
-    from tokometer.web.app import create_app
+    from tokometer.web.app import LOOPBACK_NAMES, create_app
 
-    allowed = list(LOOPBACK) if host in LOOPBACK else None
-    app = create_app(bench_urls=bench_urls, allowed_hosts=allowed)
-    url = f"http://{'localhost' if host == 'localhost' else host}:{port}/"
+    # The Host header is checked on every bind: loopback answers only its own names; another
+    # address also answers IP literals and this machine's names (a rebound DNS name never passes).
+    names = list(LOOPBACK_NAMES) if host in LOOPBACK else [*LOOPBACK_NAMES, host, socket.gethostname(), socket.getfqdn()]
+    app = create_app(bench_urls=bench_urls, allowed_hosts=names, allow_ip_literals=host not in LOOPBACK)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{'localhost' if host == 'localhost' else shown}:{port}/"
     click.echo(f"tokometer web app on {url}  (Ctrl-C stops)")
-    if host not in LOOPBACK and host != "::1":
+    if host not in LOOPBACK:
         click.echo(f"warning: bound to {host}: anyone who can reach this machine can use the app", err=True)
     if open_browser:
         import webbrowser

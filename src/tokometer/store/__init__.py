@@ -2,11 +2,17 @@
 timestamps of every request (so metrics can be recomputed) and the prediction it was graded against.
 
 The database lives at `tokometer_home()/runs.db`; `TOKOMETER_HOME` moves it (tests point it at a
-temporary directory). The schema comes from `store.migrations`. Writes are single transactions,
-so a failure or Ctrl-C mid-save leaves the database as it was.
+temporary directory). The schema comes from `store.migrations`. The database runs in WAL mode with
+`synchronous=FULL`: each committed transaction survives a killed process and a power loss.
+
+A live benchmark is written as it goes, so a run killed by any signal keeps every request that
+completed: `begin_run` stores the header with status `incomplete`, `add_requests` appends
+finished requests (one transaction per batch; `store.writer.RunWriter` does this from a thread),
+`finish_run` writes the summary and the final status. A run still `incomplete` afterwards was
+killed; its summary is recomputed from its stored requests when it is read.
 
     store = open_store()
-    run_id = store.save_run(result_dict)
+    run_id = store.save_run(result_dict)     # a whole run at once (imports)
     store.list_runs(limit=50)   # newest first, summaries only
     store.get_run(run_id)       # everything, requests included
 """
@@ -20,9 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.errors import TokometerError
+from tokometer.runrecord import RunRecord
 from tokometer.store.migrations import migrate, transaction
 
 DB_NAME = "runs.db"
+_RUN_COLUMNS = (
+    "started_at", "finished_at", "status", "source", "url", "model", "hardware", "mode", "protocol",
+    "config_json", "server_json", "summary_json", "levels_json", "prediction_json", "grading_json",
+    "notes_json", "tokometer_version",
+)
 _LIST_COLUMNS = (
     "id, started_at, finished_at, status, source, url, model, hardware, mode, protocol, "
     "summary_json, prediction_json, grading_json"
@@ -34,9 +46,10 @@ class StoreError(TokometerError):
 
 
 class RunNotFound(StoreError):
-    def __init__(self, run_id: int, path: Path) -> None:
+    def __init__(self, run_id: object, path: Path) -> None:
         self.run_id = run_id
-        super().__init__(f"no run #{run_id} in {path} (see `tokometer runs list`)")
+        shown = f"#{run_id}" if isinstance(run_id, int) else repr(run_id)[:40]
+        super().__init__(f"no run {shown} in {path} (see `tokometer runs list`)")
 
 
 def default_path() -> Path:
@@ -66,6 +79,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _record(run: RunRecord | Mapping[str, Any]) -> RunRecord:
+    """A run ready to store: typed, with NaN and infinities turned into null."""
+    try:
+        record = run if isinstance(run, RunRecord) else RunRecord.from_dict(run)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise StoreError(f"not a run: {exc}") from None
+    return RunRecord.from_dict(_clean(record.to_dict()))
+
+
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
@@ -87,6 +109,8 @@ class RunStore:
             self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA foreign_keys = ON")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = FULL")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the runs database {path}: {exc}") from None
@@ -102,73 +126,111 @@ class RunStore:
 
     # --- writing -------------------------------------------------------------------------------
 
-    def save_run(self, run: Mapping[str, Any]) -> int:
+    def save_run(self, run: RunRecord | Mapping[str, Any]) -> int:
         """Insert one run and its requests in a single transaction; return its id."""
-        from tokometer import __version__
-
-        run = _clean(dict(run))
+        record = _record(run)
         try:
             with transaction(self.db):
-                cursor = self.db.execute(
-                    """INSERT INTO runs (started_at, finished_at, status, source, url, model, hardware, mode,
-                       protocol, config_json, server_json, summary_json, levels_json, prediction_json,
-                       grading_json, notes_json, tokometer_version)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    (
-                        run["started_at"],
-                        run.get("finished_at"),
-                        run.get("status", "complete"),
-                        run.get("source", "tokometer"),
-                        run.get("url"),
-                        run.get("model"),
-                        run.get("hardware"),
-                        run.get("mode", "speed"),
-                        run.get("protocol"),
-                        _dumps(run.get("config") or {}),
-                        _dumps(run.get("server")),
-                        _dumps(run.get("summary") or {}),
-                        _dumps(run.get("levels")),
-                        _dumps(run.get("prediction")),
-                        _dumps(run.get("grading")),
-                        _dumps(run.get("notes")),
-                        run.get("tokometer_version", __version__),
-                    ),
-                )
-                run_id = int(cursor.lastrowid or 0)
-                self.db.executemany(
-                    """INSERT INTO requests (run_id, seq, phase, label, grp, ok, error_kind, error, t0_s,
-                       event_times_json, event_tokens_json, output_tokens, output_tokens_source,
-                       prompt_tokens, cached_tokens, finish_reason, server_timings_json, record_json)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    [
-                        (
-                            run_id,
-                            r["seq"],
-                            r["phase"],
-                            r.get("label") or "",
-                            r.get("group") or 0,
-                            1 if r.get("ok") else 0,
-                            r.get("error_kind"),
-                            r.get("error"),
-                            r.get("t0_s"),
-                            _dumps(r.get("event_times_s")),
-                            _dumps(r.get("event_tokens")),
-                            r.get("output_tokens"),
-                            r.get("output_tokens_source"),
-                            r.get("prompt_tokens"),
-                            r.get("cached_tokens"),
-                            r.get("finish_reason"),
-                            _dumps(r.get("server_timings")),
-                            _dumps(r),
-                        )
-                        for r in run.get("requests") or []
-                    ],
-                )
+                run_id = self._insert_run(record)
+                self._insert_requests(run_id, record.requests)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
         return run_id
 
+    def begin_run(self, header: RunRecord) -> int:
+        """Store a run that is starting (status `incomplete`, no summary yet); return its id."""
+        try:
+            with transaction(self.db):
+                return self._insert_run(_record(header.with_(status="incomplete", requests=())))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+
+    def add_requests(self, run_id: int, requests: Sequence[Mapping[str, Any]]) -> None:
+        """Append finished requests of a live run, all in one transaction."""
+        try:
+            with transaction(self.db):
+                self._insert_requests(run_id, [_clean(dict(r)) for r in requests])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save requests to {self.path}: {exc}") from None
+
+    def finish_run(self, run_id: int, run: RunRecord) -> None:
+        """Replace a live run's header and requests by the finished run, in one transaction."""
+        run = _record(run)
+        try:
+            with transaction(self.db):
+                self.db.execute(
+                    f"UPDATE runs SET {', '.join(c + ' = ?' for c in _RUN_COLUMNS)} WHERE id = ?",
+                    (*self._run_values(run), run_id),
+                )
+                self.db.execute("DELETE FROM requests WHERE run_id = ?", (run_id,))
+                self._insert_requests(run_id, run.requests)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+
+    @staticmethod
+    def _run_values(run: RunRecord) -> tuple[Any, ...]:
+        from tokometer import __version__
+
+        return (
+            run.started_at,
+            run.finished_at,
+            run.status,
+            run.source,
+            run.url,
+            run.model,
+            run.hardware,
+            run.mode,
+            run.protocol,
+            _dumps(run.config),
+            _dumps(run.server),
+            _dumps(run.summary),
+            _dumps(run.levels),
+            _dumps(run.prediction),
+            _dumps(run.grading),
+            _dumps(list(run.notes)),
+            run.tokometer_version or __version__,
+        )
+
+    def _insert_run(self, run: RunRecord) -> int:
+        cursor = self.db.execute(
+            f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+            self._run_values(run),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _insert_requests(self, run_id: int, requests: Sequence[Mapping[str, Any]]) -> None:
+        self.db.executemany(
+            """INSERT INTO requests (run_id, seq, phase, label, grp, ok, error_kind, error, t0_s,
+               event_times_json, event_tokens_json, output_tokens, output_tokens_source,
+               prompt_tokens, cached_tokens, finish_reason, server_timings_json, record_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [
+                (
+                    run_id,
+                    r["seq"],
+                    r["phase"],
+                    r.get("label") or "",
+                    r.get("group") or 0,
+                    1 if r.get("ok") else 0,
+                    r.get("error_kind"),
+                    r.get("error"),
+                    r.get("t0_s"),
+                    _dumps(r.get("event_times_s")),
+                    _dumps(r.get("event_tokens")),
+                    r.get("output_tokens"),
+                    r.get("output_tokens_source"),
+                    r.get("prompt_tokens"),
+                    r.get("cached_tokens"),
+                    r.get("finish_reason"),
+                    _dumps(r.get("server_timings")),
+                    _dumps(r),
+                )
+                for r in requests
+            ],
+        )
+
     def delete_run(self, run_id: int) -> None:
+        run_id = self._check_id(run_id)
         with transaction(self.db):
             deleted = self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,)).rowcount
         if not deleted:
@@ -212,8 +274,22 @@ class RunStore:
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
-    def get_run(self, run_id: int, *, with_requests: bool = True) -> dict[str, Any]:
-        """One run in full: configuration, server identity, summary, levels, prediction, requests."""
+    def _check_id(self, run_id: object) -> int:
+        """Run ids are positive SQLite integers; anything else is simply not there."""
+        if isinstance(run_id, bool) or not isinstance(run_id, int) or not 0 < run_id < 2**63:
+            raise RunNotFound(run_id, self.path)
+        return run_id
+
+    def count_requests(self, run_id: int) -> int:
+        self._check_id(run_id)
+        return int(self.db.execute("SELECT COUNT(*) FROM requests WHERE run_id = ?", (run_id,)).fetchone()[0])
+
+    def get_run(
+        self, run_id: int, *, with_requests: bool = True, requests_limit: int | None = None, requests_offset: int = 0
+    ) -> dict[str, Any]:
+        """One run in full: configuration, server identity, summary, levels, prediction, requests
+        (all of them, or `requests_limit` from `requests_offset` in order, for large runs)."""
+        run_id = self._check_id(run_id)
         try:
             row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -228,24 +304,25 @@ class RunStore:
             if with_requests:
                 run["requests"] = [
                     json.loads(r["record_json"])
-                    for r in self.db.execute("SELECT record_json FROM requests WHERE run_id = ? ORDER BY seq", (run_id,))
+                    for r in self.db.execute(
+                        "SELECT record_json FROM requests WHERE run_id = ? ORDER BY seq LIMIT ? OFFSET ?",
+                        (run_id, -1 if requests_limit is None else requests_limit, max(0, requests_offset)),
+                    )
                 ]
             return run
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
 
+    def get_record(self, run_id: int) -> RunRecord:
+        """One run in full, typed."""
+        run = self.get_run(run_id)
+        try:
+            return RunRecord.from_dict(run)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"run #{run_id} in {self.path} cannot be read: {exc}") from None
+
     def get_runs(self, run_ids: Sequence[int], *, with_requests: bool = True) -> list[dict[str, Any]]:
         return [self.get_run(i, with_requests=with_requests) for i in run_ids]
-
-    def recompute(self, run_id: int) -> dict[str, Any]:
-        """The summary recomputed from the stored timestamps (equals the stored one for tokometer runs)."""
-        from tokometer.bench.client import RequestRecord
-        from tokometer.bench.summary import summarize_records
-
-        run = self.get_run(run_id)
-        config = run.get("config") or {}
-        records = [RequestRecord.from_dict(r) for r in run["requests"] if "t0_s" in r]
-        return summarize_records(records, slo_ttft_ms=config.get("slo_ttft_ms"), slo_tpot_ms=config.get("slo_tpot_ms"))
 
     def schema(self) -> str:
         return "\n".join(r[0] + ";" for r in self.db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name"))

@@ -18,6 +18,7 @@ never reads a file a request names; benchmark endpoints given on the command lin
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,7 +27,6 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -80,13 +80,32 @@ def error_response(exc: TokometerError, data: Data | None = None, status_code: i
     return json_response(body, status_code)
 
 
+class BodyTooLarge(InputError):
+    """A request body over MAX_BODY_BYTES (answered 413, found while it streams in)."""
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, read chunk by chunk and refused as soon as it passes `limit` bytes.
+
+    A declared Content-Length over the limit is refused before anything is read; a chunked or
+    lying body is cut off the moment it passes the limit, so memory never holds more than it.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"body is too large ({int(declared):,} bytes, at most {limit:,})")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"body is too large (over {limit:,} bytes)")
+    return bytes(body)
+
+
 async def request_data(request: Request) -> Data:
     """The query string (GET) or the JSON object in the body (POST)."""
     if request.method == "GET":
         return dict(request.query_params)
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise InputError(f"body is too large ({len(raw):,} bytes, at most {MAX_BODY_BYTES:,})")
+    raw = await read_body(request)
     if not raw.strip():
         return {}
     try:
@@ -106,6 +125,8 @@ def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         try:
             data = await request_data(request)
             result = handler(data, request)
+        except BodyTooLarge as exc:
+            return json_response({"error": str(exc)}, 413)
         except TokometerError as exc:
             return error_response(exc, data)
         return result if isinstance(result, Response) else json_response(result)
@@ -198,15 +219,71 @@ def _runs(data: Data, request: Request) -> Any:
     return {**result, "bench_urls": list(request.app.state.bench_urls)}
 
 
+MAX_REQUESTS_PAGE = 1000
+
+
 def _run_detail(data: Data, request: Request) -> Any:
-    run = compute.run_detail(request.path_params["run_id"])
+    """One run with a page of its requests: `?requests_limit=` (default 200, at most 1000) and `?requests_offset=`."""
+    limit = optional_number(data, "requests_limit", integer=True)
+    offset = optional_number(data, "requests_offset", integer=True)
+    if limit is not None and not 0 <= limit <= MAX_REQUESTS_PAGE:
+        raise InputError(f"requests_limit must be between 0 and {MAX_REQUESTS_PAGE}, got {limit}")
+    if offset is not None and offset < 0:
+        raise InputError(f"requests_offset must be zero or more, got {offset}")
+    run_id = request.path_params["run_id"]
+    run = compute.run_detail(run_id, requests_limit=int(200 if limit is None else limit), requests_offset=int(offset or 0))
     if run is None:
-        return json_response({"error": f"no stored run {request.path_params['run_id']!r}"}, 404)
+        return json_response({"error": f"no stored run {run_id[:40]!r}"}, 404)
     return run
 
 
 def _meta(data: Data, request: Request) -> Any:
     return compute.meta(tuple(request.app.state.bench_urls))
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without the port: `[::1]:8765` -> `::1`, `a.b:80` -> `a.b`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else ""
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def host_allowed(header: str, names: Sequence[str], *, ip_literals: bool) -> bool:
+    """DNS rebinding guard: the page's Host must be one of `names`, or (off loopback) an IP literal,
+    which no attacker's DNS can point at this machine."""
+    name = host_name(header)
+    if not name:
+        return False
+    if name in {n.lower() for n in names}:
+        return True
+    if ip_literals:
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+class HostCheck:
+    """Answers 400 to any request whose Host header is not allowed (see `host_allowed`)."""
+
+    def __init__(self, app: ASGIApp, names: Sequence[str], ip_literals: bool) -> None:
+        self.app = app
+        self.names = tuple(names)
+        self.ip_literals = ip_literals
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            header = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
+            if not host_allowed(header, self.names, ip_literals=self.ip_literals):
+                await Response("invalid host header", status_code=400, media_type="text/plain")(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class SecurityHeaders:
@@ -228,8 +305,10 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(bench_urls: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None) -> Starlette:
-    """The ASGI app. `allowed_hosts` guards against DNS rebinding when bound to loopback."""
+def create_app(
+    bench_urls: Sequence[str] = (), allowed_hosts: Sequence[str] | None = None, *, allow_ip_literals: bool = False
+) -> Starlette:
+    """The ASGI app. `allowed_hosts` (and, off loopback, `allow_ip_literals`) guard against DNS rebinding."""
     shell = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
 
     async def page(request: Request) -> Response:
@@ -270,7 +349,7 @@ def create_app(bench_urls: Sequence[str] = (), allowed_hosts: Sequence[str] | No
     ]
     middleware = [Middleware(SecurityHeaders)]
     if allowed_hosts is not None:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+        middleware.append(Middleware(HostCheck, names=list(allowed_hosts), ip_literals=allow_ip_literals))
     app = Starlette(
         routes=routes,
         middleware=middleware,

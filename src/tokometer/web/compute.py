@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -352,13 +353,30 @@ def runs(limit: int = 50) -> dict[str, Any]:
     return {"available": True, "runs": rows}
 
 
-def run_detail(run_id: str) -> dict[str, Any] | None:
-    """One stored run, or None when there is no store or no such run."""
+RUN_ID = re.compile(r"[1-9][0-9]{0,17}")  # what a stored run's id looks like (ASCII digits, fits SQLite)
+
+
+def run_detail(run_id: str, *, requests_limit: int = 200, requests_offset: int = 0) -> dict[str, Any] | None:
+    """One stored run with one page of its requests, or None when there is no store or no such run.
+
+    A large imported run can hold 10^5 requests; the page keeps the answer small, and
+    `requests_total` says how many there are.
+    """
+    if not RUN_ID.fullmatch(run_id):
+        return None
     with _store() as store:
         if store is None:
             return None
         try:
-            run = store.get_run(int(run_id) if run_id.isdigit() else run_id)
+            run = store.get_run(int(run_id), requests_limit=requests_limit, requests_offset=requests_offset)
+            total = store.count_requests(int(run_id))
+            if run and run.get("status") == "incomplete":  # killed mid-run: summarise what it stored
+                from tokometer.usecases.benchmark import load_run
+
+                whole = load_run(store, int(run_id), with_requests=False)
+                run = {**run, "summary": whole["summary"], "notes": whole["notes"]}
         except (LookupError, TokometerError):
             return None
-    return dict(run) if run else None
+    if not run:
+        return None
+    return {**run, "requests_total": total, "requests_offset": requests_offset, "requests_limit": requests_limit}

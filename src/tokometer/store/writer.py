@@ -1,0 +1,104 @@
+"""Write a live run's requests to SQLite from a background thread, as they complete.
+
+Why a thread: the benchmark's event loop must not wait on `fsync`, and a request's record is
+built (its stream parsed) only after the request ends, so the parsing happens here too, away
+from the loop that stamps other streams' bytes. What crosses over is a thunk: a function that
+returns the request's stored dict when called.
+
+Each batch (everything queued when the thread wakes, at most `BATCH_MAX`) is one transaction, so
+a process killed at any moment leaves every committed request in the database and the run marked
+`incomplete` (see `tokometer.store`). `flush()` waits until everything queued is written: the
+runner calls it before each timed round, because parsing 256 finished streams in this thread
+while the next round starts took TTFT from +6 % to +18 % at 256 streams. `close()` drains the
+queue and joins the thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tokometer.runrecord import RunRecord
+from tokometer.store import RunStore, StoreError
+
+RowThunk = Callable[[], Mapping[str, Any]]
+BATCH_MAX = 64
+_STOP = object()
+
+
+class RunWriter:
+    """Owns one live run: `begin` at construction, `put` per finished request, `close` at the end."""
+
+    def __init__(self, path: Path, header: RunRecord | None = None, *, run_id: int | None = None) -> None:
+        """Begin a run from `header`, or add to the live run `run_id` (another process began it)."""
+        self.path = path
+        if header is not None:
+            with RunStore(path) as store:
+                self.run_id = store.begin_run(header)
+        elif run_id is not None:
+            self.run_id = run_id
+        else:
+            raise ValueError("RunWriter needs a header or a run_id")
+        self.written = 0
+        self.error: str | None = None
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="tokometer-run-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, make_row: RowThunk) -> None:
+        self._queue.put(make_row)
+
+    def flush(self) -> None:
+        """Return once every request queued so far is written (or has failed to be)."""
+        if self._thread.is_alive():
+            self._queue.join()
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Write what is queued and stop the thread."""
+        self._queue.put(_STOP)
+        self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        try:
+            store = RunStore(self.path)
+        except StoreError as exc:
+            self.error = str(exc)
+            return
+        with store:
+            stop = False
+            while not stop:
+                items = [self._queue.get()]
+                while len(items) < BATCH_MAX:
+                    try:
+                        items.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                try:
+                    self._write(store, items)
+                finally:
+                    for _ in items:
+                        self._queue.task_done()
+                stop = any(item is _STOP for item in items)
+
+    def _write(self, store: RunStore, items: list[object]) -> None:
+        """Build the queued rows (parsing their streams) and store them in one transaction."""
+        rows = []
+        for item in items:
+            if item is not _STOP and callable(item):
+                try:
+                    rows.append(item())
+                except Exception as exc:  # a record that cannot be built must not stop the others
+                    self.error = f"a request could not be recorded: {exc}"
+        if not rows:
+            return
+        try:
+            store.add_requests(self.run_id, rows)
+            self.written += len(rows)
+        except StoreError as exc:  # keep measuring; the final save says what went wrong
+            self.error = str(exc)
+
+
+__all__ = ["RunWriter"]

@@ -1,0 +1,1 @@
+"""What the entry points share: typed requests in, data out (estimate, benchmark, ...)."""

@@ -1,0 +1,217 @@
+"""Benchmark a server, predict, grade and save: the use-case `tokometer bench` and the web share.
+
+    outcome = benchmark(config, Predictor(model, options), save=True)
+
+Requests are written to the runs database as they complete (`store.writer.RunWriter`), so a run
+killed by any signal stays in the database as `incomplete` with what was measured; `load_run`
+recomputes such a run's summary from its stored requests. Predicting and grading happen after the
+timed part: a prediction never delays a measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tokometer.bench.client import Exchange, RequestRecord
+from tokometer.bench.detect import Endpoint
+from tokometer.bench.runner import BenchConfig, BenchResult, Progress, Runner
+from tokometer.bench.summary import summarize_records
+from tokometer.errors import InputError
+from tokometer.runrecord import RunRecord
+from tokometer.store import RunStore, default_path
+from tokometer.store.writer import RunWriter
+
+
+class Predictor:
+    """Predictions for the measured workload (batch, depth), from the user's model and hardware."""
+
+    def __init__(self, model: str | None, options: dict[str, Any]) -> None:
+        self.model = model
+        self.options = {k: v for k, v in options.items() if v is not None}
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.options.get("hw") or self.options.get("bandwidth_gb_per_s"))
+
+    def check_hardware(self) -> None:
+        from tokometer.catalog import hardware_catalog
+
+        hw = self.options.get("hw")
+        if hw and str(hw).lower() == "local" and hardware_catalog().find("local") is None:
+            raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
+
+    def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
+        from tokometer.api import estimate
+
+        name = model or self.model
+        return estimate(name, **self.options, **workload).to_dict()
+
+
+def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: str | None, notes: list[str]) -> None:
+    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one)."""
+    from tokometer.bench.grading import grade, prediction_headline
+    from tokometer.errors import TokometerError
+
+    summary = run["summary"]
+    config = run["config"]
+    max_tokens = int(config.get("max_tokens") or 200)
+    run.setdefault("prediction", None)
+    run.setdefault("hardware", None)
+    if not predictor.wanted:
+        run["grading"] = grade(summary, None)
+        return
+    model = predictor.model
+    guessed = model is None and not predictor.options.get("params_b")
+    if guessed:
+        if not served_model:
+            notes.append("no prediction: the server named no model; pass --predict-model")
+            run["grading"] = grade(summary, None)
+            return
+        model = served_model
+    prompt = int(summary.get("ttft_prompt_tokens") or summary.get("prompt_tokens") or 512)
+    depth = int((summary.get("prompt_tokens") or 0) + max_tokens / 2)
+    try:
+        full = predictor.estimate(model, prompt_tokens=prompt, output_tokens=max_tokens, context_tokens=depth, batch=1)
+    except (TokometerError, OSError, ValueError) as exc:
+        if not guessed:
+            raise
+        notes.append(f"no prediction: the server's model {served_model!r} is not one tokometer knows ({exc}); pass --predict-model")
+        run["grading"] = grade(summary, None)
+        return
+    run["prediction"] = {**prediction_headline(full), "estimate": full}
+    run["hardware"] = full["hardware"]["id"]
+    mode = run.get("mode")
+    run["grading"] = grade(summary, full if mode == "speed" else None)
+    for level in run.get("levels") or []:
+        level_summary = level["summary"]
+        level_depth = int((level_summary.get("prompt_tokens") or 0) + max_tokens / 2)
+        if "concurrency" in level:
+            batch = int(level["concurrency"])
+        elif "depth" in level:
+            batch = 1
+        else:
+            level["grading"] = grade(level_summary, None)
+            continue
+        level_full = predictor.estimate(model, prompt_tokens=max(1, int(level_summary.get("prompt_tokens") or prompt)), output_tokens=max_tokens, context_tokens=level_depth, batch=batch)
+        level["prediction"] = prediction_headline(level_full)
+        level["grading"] = grade(level_summary, level_full, batch=batch)
+    if mode in ("concurrency", "depth") and run.get("levels"):  # the headline is the first level
+        run["grading"] = dict(run["levels"][0]["grading"])
+
+
+@dataclass
+class BenchOutcome:
+    """A finished (or interrupted) benchmark: the runner's result, the stored run dict and its id."""
+
+    result: BenchResult
+    run: RunRecord
+    run_id: int | None
+    store_error: str | None = None
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """A picklable handle on a live run: called in a worker process, it opens a writer to it."""
+
+    path: Path
+    run_id: int
+
+    def __call__(self) -> RunWriter:
+        return RunWriter(self.path, run_id=self.run_id)
+
+
+def _row(exchange: Exchange) -> Callable[[], dict[str, Any]]:
+    return lambda: exchange.record().to_dict()
+
+
+def benchmark(
+    config: BenchConfig,
+    predictor: Predictor,
+    *,
+    save: bool = True,
+    progress: Progress | None = None,
+    runner: Callable[..., Any] = Runner,
+    **runner_options: Any,
+) -> BenchOutcome:
+    """Run the benchmark, writing each request as it completes; then predict, grade and finish the run."""
+    if predictor.wanted:
+        predictor.check_hardware()
+    elif predictor.model:
+        raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
+    writer: RunWriter | None = None
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+
+    def on_start(endpoint: Endpoint) -> LiveRun | None:
+        """Store the run's header; returns a way for other processes to add to it."""
+        nonlocal writer
+        if not save:
+            return None
+        header = RunRecord(
+            started_at=started,
+            status="incomplete",
+            mode=config.mode,
+            url=config.url,
+            model=endpoint.model,
+            protocol=endpoint.protocol.name,
+            config=config.to_dict(),
+            server=endpoint.to_dict(),
+        )
+        writer = RunWriter(default_path(), header)
+        return LiveRun(writer.path, writer.run_id)
+
+    def on_exchange(exchange: Exchange) -> None:
+        if writer is not None:
+            writer.put(_row(exchange))
+
+    def settle() -> None:
+        if writer is not None:
+            writer.flush()
+
+    bench_runner = runner(config, progress=progress, on_start=on_start, on_exchange=on_exchange, settle=settle, **runner_options)
+    try:
+        result = bench_runner.run()
+    finally:
+        if writer is not None:
+            writer.close()
+    shape = result.to_dict()
+    if result.endpoint is not None:
+        predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"])
+    run = RunRecord.from_dict({**shape, "source": "tokometer"})
+    run_id = writer.run_id if writer is not None else None
+    store_error = writer.error if writer is not None else None
+    if writer is not None:
+        with RunStore(writer.path) as store:
+            store.finish_run(writer.run_id, run)
+    return BenchOutcome(result=result, run=run.with_(id=run_id), run_id=run_id, store_error=store_error)
+
+
+def recompute(store: RunStore, run_id: int) -> dict[str, Any]:
+    """A stored run's summary recomputed from its timestamps (equals the stored one for tokometer runs)."""
+    run = store.get_run(run_id)
+    return _summary_of(run)
+
+
+def _summary_of(run: dict[str, Any]) -> dict[str, Any]:
+    config = run.get("config") or {}
+    records = [RequestRecord.from_dict(r) for r in run.get("requests") or [] if "t0_s" in r]
+    return summarize_records(records, slo_ttft_ms=config.get("slo_ttft_ms"), slo_tpot_ms=config.get("slo_tpot_ms"))
+
+
+def load_run(store: RunStore, run_id: int, *, with_requests: bool = True) -> dict[str, Any]:
+    """One stored run; a run left `incomplete` (its process was killed) gets its summary recomputed."""
+    run = store.get_run(run_id, with_requests=True)
+    if run.get("status") == "incomplete":
+        run["summary"] = _summary_of(run)
+        notes = list(run.get("notes") or [])
+        notes.append(f"incomplete: the benchmark process ended without finishing; {len(run['requests'])} request(s) were stored before it did")
+        run["notes"] = notes
+    if not with_requests:
+        run.pop("requests", None)
+    return run
+
+
+__all__ = ["BenchOutcome", "Predictor", "benchmark", "load_run", "predict_and_grade", "recompute"]
