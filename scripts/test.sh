@@ -14,7 +14,7 @@ set -e
 python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[test]'
+python -m pip install -q -e '.[test,ray]'  # ray: the slow multi-worker bench test runs a local Ray head
 set +e
 
 failed=()
