@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
-from tokometer.costmodel.architecture import bare_spec
+from tokometer.ingest.architecture import bare_spec
 from tokometer.costmodel.levers import (
     ALLREDUCE_LAUNCH_US,
     LINK_EFFICIENCY,

@@ -366,7 +366,7 @@ class ModelPreset:
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
-        from tokometer.costmodel.architecture import spec_from_config
+        from tokometer.ingest.architecture import spec_from_config
 
         return spec_from_config(
             self.config,
