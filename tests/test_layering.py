@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tokometer"
 
 # lower number = lower layer; a dotted key overrides its package's layer
 LAYERS = {
-    "units": 0, "errors": 0, "report.text": 0, "specs": 1,
+    "units": 0, "errors": 0, "home": 0, "report.text": 0, "specs": 1,
     "costmodel": 2,
     "catalog": 3, "ingest": 3, "bench": 4, "store": 5,
     "api": 4, "validate": 5, "calibrate": 5, "explore": 5, "report": 6,

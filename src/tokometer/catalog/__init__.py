@@ -8,7 +8,6 @@ through ids and aliases, case- and punctuation-insensitively; a near miss gets "
 from __future__ import annotations
 
 import functools
-import os
 import re
 import tomllib
 from collections.abc import Callable, Iterator
@@ -18,19 +17,11 @@ from typing import Any, Generic, TypeVar
 
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
 from tokometer.errors import CatalogError, TokometerError, UnknownEntryError
+from tokometer.home import tokometer_home
 from tokometer.specs import Efficiency, EngineSpec, HardwareSpec, ModelSpec, QuantFormat
 
 DATA_DIR = Path(__file__).parent / "data"
 T = TypeVar("T")
-
-
-def tokometer_home() -> Path:
-    """The one directory that holds all user state (catalogs, runs, probe results)."""
-    env = os.environ.get("TOKOMETER_HOME")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "tokometer"
 
 
 def normalise(name: str) -> str:
