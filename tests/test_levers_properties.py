@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokometer.api import estimate
+from tokometer.usecases.estimate import estimate
 
 MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "deepseek-v3", "gpt-oss-20b", "llama-3.2-1b", "qwen2.5-32b"]
 QUANTS = ["fp16", "q8_0", "q4_k_m", "q2_k", "fp8"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tokometer.api import estimate
 from tokometer.errors import InputError
 from tokometer.units import GB
+from tokometer.usecases.estimate import estimate
 
 # --- tensor parallelism: 1.2-1.6x a single stream, never 2x ----------------------------------
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokometer.api import estimate
 from tokometer.catalog import hardware_catalog, model_catalog
 from tokometer.costmodel.levers import (
     ALLREDUCE_LAUNCH_US,
@@ -31,6 +30,7 @@ from tokometer.costmodel.memory import kv_cache_bytes
 from tokometer.costmodel.predict import decode_step
 from tokometer.errors import InputError
 from tokometer.units import GB, US
+from tokometer.usecases.estimate import estimate
 
 
 def test_links_parse_to_per_direction_bandwidths() -> None:
@@ -196,8 +196,8 @@ def test_estimate_figures_are_valid_images(tmp_path: Path, options: dict) -> Non
 
 def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
     from tokometer.cli import main
-    from tokometer.explore import sweep
     from tokometer.report.plots import plot_sweep
+    from tokometer.usecases.explore import sweep
 
     by_context = sweep(["llama-3.1-8b", "qwen3-30b-a3b"], ["rtx-4090"], ["q4_k_m"], [0, 4096, 32768], [1])
     _is_png(plot_sweep(by_context, tmp_path / "context.png"))

@@ -8,7 +8,7 @@ import pytest
 from tests.helpers import run_cli
 
 from tokometer.errors import InputError
-from tokometer.validate import read_cases, report, validate
+from tokometer.usecases.validation import read_cases, report, validate
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "measurements.csv"
 needs_data = pytest.mark.skipif(not MEASUREMENTS.exists(), reason="shared/calibration is not beside this checkout")

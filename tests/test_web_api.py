@@ -118,8 +118,8 @@ def test_gpu_layers_as_a_number_or_as_typed(client: TestClient, number: float, t
 
 
 def test_advise_switches_the_quant_advice_off(client: TestClient) -> None:
-    from tokometer.api import estimate
     from tokometer.report.text import to_json
+    from tokometer.usecases.estimate import estimate
 
     setup = {"model": "llama-3.1-70b", "hw": "rtx-4090", "quant": "q4-k-m", "gpu_layers": 24}
     advised = client.post("/api/estimate", json=setup).json()
@@ -232,12 +232,12 @@ def test_unknown_model_says_did_you_mean(client: TestClient) -> None:
 def test_models_outside_the_catalog_are_never_read_or_fetched(
     client: TestClient, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tokometer.api
+    import tokometer.usecases.estimate
 
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the web app must not resolve files or Hub ids")
 
-    monkeypatch.setattr(tokometer.api, "resolve_model", forbidden)
+    monkeypatch.setattr(tokometer.usecases.estimate, "resolve_model", forbidden)
     body = error_of(client.post("/api/estimate", json={"model": name}))
     assert body["error"].startswith("unknown model")
     draft = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "draft": name}))

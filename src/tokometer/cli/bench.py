@@ -1,7 +1,7 @@
 """`tokometer bench`, `tokometer runs ...` and `tokometer probe`: measure, keep, compare, grade.
 
 Entry points only: the measuring is `tokometer.bench`, the keeping `tokometer.store`, the
-predicting `tokometer.api.estimate`. Heavy modules load inside the commands.
+predicting `tokometer.usecases.estimate.estimate`. Heavy modules load inside the commands.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class _Predictor:
             raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
 
     def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
-        from tokometer.api import estimate
+        from tokometer.usecases.estimate import estimate
 
         name = model or self.model
         return estimate(name, **self.options, **workload).to_dict()

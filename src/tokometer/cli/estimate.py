@@ -44,9 +44,9 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
     The JSON always has `batching` (per-stream and aggregate vs batch, the ridge point) and
     `context` (decode speed as the KV cache fills) curves.
     """
-    from tokometer.api import estimate as run_estimate
     from tokometer.report.estimate import render_estimate
     from tokometer.report.text import to_json
+    from tokometer.usecases.estimate import estimate as run_estimate
 
     result = run_estimate(model, **options)
     if plot_path:

@@ -44,9 +44,9 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
     \b
         tokometer utilization llama-3.1-8b --hw rtx-4090 -q q4_k_m --measured-decode 45
     """
-    from tokometer.explore import utilization as run_utilization
     from tokometer.report.estimate import render_utilization
     from tokometer.report.text import to_json
+    from tokometer.usecases.explore import utilization as run_utilization
 
     report = run_utilization(model, **options)
     click.echo(to_json(report.to_dict()) if as_json else render_utilization(report))
@@ -71,9 +71,9 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     \b
         tokometer fit --hw rtx-4090 --context 8192 --min-speed 10
     """
-    from tokometer.explore import fit as run_fit
     from tokometer.report.estimate import render_fit
     from tokometer.report.text import to_json
+    from tokometer.usecases.explore import fit as run_fit
 
     hw = options.pop("hw")
     report = run_fit(hw, models=_split(models) or None, quants=_split(quants) or None, **options)
@@ -114,9 +114,9 @@ def sweep(
         tokometer sweep --model llama-3.1-8b,qwen3-30b-a3b --hw rtx-4090,h100-sxm \\
             -q q4_k_m,q8_0 --context 0,32768 --batch 1,16 --format csv
     """
-    from tokometer.explore import sweep as run_sweep
     from tokometer.report.estimate import render_sweep_csv, render_sweep_table
     from tokometer.report.text import to_json
+    from tokometer.usecases.explore import sweep as run_sweep
 
     result = run_sweep(
         _split(models) or None,

@@ -25,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.ingest.architecture import spec_from_config, typical_layer_count
 from tokometer.errors import IngestError
+from tokometer.ingest.architecture import spec_from_config, typical_layer_count
 from tokometer.ingest.safetensors_header import FLOAT_DTYPES, TensorEntry, read_json_file
 from tokometer.ingest.weights import READ_CLASSES, RESIDENT, Tally, disagreement
 from tokometer.specs import ModelSpec

@@ -9,10 +9,10 @@ import csv
 import io
 from typing import Any
 
-from tokometer.api import Estimate
-from tokometer.explore import FitReport, SweepResult, UtilizationReport
 from tokometer.report.text import num, table
 from tokometer.units import GB
+from tokometer.usecases.estimate import Estimate
+from tokometer.usecases.explore import FitReport, SweepResult, UtilizationReport
 
 
 def _tok(value: float | None) -> str:

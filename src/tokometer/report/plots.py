@@ -14,8 +14,8 @@ from tokometer.errors import InputError
 from tokometer.units import GB, TFLOP
 
 if TYPE_CHECKING:
-    from tokometer.api import Estimate
-    from tokometer.explore import SweepResult
+    from tokometer.usecases.estimate import Estimate
+    from tokometer.usecases.explore import SweepResult
 
 FORMATS = (".png", ".svg", ".pdf")
 

@@ -1,4 +1,4 @@
-"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.api`.
+"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.usecases.estimate`.
 
 Routes:
     /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs

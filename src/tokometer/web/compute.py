@@ -1,4 +1,4 @@
-"""What each web endpoint answers, as plain JSON-ready dicts built from `tokometer.api`.
+"""What each web endpoint answers, as plain JSON-ready dicts built from `tokometer.usecases.estimate`.
 
 No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
 return data, so tests call them directly.
@@ -20,7 +20,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokometer import __version__
-from tokometer.api import (
+from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+from tokometer.costmodel.memory import weight_bytes_read
+from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
+from tokometer.units import GB, TFLOP
+from tokometer.usecases.estimate import (
     BROKEN_STREAM_TOK_S,
     DEFAULT_HARDWARE,
     DEFAULT_MODEL,
@@ -29,10 +33,6 @@ from tokometer.api import (
     estimate,
     reading_verdict,
 )
-from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
-from tokometer.costmodel.memory import weight_bytes_read
-from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
-from tokometer.units import GB, TFLOP
 from tokometer.web.feel import verdict_code
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)

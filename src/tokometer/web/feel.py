@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tokometer.api import (
+from tokometer.errors import InputError
+from tokometer.usecases.estimate import (
     BROKEN_STREAM_TOK_S,
     READING_SPEED_TOK_S,
     reading_verdict,
     reading_verdict_code,
 )
-from tokometer.errors import InputError
 
 SAMPLES_DIR = Path(__file__).parent / "static" / "feel"
 LANGUAGES = ("en", "fr")

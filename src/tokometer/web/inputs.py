@@ -1,4 +1,4 @@
-"""Request data -> keyword arguments of `tokometer.api.estimate`, checked before any work is done.
+"""Request data -> keyword arguments of `tokometer.usecases.estimate.estimate`, checked before any work is done.
 
 The web API takes the library's own argument names (`params_b`, `bandwidth_gb_per_s`, `hw`...,
 and the levers `draft`, `tp`, `gpu_layers`... of `LEVER_FIELDS`) from a JSON body or a query

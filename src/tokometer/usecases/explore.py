@@ -9,7 +9,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from tokometer.api import (
+from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+from tokometer.catalog.efficiency import efficiency_for
+from tokometer.costmodel.levers import Layout, Utilisation, utilisation
+from tokometer.errors import InputError, require_non_negative, require_positive
+from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
+from tokometer.units import BILLION, GB
+from tokometer.usecases.estimate import (
     DEFAULT_HARDWARE,
     DEFAULT_MODEL,
     DEFAULT_QUANT,
@@ -23,12 +29,6 @@ from tokometer.api import (
     resolve_hardware,
     resolve_model,
 )
-from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
-from tokometer.catalog.efficiency import efficiency_for
-from tokometer.costmodel.levers import Layout, Utilisation, utilisation
-from tokometer.errors import InputError, require_non_negative, require_positive
-from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
-from tokometer.units import BILLION, GB
 
 if TYPE_CHECKING:
     from tokometer.costmodel.vector import GridStep

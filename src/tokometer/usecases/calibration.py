@@ -27,7 +27,7 @@ from typing import Any
 from tokometer.costmodel.levers import IDEAL
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
-from tokometer.validate import (
+from tokometer.usecases.validation import (
     Case,
     CaseResult,
     estimate_kwargs,
@@ -66,9 +66,9 @@ def _unit(prior: Efficiency) -> Efficiency:
 
 def features(case: Case) -> Features | None:
     """Physics at 100 % efficiency for one usable row (single device, unflagged, tg or pp)."""
-    from tokometer.api import estimate
     from tokometer.catalog import engine_catalog
     from tokometer.catalog.efficiency import efficiency_for, group_key
+    from tokometer.usecases.estimate import estimate
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
         return None
@@ -226,7 +226,7 @@ def band_sd(log_errors: list[float]) -> float:
     a band that holds fewer than 80 % of them; the 80th percentile of |error| holds exactly 80 %.
     """
     from tokometer.costmodel.predict import Z_80
-    from tokometer.validate import percentile
+    from tokometer.usecases.validation import percentile
 
     return percentile([abs(v) for v in log_errors], 0.8) / Z_80
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
-from tokometer.ingest.architecture import bare_spec
 from tokometer.costmodel.levers import (
     ALLREDUCE_LAUNCH_US,
     LINK_EFFICIENCY,
@@ -62,6 +61,7 @@ from tokometer.costmodel.predict import (
     ridge_batch,
 )
 from tokometer.errors import InputError, UnknownEntryError, require_non_negative, require_positive
+from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import (
     Efficiency,
     EngineSpec,

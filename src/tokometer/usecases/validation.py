@@ -312,8 +312,8 @@ Predictor = Callable[..., Any]
 
 def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str | None = None) -> CaseResult:
     """Predict one row as the metric it measured; never raises for a bad row, records why."""
-    from tokometer.api import estimate
     from tokometer.catalog.efficiency import group_key
+    from tokometer.usecases.estimate import estimate
 
     result = CaseResult(case)
     try:
@@ -414,6 +414,6 @@ def validate(cases: list[Case], *, baseline: str | None = None, loho: bool = Fal
     """Predict every case; with `loho`, each hardware is predicted by a fit that never saw it."""
     if not loho:
         return [predict_case(c, baseline=baseline) for c in cases]
-    from tokometer.calibrate import leave_one_hardware_out
+    from tokometer.usecases.calibration import leave_one_hardware_out
 
     return leave_one_hardware_out(cases)
