@@ -27,7 +27,7 @@ from tokometer.costmodel.levers import (
     tokens_per_pass,
 )
 from tokometer.costmodel.memory import kv_cache_bytes
-from tokometer.costmodel.predict import decode_step
+from tokometer.costmodel.roofline import decode_step
 from tokometer.errors import InputError
 from tokometer.units import GB, US
 from tokometer.usecases.estimate import estimate

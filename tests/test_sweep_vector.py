@@ -13,7 +13,7 @@ import pytest
 
 from tokometer.catalog import hardware_catalog, model_catalog
 from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
-from tokometer.costmodel.predict import Peak, decode_step
+from tokometer.costmodel.roofline import Peak, decode_step
 from tokometer.costmodel.vector import ModelArrays, decode_grid
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import Efficiency, ModelSpec

@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from tokometer.costmodel.predict import Peak, Prefill, Step, decode_step
+from tokometer.costmodel.roofline import Peak, Prefill, Step, decode_step
 from tokometer.errors import InputError
 from tokometer.specs import Efficiency, HardwareSpec, Interval, ModelSpec, ParamGroups, _Plain
 from tokometer.units import GB, TFLOP, US

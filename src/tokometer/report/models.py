@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes_read
-from tokometer.costmodel.predict import kv_bytes_per_token
+from tokometer.costmodel.roofline import kv_bytes_per_token
 from tokometer.report.text import num
 from tokometer.specs import ModelSpec, QuantFormat
 

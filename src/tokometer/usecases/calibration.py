@@ -225,7 +225,7 @@ def band_sd(log_errors: list[float]) -> float:
     Errors are heavy-tailed (a few chips realise far less than their class), so the RMS would give
     a band that holds fewer than 80 % of them; the 80th percentile of |error| holds exactly 80 %.
     """
-    from tokometer.costmodel.predict import Z_80
+    from tokometer.costmodel.roofline import Z_80
     from tokometer.usecases.validation import percentile
 
     return percentile([abs(v) for v in log_errors], 0.8) / Z_80

@@ -48,7 +48,7 @@ from tokometer.costmodel.levers import (
     split_weights,
 )
 from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
-from tokometer.costmodel.predict import (
+from tokometer.costmodel.roofline import (
     MemoryPlan,
     Peak,
     Prefill,
