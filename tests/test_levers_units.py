@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.levers import (
+from tokometer.costmodel.layout import (
     ALLREDUCE_LAUNCH_US,
     NVLINK_HOP_US,
     PCIE_HOP_US,

@@ -24,7 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tokometer.costmodel.levers import IDEAL
+from tokometer.costmodel.layout import IDEAL
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
 from tokometer.usecases.validation import (
