@@ -20,14 +20,12 @@ from tokometer.costmodel.layout import (
     allreduce_time_s,
     gpu_layer_count,
     kv_shards,
-    kv_view,
     parse_link,
     pcie_link,
-    split_weights,
-    tokens_per_pass,
 )
-from tokometer.costmodel.memory import kv_cache_bytes
+from tokometer.costmodel.memory import kv_cache_bytes, kv_view, split_weights
 from tokometer.costmodel.roofline import decode_step
+from tokometer.costmodel.speculative import tokens_per_pass
 from tokometer.errors import InputError
 from tokometer.units import GB, US
 from tokometer.usecases.estimate import estimate

@@ -15,51 +15,54 @@ from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
+from tokometer.costmodel.curves import (
+    BatchPoint,
+    ContextPoint,
+    OffloadPoint,
+    batch_curve,
+    compute_bound_batch,
+    context_curve,
+    experts_touched,
+    offload_curve,
+)
 from tokometer.costmodel.layout import (
     ALLREDUCE_LAUNCH_US,
     LINK_EFFICIENCY,
     LINK_SOURCES,
     OFFLOAD_MODES,
-    BatchPoint,
-    ContextPoint,
     Layout,
     LeverStep,
     Link,
     Offload,
-    OffloadPoint,
     Setup,
-    Speculation,
     activation_bytes,
-    add_weights,
     allreduce_time_s,
-    batch_curve,
-    check_speculation,
-    compute_bound_batch,
-    context_curve,
-    experts_touched,
     gpu_layer_count,
     host_link,
     kv_shards,
-    kv_view,
     layout_prefill,
-    offload_curve,
     parse_link,
-    speculate,
-    split_weights,
 )
-from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
-from tokometer.costmodel.roofline import (
+from tokometer.costmodel.memory import (
     MemoryPlan,
+    add_weights,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    kv_view,
+    memory_plan,
+    split_weights,
+    weight_bytes,
+)
+from tokometer.costmodel.roofline import (
     Peak,
     Prefill,
     Step,
     compute_peak,
     interval,
-    kv_bytes_per_token,
-    memory_plan,
     prefill,
     ridge_batch,
 )
+from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
 from tokometer.errors import InputError, UnknownEntryError, require_non_negative, require_positive
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import (

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for
-from tokometer.costmodel.layout import Layout, Utilisation, utilisation
+from tokometer.costmodel.layout import Layout
+from tokometer.costmodel.utilisation import Utilisation, utilisation
 from tokometer.errors import InputError, require_non_negative, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
 from tokometer.units import BILLION, GB

@@ -1,0 +1,139 @@
+"""Utilisation of a measured run: MBU, MFU, the share of the ceiling, and what the gap means.
+
+MBU = bytes_step * steps/s / BW and MFU = FLOP/s / peak (docs/PHYSICS.md, section 8). One rule for
+the verdict, used by `tokometer utilization`, bench grading and the web.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokometer.costmodel.roofline import Prefill, Step
+from tokometer.specs import Interval, _Plain
+from tokometer.units import GB, TFLOP
+
+
+@dataclass(frozen=True, slots=True)
+class Utilisation(_Plain):
+    measured_decode_tok_s: float
+    bytes_per_step: float
+    flops_per_step: float
+    datasheet_bandwidth_gb_per_s: float
+    achieved_bandwidth_gb_per_s: float
+    mbu: float
+    peak_tflops: float | None
+    mfu: float | None
+    ceiling_tok_s: float
+    estimate_tok_s: float
+    ceiling_fraction: float
+    estimate_fraction: float
+    verdict: str
+    findings: tuple[str, ...]
+    measured_prefill_tok_s: float | None = None
+    prefill_mfu: float | None = None
+    prefill_ceiling_tok_s: float | None = None
+    prefill_ceiling_fraction: float | None = None
+    prefill_estimate_fraction: float | None = None
+
+
+ABOVE_CEILING = (
+    "above the physical ceiling: the bytes per token cannot have been read that fast. Check for a wrong "
+    "spec (quantization, bits per weight, active parameters of a MoE, the hardware), a cache hit (prompt "
+    "or KV reuse counted as generation), speculative decoding, or mis-counted tokens (prompt tokens "
+    "included, another tokenizer's count)"
+)
+FAR_BELOW = (
+    "far below the estimate: look for layers offloaded to the CPU (llama.cpp prints 'offloaded N/M "
+    "layers'; 3-10 tok/s on a GPU-class machine is the tell-tale), a CPU fallback (no GPU build, driver "
+    "missing), weights spilled into shared system memory, or another process on the device"
+)
+
+
+def utilisation(
+    *,
+    measured_decode_tok_s: float,
+    step: Step,
+    ceiling_tok_s: float,
+    estimate_tok_s: float,
+    band: Interval,
+    datasheet_bandwidth_gb_per_s: float,
+    peak_tflops: float | None,
+    cpu_only_tok_s: float | None = None,
+    measured_prefill_tok_s: float | None = None,
+    prefill: Prefill | None = None,
+) -> Utilisation:
+    """MBU = bytes_step * steps/s / BW; MFU = FLOP/s / peak; and a verdict in plain words.
+
+    `measured_decode_tok_s` is per stream, so one step per token of each stream.
+    """
+    steps_per_s = measured_decode_tok_s
+    achieved = step.bytes * steps_per_s
+    mbu = achieved / (datasheet_bandwidth_gb_per_s * GB)
+    mfu = step.flops * steps_per_s / (peak_tflops * TFLOP) if peak_tflops else None
+    ceiling_fraction = measured_decode_tok_s / ceiling_tok_s
+    estimate_fraction = measured_decode_tok_s / estimate_tok_s
+    findings: list[str] = []
+    if measured_decode_tok_s > ceiling_tok_s:
+        verdict = f"decode {ceiling_fraction:.0%} of the ceiling: " + ABOVE_CEILING
+    elif measured_decode_tok_s > band.high:
+        verdict = (
+            f"decode {ceiling_fraction:.0%} of the ceiling, above the estimate's 80 % band: a faster engine "
+            "or kernels than the fitted ones; nothing is wrong"
+        )
+    elif measured_decode_tok_s >= band.low:
+        verdict = f"decode {ceiling_fraction:.0%} of the ceiling, within the estimate's 80 % band: as expected"
+    elif estimate_fraction < 0.5 or (cpu_only_tok_s is not None and measured_decode_tok_s < 2.0 * cpu_only_tok_s):
+        verdict = f"decode {ceiling_fraction:.0%} of the ceiling, {estimate_fraction:.0%} of the estimate: " + FAR_BELOW
+    else:
+        verdict = (
+            f"decode {ceiling_fraction:.0%} of the ceiling, below the estimate's 80 % band: engine overheads "
+            "(small model, debug build, no CUDA graphs), power or thermal limits, a deeper context than "
+            "assumed, or other load on the device"
+        )
+    if cpu_only_tok_s is not None and measured_decode_tok_s < 2.0 * cpu_only_tok_s:
+        findings.append(
+            f"the measurement is near CPU-only speed for this model ({cpu_only_tok_s:.3g} tok/s with every layer in "
+            "system RAM): check that the layers are on the GPU"
+        )
+    if mbu > 1.0:
+        findings.append(f"memory-bandwidth utilisation {mbu:.0%} exceeds 100 %: the bytes per token are over-counted")
+
+    prefill_mfu = prefill_ceiling = prefill_ceiling_fraction = prefill_estimate_fraction = None
+    if measured_prefill_tok_s is not None and prefill is not None:
+        flops_per_token = prefill.flops / prefill.prompt_tokens
+        if peak_tflops:
+            prefill_mfu = flops_per_token * measured_prefill_tok_s / (peak_tflops * TFLOP)
+            prefill_ceiling = peak_tflops * TFLOP / flops_per_token
+            prefill_ceiling_fraction = measured_prefill_tok_s / prefill_ceiling
+        prefill_estimate_fraction = measured_prefill_tok_s / prefill.tok_s
+        if prefill_ceiling is not None and measured_prefill_tok_s > prefill_ceiling:
+            findings.append(
+                f"prefill at {prefill_ceiling_fraction:.0%} of the compute peak is impossible: a prompt-cache hit "
+                "(reused prefix) or a mis-counted prompt"
+            )
+        elif prefill_estimate_fraction < 0.5:
+            findings.append(
+                f"prefill at {prefill_estimate_fraction:.0%} of the estimate: a small batch/ubatch size, no flash "
+                "attention, CPU offload, or a short prompt dominated by fixed costs"
+            )
+    return Utilisation(
+        measured_decode_tok_s=measured_decode_tok_s,
+        bytes_per_step=step.bytes,
+        flops_per_step=step.flops,
+        datasheet_bandwidth_gb_per_s=datasheet_bandwidth_gb_per_s,
+        achieved_bandwidth_gb_per_s=achieved / GB,
+        mbu=mbu,
+        peak_tflops=peak_tflops,
+        mfu=mfu,
+        ceiling_tok_s=ceiling_tok_s,
+        estimate_tok_s=estimate_tok_s,
+        ceiling_fraction=ceiling_fraction,
+        estimate_fraction=estimate_fraction,
+        verdict=verdict,
+        findings=tuple(findings),
+        measured_prefill_tok_s=measured_prefill_tok_s,
+        prefill_mfu=prefill_mfu,
+        prefill_ceiling_tok_s=prefill_ceiling,
+        prefill_ceiling_fraction=prefill_ceiling_fraction,
+        prefill_estimate_fraction=prefill_estimate_fraction,
+    )
