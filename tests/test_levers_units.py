@@ -27,6 +27,7 @@ from tokometer.costmodel.memory import kv_cache_bytes, kv_view, split_weights
 from tokometer.costmodel.roofline import decode_step
 from tokometer.costmodel.speculative import tokens_per_pass
 from tokometer.errors import InputError
+from tokometer.report.json import estimate_json
 from tokometer.units import GB, US
 from tokometer.usecases.estimate import estimate
 
@@ -150,7 +151,7 @@ def test_tp_memory_is_spread_over_the_devices() -> None:
     four = estimate("llama-3.1-70b", "h100-sxm", quant="bf16", engine="vllm", tp=4)
     assert not one.memory.fits and four.memory.fits
     assert four.memory.available_gb == pytest.approx(4 * one.memory.available_gb)
-    assert four.to_dict()["parallel"]["memory_per_device_gb"] == pytest.approx(four.memory.total_gb / 4)
+    assert estimate_json(four)["parallel"]["memory_per_device_gb"] == pytest.approx(four.memory.total_gb / 4)
 
 
 def test_setup_step_accepts_several_tokens_per_stream() -> None:

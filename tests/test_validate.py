@@ -8,6 +8,7 @@ import pytest
 from tests.helpers import run_cli
 
 from tokometer.errors import InputError
+from tokometer.usecases.calibration import leave_one_hardware_out
 from tokometer.usecases.validation import read_cases, report, validate
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "measurements.csv"
@@ -39,7 +40,7 @@ def test_fitted_model_beats_the_peer_formulas() -> None:
 
 @needs_data
 def test_leave_one_hardware_out_stays_useful() -> None:
-    rep = report(validate(read_cases(MEASUREMENTS), loho=True))
+    rep = report(leave_one_hardware_out(read_cases(MEASUREMENTS)))
     tg = rep["subsets"]["tg_single_device"]
     assert tg["median_ape"] <= 0.12
     assert tg["interval_coverage"] >= 0.6

@@ -15,6 +15,8 @@ from tokometer.units import BITS_PER_BYTE
 
 ComputeDtype = Literal["fp32", "fp16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["full", "sliding", "mla", "linear"]
+Backend = Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"]
+BACKENDS: tuple[Backend, ...] = ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu")  # the one backend list
 
 
 def _plain(value: Any) -> Any:
@@ -244,7 +246,7 @@ class Efficiency(_Plain):
     decode_compute_fraction: float = 0.5  # eta_c for batched decode matmuls
     prefill_chunk_tokens: int = 512  # weights are re-read once per prefill chunk
     source: str = "default"
-    residual_log_sd: float = 0.15  # spread of log(measured/predicted), for intervals
+    residual_log_sd: float = 0.2  # spread of log(measured/predicted), for intervals (the one default)
     quantized_bandwidth_fraction: float | None = None  # eta_bw for block-quantized weights (dequant kernels)
     prefill_attention_fraction: float | None = None  # eta for prefill attention FLOPs (default: matmul's max)
     prefill_residual_log_sd: float = 0.3  # spread of log(measured/predicted) prefill, for intervals

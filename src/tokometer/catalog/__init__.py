@@ -262,27 +262,11 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max"):
         if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
-    return Efficiency(
-        bandwidth_fraction=float(checked["bandwidth_fraction"]),
-        layer_overhead_us=float(checked["layer_overhead_us"]),
-        step_overhead_us=float(checked["step_overhead_us"]),
-        prefill_efficiency_max=float(checked["prefill_efficiency_max"]),
-        prefill_half_tokens=float(checked["prefill_half_tokens"]),
-        prefill_chunk_tokens=int(checked.get("prefill_chunk_tokens", 512)),
-        decode_compute_fraction=float(checked.get("decode_compute_fraction", 0.5)),
-        residual_log_sd=float(checked.get("residual_log_sd", 0.2)),
-        prefill_residual_log_sd=float(checked.get("prefill_residual_log_sd", 0.3)),
-        quantized_prefill_efficiency_max=(
-            float(checked["quantized_prefill_efficiency_max"]) if "quantized_prefill_efficiency_max" in checked else None
-        ),
-        quantized_bandwidth_fraction=(
-            float(checked["quantized_bandwidth_fraction"]) if "quantized_bandwidth_fraction" in checked else None
-        ),
-        prefill_attention_fraction=(
-            float(checked["prefill_attention_fraction"]) if "prefill_attention_fraction" in checked else None
-        ),
-        source=str(checked.get("source", default_source)),
-    )
+    # keys left out take `Efficiency`'s own defaults, so each default is written once
+    numbers: dict[str, Any] = {
+        key: (int if key == "prefill_chunk_tokens" else float)(value) for key, value in checked.items() if key != "source"
+    }
+    return Efficiency(**numbers, source=str(checked.get("source", default_source)))
 
 
 ENGINE_SCHEMA: Schema = {

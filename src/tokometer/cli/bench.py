@@ -73,10 +73,11 @@ class _Predictor:
             raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
 
     def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
+        from tokometer.report.json import estimate_json
         from tokometer.usecases.estimate import estimate
 
         name = model or self.model
-        return estimate(name, **self.options, **workload).to_dict()
+        return estimate_json(estimate(name, **self.options, **workload))
 
 
 def _predict_and_grade(run: dict[str, Any], predictor: _Predictor, served_model: str | None, notes: list[str]) -> None:

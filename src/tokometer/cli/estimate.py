@@ -45,6 +45,7 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
     `context` (decode speed as the KV cache fills) curves.
     """
     from tokometer.report.estimate import render_estimate
+    from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
     from tokometer.usecases.estimate import estimate as run_estimate
 
@@ -53,4 +54,4 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
         from tokometer.report.plots import plot_estimate
 
         plot_estimate(result, plot_path)
-    click.echo(to_json(result.to_dict()) if as_json else render_estimate(result))
+    click.echo(to_json(estimate_json(result)) if as_json else render_estimate(result))

@@ -90,9 +90,9 @@ class Link(_Plain):
 def pcie_link(gen: int, lanes: int = 16) -> Link:
     """PCIe gen 3/4/5 with 1-16 lanes: per-lane rate x lanes, per direction."""
     if gen not in PCIE_LANE_GB_PER_S:
-        raise InputError(f"PCIe generation {gen} is not modelled (3, 4 or 5)")
+        raise InputError(f"PCIe generation {gen} is not modelled (3, 4 or 5)", field="link")
     if lanes not in PCIE_LANES:
-        raise InputError(f"PCIe lane count must be one of {', '.join(map(str, PCIE_LANES))}, got {lanes}")
+        raise InputError(f"PCIe lane count must be one of {', '.join(map(str, PCIE_LANES))}, got {lanes}", field="link")
     return Link(
         name=f"pcie{gen}x{lanes}",
         kind="pcie",
@@ -131,10 +131,11 @@ def parse_link(text: str | None, hardware: HardwareSpec) -> Link:
     except ValueError:
         raise InputError(
             f"unknown link {text!r}: use nvlink, pcie3, pcie4 or pcie5 (optionally with lanes, "
-            "e.g. pcie4x8) or a bandwidth in GB/s"
+            "e.g. pcie4x8) or a bandwidth in GB/s",
+            field="link",
         ) from None
     if not (value > 0 and math.isfinite(value)):
-        raise InputError(f"--link bandwidth must be a positive number of GB/s, got {text!r}")
+        raise InputError(f"{{link}} bandwidth must be a positive number of GB/s, got {text!r}", field="link")
     return Link(
         name=f"{value:g} GB/s",
         kind="custom",
@@ -147,7 +148,8 @@ def parse_link(text: str | None, hardware: HardwareSpec) -> Link:
 def nvlink(hardware: HardwareSpec) -> Link:
     if not hardware.nvlink_gb_per_s:
         raise InputError(
-            f"{hardware.name} has no NVLink figure in the catalog; give --link pcie4, pcie5 or a bandwidth in GB/s"
+            f"{hardware.name} has no NVLink figure in the catalog; give {{link}} pcie4, pcie5 or a bandwidth in GB/s",
+            field="link",
         )
     return Link(
         name="nvlink",
@@ -222,16 +224,20 @@ def gpu_layer_count(value: int | float | str | None, n_layers: int) -> int | Non
     try:
         number = float(text)
     except ValueError:
-        raise InputError(f"--gpu-layers must be a layer count or a fraction like 0.8, got {text!r}") from None
+        raise InputError(
+            f"{{gpu_layers}} must be a layer count or a fraction like 0.8, got {text!r}", field="gpu_layers"
+        ) from None
     if not math.isfinite(number) or number < 0:
-        raise InputError(f"--gpu-layers must be zero or more, got {text!r}")
+        raise InputError(f"{{gpu_layers}} must be zero or more, got {text!r}", field="gpu_layers")
     is_fraction = "." in text or "e" in text.lower() or isinstance(value, float)
     if is_fraction:
         if number > 1:
-            raise InputError(f"--gpu-layers as a fraction must be between 0 and 1, got {text}")
+            raise InputError(f"{{gpu_layers}} as a fraction must be between 0 and 1, got {text}", field="gpu_layers")
         return int(round(number * n_layers))
     if number > n_layers:
-        raise InputError(f"--gpu-layers {int(number)} is more than the model's {n_layers} layers")
+        raise InputError(
+            f"{{gpu_layers}} {int(number)} is more than the model's {n_layers} layers", field="gpu_layers"
+        )
     return int(number)
 
 

@@ -23,9 +23,9 @@ def tokens_per_pass(acceptance: float, draft_tokens: int) -> float:
 
 def check_speculation(acceptance: float, draft_tokens: int) -> None:
     if not (0.0 <= acceptance < 1.0):
-        raise InputError(f"--acceptance must be in [0, 1), got {acceptance!r}")
+        raise InputError(f"{{acceptance}} must be in [0, 1), got {acceptance!r}", field="acceptance")
     if not (isinstance(draft_tokens, int) and 1 <= draft_tokens <= 64):
-        raise InputError(f"--draft-tokens must be an integer from 1 to 64, got {draft_tokens!r}")
+        raise InputError(f"{{draft_tokens}} must be an integer from 1 to 64, got {draft_tokens!r}", field="draft_tokens")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ import csv
 import io
 from typing import Any
 
+from tokometer.report.json import estimate_json, explanation, utilization_dict
 from tokometer.report.text import num, table
 from tokometer.units import GB
 from tokometer.usecases.estimate import Estimate
@@ -32,7 +33,7 @@ def _tokens(value: float | None) -> str:
 
 
 def render_estimate(e: Estimate) -> str:
-    d = e.to_dict()
+    d = estimate_json(e)
     quant = e.quant.name if e.quant else "exact file sizes"
     par = d["parallel"]
     where = e.hardware.name if par["devices"] == 1 else f"{par['devices']} x {e.hardware.name}"
@@ -82,7 +83,7 @@ def render_estimate(e: Estimate) -> str:
     lines += _lever_lines(d)
     lines.append(f"feel: {d['latency']['verdict']}")
     lines.append("")
-    lines += [f"why: {line}" for line in e.explanation()]
+    lines += [f"why: {line}" for line in explanation(e)]
     lines += [f"note: {w}" for w in e.warnings]
     return "\n".join(lines)
 
@@ -129,7 +130,7 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
 
 
 def render_utilization(report: UtilizationReport) -> str:
-    d = report.to_dict()
+    d = utilization_dict(report)
     u = d["utilization"]
     e = report.estimate
     rows = [

@@ -30,10 +30,9 @@ from tokometer.specs import Efficiency
 from tokometer.usecases.validation import (
     Case,
     CaseResult,
-    estimate_kwargs,
+    case_request,
     predict_case,
     resolve_case_hardware,
-    workload_kwargs,
 )
 
 MIN_TG_ROWS = 6
@@ -74,12 +73,11 @@ def features(case: Case) -> Features | None:
         return None
     try:
         hardware = resolve_case_hardware(case)
-        kwargs = estimate_kwargs(case)
-        engine = engine_catalog().get(kwargs.get("engine") or "llama-cpp")
-        backend = kwargs.get("backend") or hardware.backend
+        request = case_request(case, hardware)
+        engine = engine_catalog().get(request.engine or "llama-cpp")
+        backend = request.backend or hardware.backend
         prior = _default(engine.id)
-        kwargs.update(workload_kwargs(case))
-        est = estimate(hw=hardware, efficiency=_unit(efficiency_for(engine, hardware, backend)), **kwargs)
+        est = estimate(request, efficiency=_unit(efficiency_for(engine, hardware, backend)))
     except TokometerError:
         return None
     base = dict(
@@ -220,7 +218,7 @@ def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
 
 
 def band_sd(log_errors: list[float]) -> float:
-    """The log-space spread whose +-1.2816 band holds 80 % of these errors.
+    """The log-space spread whose +-Z_80 band (the named 80 % z value) holds 80 % of these errors.
 
     Errors are heavy-tailed (a few chips realise far less than their class), so the RMS would give
     a band that holds fewer than 80 % of them; the 80th percentile of |error| holds exactly 80 %.

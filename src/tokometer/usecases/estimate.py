@@ -8,35 +8,18 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
-from tokometer.costmodel.curves import (
-    BatchPoint,
-    ContextPoint,
-    OffloadPoint,
-    batch_curve,
-    compute_bound_batch,
-    context_curve,
-    experts_touched,
-    offload_curve,
-)
 from tokometer.costmodel.layout import (
-    ALLREDUCE_LAUNCH_US,
-    LINK_EFFICIENCY,
-    LINK_SOURCES,
-    OFFLOAD_MODES,
     Layout,
     LeverStep,
     Link,
     Offload,
     Setup,
-    activation_bytes,
-    allreduce_time_s,
     gpu_layer_count,
     host_link,
     kv_shards,
@@ -46,7 +29,6 @@ from tokometer.costmodel.layout import (
 from tokometer.costmodel.memory import (
     MemoryPlan,
     add_weights,
-    kv_bytes_per_token,
     kv_cache_bytes,
     kv_view,
     memory_plan,
@@ -63,7 +45,7 @@ from tokometer.costmodel.roofline import (
     ridge_batch,
 )
 from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
-from tokometer.errors import InputError, UnknownEntryError, require_non_negative, require_positive
+from tokometer.errors import InputError, UnknownEntryError, require_positive
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import (
     Efficiency,
@@ -76,6 +58,7 @@ from tokometer.specs import (
     Workload,
 )
 from tokometer.units import BILLION, GB
+from tokometer.usecases.request import EstimateRequest
 
 if TYPE_CHECKING:
     pass
@@ -116,9 +99,9 @@ def resolve_hardware(
     tflops: float | None = None,
 ) -> HardwareSpec:
     """A catalog entry (numbers given alongside override it) or a custom device from bare numbers."""
-    require_positive("--bandwidth", bandwidth_gb_per_s)
-    require_positive("--memory-gb", memory_gb)
-    require_positive("--tflops", tflops)
+    require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
+    require_positive("memory_gb", memory_gb)
+    require_positive("tflops", tflops)
     if name:
         base = hardware_catalog().get(name)
         changes: dict[str, Any] = {}
@@ -150,10 +133,10 @@ def resolve_hardware(
 
 def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> QuantFormat | None:
     """`--bits` wins; then `--quant`; then the model's published dtype; None means 'exact file bytes'."""
-    require_positive("--bits", bits)
+    require_positive("bits", bits)
     if bits is not None:
         if bits > 64:
-            raise InputError(f"--bits must be at most 64, got {bits:g}")
+            raise InputError(f"{{bits}} must be at most 64, got {bits:g}", field="bits")
         return QuantFormat(
             id=f"{bits:g}bit",
             name=f"{bits:g} bits/weight",
@@ -290,375 +273,10 @@ class Estimate:
             self.kv_dtype.bytes_per_weight, self.quantized,
         )
 
-    def _free_kv_bytes(self) -> float:
-        m = self.memory
-        return (m.available_gb - m.weights_gb - m.runtime_overhead_gb) * GB
-
-    def _session_kv_bytes(self, depth_tokens: float) -> float:
-        return kv_cache_bytes(self.kv_model or self.model, depth_tokens, self.kv_dtype.bytes_per_weight)
-
-    def batch_points(self, batches: Sequence[int] | None = None) -> tuple[BatchPoint, ...]:
-        """Per-stream and aggregate decode at each batch; `fits`: KV for that many sessions fits."""
-        chosen = sorted(set(batches or CURVE_BATCHES) | {self.step.batch})
-        free = self._free_kv_bytes()
-        per_session = self._session_kv_bytes(self.memory.context_tokens)
-        return batch_curve(self.layout_setup, chosen, self.step.depth_tokens, lambda b: per_session * b <= free)
-
-    def context_points(self, depths: Sequence[float] | None = None) -> tuple[ContextPoint, ...]:
-        """Decode speed as the cache fills, up to the model's maximum context."""
-        limit = self.model.max_context_tokens
-        default = [d for d in CURVE_DEPTHS if limit is None or d <= limit] + ([limit] if limit else [])
-        chosen = sorted(set(depths or default) | {self.step.depth_tokens})
-        free = self._free_kv_bytes()
-        sessions = self.memory.sessions
-        return context_curve(
-            self.layout_setup, chosen, self.step.batch, lambda c: self._session_kv_bytes(c) * sessions <= free
-        )
-
-    def offload_points(self) -> tuple[OffloadPoint, ...]:
-        """Speed and GPU memory for every number of layers on the GPU, from none to all.
-
-        Without `--gpu-layers` the layers that leave the GPU go to the default CPU memory system;
-        () for a CPU or a layout over several devices.
-        """
-        plan = self.offload
-        if plan is None:
-            if self.hardware.kind == "cpu" or self.layout_setup.layout.devices > 1:
-                return ()
-            dtype = self.quant.compute_dtype if self.quant else "fp16"
-            off = cpu_offload(self.engine, self.hardware, dtype, self.model.n_layers)
-            plan = OffloadPlan(off, self.model.n_layers, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, None)
-            setup = replace(self.layout_setup, layout=Layout(offload=off))
-        else:
-            setup = self.layout_setup
-        available = self.memory.available_gb
-        context = self.memory.context_tokens
-        sessions = self.memory.sessions
-        extra = [self.draft.weights] if self.draft else []
-        draft_kv = (
-            kv_cache_bytes(self.draft.model, context, self.kv_dtype.bytes_per_weight) * sessions if self.draft else 0.0
-        )
-
-        def gpu_gb(n: int) -> float:
-            gpu, _ = split_weights(self.weights, n / plan.n_layers, n == plan.n_layers or plan.offload.mode == "stream")
-            kv_share = 1.0 if plan.offload.mode == "stream" else n / plan.n_layers
-            kv = kv_cache_bytes(self.model, context, self.kv_dtype.bytes_per_weight) * sessions * kv_share
-            return (add_weights(gpu, *extra).total + kv + draft_kv) / GB + self.memory.runtime_overhead_gb
-
-        return offload_curve(setup, self.step.batch, self.step.depth_tokens, gpu_gb, lambda n: gpu_gb(n) <= available)
-
     @property
     def bits_per_weight(self) -> float:
         params = self.model.total_params
         return self.weights.total * 8.0 / params if params else float("nan")
-
-    def explanation(self) -> list[str]:
-        """Plain lines on why: which bound and where the bytes go."""
-        s = self.step
-        per = s.batch
-        lines = []
-        w = s.weight_bytes / GB
-        kv = (s.kv_read_bytes + s.kv_write_bytes) / GB
-        what = "active " if self.model.is_moe else ""
-        lines.append(
-            f"decode is {s.bound}-bound: each step reads {w:.2f} GB of {what}weights"
-            + (f" + {kv:.2f} GB of KV cache at {s.depth_tokens:,.0f} tokens" if kv > 0.0005 else "")
-            + (f" for {per} streams" if per > 1 else "")
-            + f" from {self.hardware.memory_bandwidth_gb_per_s:,.0f} GB/s"
-            + (f" on each of {self.layout_setup.layout.tp} devices" if self.layout_setup.layout.tp > 1 else "")
-        )
-        realised = self.estimate_tok_s / self.ceiling_tok_s if self.ceiling_tok_s else float("nan")
-        lines.append(
-            f"estimate = {realised:.0%} of the ceiling: {self.efficiency.bandwidth_fraction_for(self.quantized):.0%} of datasheet bandwidth "
-            f"+ {s.overhead_time_s * 1e3:.2f} ms/token of {self.engine.name} overhead"
-            + (f" ({self.efficiency.source})" if self.efficiency.source else "")
-        )
-        if self.model.is_moe:
-            lines.append(
-                f"MoE: {self.model.n_experts_per_token} of {self.model.n_experts} experts per token: reads "
-                f"{self.model.active_params() / BILLION:.1f} B of {self.model.total_params / BILLION:.1f} B parameters, "
-                f"but memory holds them all"
-            )
-        if self.prefill is not None:
-            lines.append(
-                f"prefill of {self.prefill.prompt_tokens:,} tokens is {self.prefill.bound}-bound: "
-                f"{self.prefill.flops / 1e12:.1f} TFLOP at {self.prefill.efficiency:.0%} of the "
-                f"{self.peak.tflops:g} TFLOPS {self.peak.dtype} peak"
-            )
-        lines += self._lever_lines()
-        return lines
-
-    def _lever_lines(self) -> list[str]:
-        lines = []
-        lay = self.layout_setup.layout
-        ls = self.lever_step
-        if ls is not None and lay.devices > 1 and lay.link is not None:
-            speedup = ls.single.time_s / ls.step.time_s
-            if lay.tp > 1:
-                lines.append(
-                    f"tensor parallel over {lay.tp}: each device reads 1/{lay.tp} of the weights, then "
-                    f"{2 * self.model.n_layers} all-reduces over {lay.link.name} cost {ls.allreduce_time_s * 1e3:.2f} ms; "
-                    f"{speedup:.2f}x one device, never {lay.tp}x, since per-layer launches "
-                    f"({(self.step.overhead_time_s - ls.comm_time_s) * 1e3:.2f} ms) do not shrink"
-                )
-            if lay.pp > 1:
-                lines.append(
-                    f"pipeline over {lay.pp} stages: a token passes the stages one after another "
-                    f"(+{ls.hop_time_s * 1e6:.0f} us of hops), so it adds memory, not speed"
-                    + (f" ({speedup:.2f}x one device)" if lay.tp == 1 else "")
-                )
-        if self.offload is not None and ls is not None:
-            off = self.offload.offload
-            where = "system RAM" if off.mode == "cpu" else f"PCIe ({off.link.name})"
-            lines.append(
-                f"{off.gpu_layers} of {self.offload.n_layers} layers on the GPU: GPU part {ls.gpu_time_s * 1e3:.1f} ms, "
-                f"{where} part {max(ls.cpu_time_s, ls.transfer_time_s) * 1e3:.1f} ms per token; the times add, so the "
-                f"slow part dominates ({self.offload.gpu_only_tok_s:.3g} tok/s all on GPU, "
-                f"{self.offload.cpu_only_tok_s:.3g} tok/s with none)"
-            )
-        if self.draft is not None:
-            sp = self.draft.speculation
-            lines.append(
-                f"speculative decoding with {self.draft.model.name}: {sp.tokens_per_pass:.2f} tokens per target pass "
-                f"at acceptance {sp.acceptance:g}, k={sp.draft_tokens}; a pass costs {sp.pass_time_s * 1e3:.1f} ms "
-                f"({sp.draft_tokens} draft steps + one verification) -> {sp.speedup:.2f}x"
-            )
-        return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        s = self.step
-        batch = max(1, s.batch)
-        m = self.memory
-        return {
-            "model": {
-                "name": self.model.name,
-                "id": self.model.id,
-                "architecture": self.model.architecture,
-                "total_params": self.model.total_params,
-                "active_params": self.model.active_params(1.0),
-                "weight_bytes": self.weights.total,
-                "bits_per_weight": self.bits_per_weight,
-                "quant": self.quant.id if self.quant else "file",
-                "n_layers": self.model.n_layers,
-                "is_moe": self.model.is_moe,
-                "source": self.model.source,
-            },
-            "hardware": {
-                "id": self.hardware.id,
-                "name": self.hardware.name,
-                "memory_bandwidth_gb_per_s": self.hardware.memory_bandwidth_gb_per_s,
-                "memory_gb": self.hardware.memory_gb if math.isfinite(self.hardware.memory_gb) else None,
-                "peak_tflops": self.peak.tflops,
-                "peak_dtype": self.peak.dtype,
-                "source": self.hardware.source,
-            },
-            "engine": {"id": self.engine.id, "name": self.engine.name, "efficiency": self.efficiency.to_dict()},
-            "workload": self.workload.to_dict(),
-            "decode": {
-                "ceiling_tok_s": self.ceiling_tok_s,
-                "estimate_tok_s": self.estimate_tok_s,
-                "interval_tok_s": self.estimate_interval.to_dict(),
-                "realised_fraction": self.estimate_tok_s / self.ceiling_tok_s,
-                "aggregate_tok_s": self.estimate_tok_s * batch,
-                "aggregate_ceiling_tok_s": self.ceiling_tok_s * batch,
-                "batch": batch,
-                "depth_tokens": s.depth_tokens,
-                "bytes_per_token": s.bytes / batch,
-                "weight_bytes_per_token": s.weight_bytes / batch,
-                "kv_bytes_per_token": s.kv_read_bytes / batch,
-                "kv_write_bytes_per_token": s.kv_write_bytes / batch,
-                "bytes_per_step": s.bytes,
-                "flops_per_token": s.flops / batch,
-                "step_time_s": s.time_s,
-                "bound": s.bound,
-                "times_s": {"memory": s.memory_time_s, "compute": s.compute_time_s, "overhead": s.overhead_time_s},
-                "ridge_batch": self.ridge_batch,
-            },
-            "kv_cache": {
-                "dtype": self.kv_dtype.id,
-                "bytes_per_token": kv_bytes_per_token(self.model, self.kv_dtype.bytes_per_weight),
-                "bytes_per_token_long_context": kv_bytes_per_token(
-                    self.model, self.kv_dtype.bytes_per_weight, math.inf
-                ),
-                "bytes_at_context": kv_cache_bytes(
-                    self.model, s.depth_tokens, self.kv_dtype.bytes_per_weight
-                ),
-            },
-            "prefill": {
-                "prompt_tokens": self.workload.prompt_tokens,
-                "tok_s": self.prefill.tok_s if self.prefill else None,
-                "time_s": self.prefill.time_s if self.prefill else None,
-                "ttft_s": self.ttft_s,
-                "flops": self.prefill.flops if self.prefill else None,
-                "bound": self.prefill.bound if self.prefill else None,
-                "efficiency": self.prefill.efficiency if self.prefill else None,
-            },
-            "latency": {
-                "ttft_s": self.ttft_s,
-                "tpot_s": self.tpot_s,
-                "e2e_s": self.e2e_s,
-                "output_tokens": self.workload.output_tokens,
-                "verdict": reading_verdict(self.estimate_tok_s),
-            },
-            "memory": {
-                "total_gb": m.total_gb,
-                "weights_gb": m.weights_gb,
-                "kv_cache_gb": m.kv_cache_gb,
-                "runtime_overhead_gb": m.runtime_overhead_gb,
-                "available_gb": m.available_gb if math.isfinite(m.available_gb) else None,
-                "device_memory_gb": m.device_memory_gb if math.isfinite(m.device_memory_gb) else None,
-                "fits": m.fits,
-                "context_tokens": m.context_tokens,
-                "sessions": m.sessions,
-                "max_context_tokens": m.max_context_tokens,
-                "max_context_memory_tokens": m.max_context_memory_tokens,
-                "max_sessions": m.max_sessions,
-            },
-            "speculative": self._speculative_dict(),
-            "parallel": self._parallel_dict(),
-            "offload": self._offload_dict(),
-            "batching": self._batching_dict(),
-            "context": self._context_dict(),
-            "explanation": self.explanation(),
-            "warnings": list(self.warnings),
-        }
-
-    def _speculative_dict(self) -> dict[str, Any]:
-        d = self.draft
-        sp = d.speculation if d else None
-        tpot = sp.pass_time_s / sp.tokens_per_pass if sp else None
-        return {
-            "active": d is not None,
-            "draft": (d.model.id or d.model.name) if d else None,
-            "draft_quant": (d.quant.id if d.quant else "file") if d else None,
-            "draft_tokenizer": d.model.tokenizer if d else None,
-            "draft_weights_gb": d.weights.total / GB if d else None,
-            "acceptance": sp.acceptance if sp else None,
-            "draft_tokens": sp.draft_tokens if sp else None,
-            "tokens_per_pass": sp.tokens_per_pass if sp else None,
-            "draft_step_time_s": sp.draft_step_time_s if sp else None,
-            "verify_time_s": sp.verify_time_s if sp else None,
-            "pass_time_s": sp.pass_time_s if sp else None,
-            "tok_s": sp.tok_s if sp else None,
-            "ceiling_tok_s": sp.ceiling_tok_s if sp else None,
-            "baseline_tok_s": sp.baseline_tok_s if sp else None,
-            "speedup": sp.speedup if sp else None,
-            "break_even_acceptance": sp.break_even_acceptance if sp else None,
-            "tpot_s": tpot,
-            "e2e_s": (self.ttft_s + (self.workload.output_tokens - 1) * tpot)
-            if tpot is not None and self.ttft_s is not None
-            else None,
-        }
-
-    def _parallel_dict(self) -> dict[str, Any]:
-        lay = self.layout_setup.layout
-        ls = self.lever_step or LeverStep(step=self.step, single=self.step)
-        link = lay.link
-        sharded = lay.tp > 1 and link is not None
-        payload = activation_bytes(self.model, self.step.batch)
-        usable = self.memory.available_gb / lay.devices
-        per_device = self.memory.total_gb / lay.devices
-        return {
-            "tp": lay.tp,
-            "pp": lay.pp,
-            "devices": lay.devices,
-            "link": link.name if link else None,
-            "link_kind": link.kind if link else None,
-            "link_gb_per_s": link.bandwidth_gb_per_s if link else None,
-            "link_efficiency": LINK_EFFICIENCY,
-            "link_hop_latency_us": link.hop_latency_us if link else None,
-            "allreduce_launch_us": ALLREDUCE_LAUNCH_US,
-            "allreduces_per_step": 2 * self.model.n_layers if sharded else 0,
-            "allreduce_bytes": payload if sharded else 0.0,
-            "allreduce_each_s": allreduce_time_s(payload, lay.tp, link) if sharded and link else 0.0,
-            "allreduce_time_s": ls.allreduce_time_s,
-            "pipeline_hops": lay.pp - 1,
-            "pipeline_hop_time_s": ls.hop_time_s,
-            "comm_time_s": ls.allreduce_time_s + ls.hop_time_s,
-            "kv_shards": kv_shards(self.model, lay.tp),
-            "single_device_tok_s": 1.0 / ls.single.time_s,
-            "speedup": ls.single.time_s / ls.step.time_s if self.offload is None else None,
-            "memory_per_device_gb": per_device,
-            "usable_per_device_gb": usable if math.isfinite(usable) else None,
-            "fits_per_device": per_device <= usable,
-            "sources": list(LINK_SOURCES) if link else [],
-        }
-
-    def _offload_dict(self) -> dict[str, Any]:
-        plan = self.offload
-        ls = self.lever_step
-        keys = (
-            "gpu_layers n_layers cpu_layers mode cpu_hw cpu_bandwidth_gb_per_s link link_gb_per_s "
-            "gpu_bytes_per_token cpu_bytes_per_token gpu_time_s cpu_time_s transfer_time_s gpu_only_tok_s "
-            "cpu_only_tok_s gpu_weights_gb cpu_weights_gb gpu_kv_gb cpu_kv_gb cpu_memory_gb cpu_available_gb "
-            "fits_cpu advice"
-        ).split()
-        if plan is None or ls is None:
-            out: dict[str, Any] = {"active": False, **dict.fromkeys(keys)}
-            out["gpu_layers"] = out["n_layers"] = self.model.n_layers
-            out["cpu_layers"] = 0
-            out["curve"] = []
-            return out
-        off = plan.offload
-        batch = max(1, self.step.batch)
-        return {
-            "active": True,
-            "gpu_layers": off.gpu_layers,
-            "n_layers": plan.n_layers,
-            "cpu_layers": plan.n_layers - off.gpu_layers,
-            "mode": off.mode,
-            "cpu_hw": off.cpu.id,
-            "cpu_bandwidth_gb_per_s": off.cpu.memory_bandwidth_gb_per_s,
-            "link": off.link.name,
-            "link_gb_per_s": off.link.bandwidth_gb_per_s,
-            "gpu_bytes_per_token": ls.gpu_bytes / batch,
-            "cpu_bytes_per_token": ls.cpu_bytes / batch,
-            "gpu_time_s": ls.gpu_time_s,
-            "cpu_time_s": ls.cpu_time_s,
-            "transfer_time_s": ls.transfer_time_s,
-            "gpu_only_tok_s": plan.gpu_only_tok_s,
-            "cpu_only_tok_s": plan.cpu_only_tok_s,
-            "gpu_weights_gb": plan.gpu_weights_gb,
-            "cpu_weights_gb": plan.cpu_weights_gb,
-            "gpu_kv_gb": plan.gpu_kv_gb,
-            "cpu_kv_gb": plan.cpu_kv_gb,
-            "cpu_memory_gb": plan.cpu_memory_gb,
-            "cpu_available_gb": plan.cpu_available_gb,
-            "fits_cpu": plan.fits_cpu,
-            "advice": plan.advice,
-            "curve": [p.to_dict() for p in self.offload_points()],
-        }
-
-    def _batching_dict(self) -> dict[str, Any]:
-        s = self.step
-        points = self.batch_points()
-        return {
-            "batch": s.batch,
-            "per_stream_tok_s": self.estimate_tok_s,
-            "aggregate_tok_s": self.estimate_tok_s * s.batch,
-            "ridge_batch": self.ridge_batch,
-            "compute_bound_batch": compute_bound_batch(self.layout_setup, s.depth_tokens),
-            "max_batch": self.memory.max_sessions,
-            "n_experts": self.model.n_experts if self.model.is_moe else None,
-            "experts_per_token": self.model.n_experts_per_token if self.model.is_moe else None,
-            "experts_touched": experts_touched(self.model, s.batch),
-            "kv_bytes_per_step": s.kv_read_bytes + s.kv_write_bytes,
-            "curve": [p.to_dict() for p in points],
-        }
-
-    def _context_dict(self) -> dict[str, Any]:
-        s = self.step
-        empty = self.layout_setup.step(s.batch, 0.0).step
-        return {
-            "depth_tokens": s.depth_tokens,
-            "kv_dtype": self.kv_dtype.id,
-            "kv_bytes_per_token": kv_bytes_per_token(self.model, self.kv_dtype.bytes_per_weight),
-            "empty_tok_s": 1.0 / empty.time_s,
-            "at_depth_tok_s": self.estimate_tok_s,
-            "relative_speed": empty.time_s / s.time_s,
-            "max_context_tokens": self.memory.max_context_tokens,
-            "curve": [p.to_dict() for p in self.context_points()],
-        }
 
 
 def reading_verdict_code(tok_s: float) -> str:
@@ -688,63 +306,42 @@ def reading_verdict(tok_s: float) -> str:
 
 
 def estimate(
-    model: str | ModelSpec | None = None,
+    request: EstimateRequest | str | ModelSpec | None = None,
     hw: str | HardwareSpec | None = None,
-    *,
-    params_b: float | None = None,
-    active_params_b: float | None = None,
-    n_layers: int | None = None,
-    bits: float | None = None,
-    weights_gb: float | None = None,
-    quant: str | None = None,
-    engine: str | None = None,
-    backend: str | None = None,
-    kv_dtype: str | None = None,
-    bandwidth_gb_per_s: float | None = None,
-    memory_gb: float | None = None,
-    tflops: float | None = None,
-    prompt_tokens: int = 512,
-    output_tokens: int = 256,
-    context_tokens: int | None = None,
-    batch: int = 1,
-    sessions: int | None = None,
-    efficiency: Efficiency | None = None,
-    draft: str | ModelSpec | None = None,
-    draft_quant: str | None = None,
-    acceptance: float | None = None,
-    draft_tokens: int | None = None,
-    tp: int = 1,
-    pp: int = 1,
-    link: str | None = None,
-    gpu_layers: int | float | str | None = None,
-    cpu_hw: str | HardwareSpec | None = None,
-    offload_mode: str | None = None,
-    advise: bool = True,
+    /,
+    **fields: Any,
 ) -> Estimate:
     """Predict decode (ceiling and estimate), prefill/TTFT, latency and memory for one setup.
 
-    The levers (PHYSICS.md section 7), all off by default:
+    Takes an `EstimateRequest`, or its fields as arguments (`estimate("llama-3.1-8b", "rtx-4090",
+    quant="q4_k_m")`). The levers (docs/PHYSICS.md section 7), all off by default:
     `draft`/`draft_quant`/`acceptance`/`draft_tokens`: speculative decoding;
     `tp`/`pp`/`link`: tensor and pipeline parallelism over identical devices;
     `gpu_layers` (a count or a share like 0.8)/`cpu_hw`/`offload_mode`: CPU offload.
     `advise`: when it does not fit or is offloaded, look for a smaller quant that fits (seed 002).
+    The curves around the setup are `usecases.curves.estimate_curves(result)`, computed on request.
     """
-    require_non_negative("--prompt", prompt_tokens)
-    require_positive("--output", output_tokens)
-    require_non_negative("--context", context_tokens)
-    require_positive("--batch", batch)
-    require_positive("--sessions", sessions)
-    require_positive("--params", params_b)
-    require_positive("--active-params", active_params_b)
-    require_positive("--weights-gb", weights_gb)
-    require_positive("--layers", n_layers)
+    for name, value in (("model", request), ("hw", hw)):
+        if value is not None and not isinstance(value, EstimateRequest):
+            if name in fields:
+                raise TypeError(f"estimate() got {name} twice")
+            fields[name] = value
+    if isinstance(request, EstimateRequest):
+        req = replace(request, **fields) if fields else request
+    else:
+        req = EstimateRequest(**fields)
+    model, hw, quant, bits, weights_gb = req.model, req.hw, req.quant, req.bits, req.weights_gb
+    prompt_tokens, output_tokens, context_tokens = req.prompt_tokens, req.output_tokens, req.context_tokens
+    batch, sessions, efficiency, engine, backend, kv_dtype = (
+        req.batch, req.sessions, req.efficiency, req.engine, req.backend, req.kv_dtype
+    )
+    draft, draft_quant, acceptance, draft_tokens = req.draft, req.draft_quant, req.acceptance, req.draft_tokens
+    params_b, active_params_b, n_layers = req.params_b, req.active_params_b, req.n_layers
 
     warnings: list[str] = []
     if isinstance(model, ModelSpec):
         spec = model
     elif params_b is not None:
-        if model:
-            raise InputError("give either a model name or --params, not both")
         spec = bare_spec(
             params_b * BILLION,
             active_params=active_params_b * BILLION if active_params_b else None,
@@ -757,7 +354,7 @@ def estimate(
     if isinstance(hw, HardwareSpec):
         hardware = hw
     else:
-        hardware = resolve_hardware(hw, bandwidth_gb_per_s=bandwidth_gb_per_s, memory_gb=memory_gb, tflops=tflops)
+        hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
 
     if weights_gb is not None and bits is None and quant is None:
         fmt: QuantFormat | None = QuantFormat(
@@ -779,7 +376,7 @@ def estimate(
     eff = efficiency or efficiency_for(eng, hardware, backend)
     kv_fmt = quant_catalog().get(kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
-        raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)")
+        raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)", field="kv_dtype")
     kv_el = kv_fmt.bytes_per_weight
 
     peak = format_peak(hardware, fmt, eng)
@@ -796,7 +393,7 @@ def estimate(
     )
     layout = _layout(
         spec, hardware, eng, fmt.compute_dtype if fmt else "fp16",
-        tp=tp, pp=pp, link=link, gpu_layers=gpu_layers, cpu_hw=cpu_hw, offload_mode=offload_mode,
+        tp=req.tp, pp=req.pp, link=req.link, gpu_layers=req.gpu_layers, cpu_hw=req.cpu_hw, offload_mode=req.offload_mode,
     )
     warnings += _layout_notes(spec, eng, layout)
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
@@ -811,8 +408,7 @@ def estimate(
     band = Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
 
     pre = layout_prefill(setup, prefill(spec, weights, hardware, eff, int(prompt_tokens), peak, quantized=quantized))
-    mid_depth = float(prompt_tokens) + output_tokens / 2.0
-    tpot_step = setup.step(int(batch), mid_depth).step
+    tpot_step = setup.step(int(batch), req.mean_decode_depth_tokens).step
     first_step = setup.step(int(batch), float(prompt_tokens)).step
     ttft = (pre.time_s if pre else 0.0) + first_step.time_s if (pre or prompt_tokens == 0) else None
     e2e = ttft + (output_tokens - 1) * tpot_step.time_s if ttft is not None else None
@@ -830,8 +426,6 @@ def estimate(
                 f"acceptance {DEFAULT_ACCEPTANCE:g} assumed for speculative decoding; it depends on the text "
                 "(code, JSON, low temperature: higher) - measure yours and pass --acceptance"
             )
-    elif acceptance is not None or draft_tokens is not None or draft_quant is not None:
-        raise InputError("--acceptance, --draft-tokens and --draft-quant need --draft MODEL")
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
     n_sessions = int(sessions or batch)
@@ -864,7 +458,7 @@ def estimate(
             )
     advice = (
         _quant_advice(spec, setup, eng, plan_context, n_sessions, int(batch), depth, plan.fits, estimate_tok_s)
-        if advise
+        if req.advise
         else None
     )
     if offload_plan is not None and advice is not None:
@@ -921,29 +515,25 @@ def _layout(
     offload_mode: str | None,
 ) -> Layout:
     """Check the parallelism and offload inputs and build the layout (PHYSICS.md section 7)."""
-    for name, value in (("--tp", tp), ("--pp", pp)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"{name} must be a whole number of devices, 1 or more, got {value!r}")
     if pp > spec.n_layers:
-        raise InputError(f"--pp {pp} is more stages than the model's {spec.n_layers} layers")
+        raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
     n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
-    if offload_mode is not None and offload_mode not in OFFLOAD_MODES:
-        raise InputError(f"--offload-mode must be one of {', '.join(OFFLOAD_MODES)}, got {offload_mode!r}")
     devices = tp * pp
     if n_gpu is None:
         if cpu_hw is not None or offload_mode is not None:
-            raise InputError("--cpu-hw and --offload-mode need --gpu-layers N (or a share like 0.8)")
+            raise InputError("{cpu_hw} and {offload_mode} need {gpu_layers} N (or a share like 0.8)", field="gpu_layers")
         if link is not None and devices == 1:
-            raise InputError("--link needs --tp or --pp (or --gpu-layers with --offload-mode stream)")
+            raise InputError("{link} needs {tp} or {pp} (or {gpu_layers} with {offload_mode} stream)", field="link")
         return Layout(tp=tp, pp=pp, link=parse_link(link, hardware) if devices > 1 else None)
     if devices > 1:
-        raise InputError("--gpu-layers together with --tp/--pp is not modelled; use one lever at a time")
+        raise InputError("{gpu_layers} together with {tp}/{pp} is not modelled; use one lever at a time", field="gpu_layers")
     if hardware.kind == "cpu":
-        raise InputError(f"--gpu-layers needs a GPU: {hardware.name} is a CPU memory system")
+        raise InputError(f"{{gpu_layers}} needs a GPU: {hardware.name} is a CPU memory system", field="gpu_layers")
     cpu = cpu_hw if isinstance(cpu_hw, HardwareSpec) else hardware_catalog().get(cpu_hw or DEFAULT_CPU_HARDWARE)
     if cpu.kind != "cpu":
         raise InputError(
-            f"--cpu-hw must be a CPU memory system (e.g. {DEFAULT_CPU_HARDWARE}), {cpu.name} is a {cpu.kind}"
+            f"{{cpu_hw}} must be a CPU memory system (e.g. {DEFAULT_CPU_HARDWARE}), {cpu.name} is a {cpu.kind}",
+            field="cpu_hw",
         )
     host = parse_link(link, hardware) if link else host_link(hardware)
     return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
@@ -1002,7 +592,8 @@ def _draft(
     if target.tokenizer and spec.tokenizer and target.tokenizer != spec.tokenizer:
         raise InputError(
             f"draft {spec.name} uses the {spec.tokenizer} tokenizer but {target.name} uses {target.tokenizer}: "
-            "speculative decoding needs the same tokenizer"
+            "speculative decoding needs the same tokenizer",
+            field="draft",
         )
     same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
     fmt = same if same is not None else resolve_quant(quant, None, spec)

@@ -46,14 +46,6 @@ class UtilizationReport:
     utilisation: Utilisation
     cpu_only_tok_s: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        e = self.estimate.to_dict()
-        keys = ("model", "hardware", "engine", "workload", "decode", "prefill", "memory", "parallel", "offload")
-        return {
-            "utilization": {**self.utilisation.to_dict(), "cpu_only_tok_s": self.cpu_only_tok_s},
-            **{k: e[k] for k in keys},
-            "warnings": e["warnings"],
-        }
 
 
 def utilization(
@@ -65,13 +57,16 @@ def utilization(
     **options: Any,
 ) -> UtilizationReport:
     """MBU, MFU and the share of the ceiling a measured decode (per stream) and prefill reach."""
-    require_positive("--measured-decode", measured_decode_tok_s)
-    require_positive("--measured-prefill", measured_prefill_tok_s)
+    require_positive("measured_decode_tok_s", measured_decode_tok_s)
+    require_positive("measured_prefill_tok_s", measured_prefill_tok_s)
     if options.get("draft") is not None:
-        raise InputError("utilization compares a plain decode with the physics; leave out --draft")
+        raise InputError("utilization compares a plain decode with the physics; leave out {draft}", field="draft")
     e = estimate(model, hw, advise=False, **options)
     if measured_prefill_tok_s is not None and e.prefill is None:
-        raise InputError("--measured-prefill needs the prompt length it was measured on: --prompt N")
+        raise InputError(
+            "{measured_prefill_tok_s} needs the prompt length it was measured on: {prompt_tokens} N",
+            field="measured_prefill_tok_s",
+        )
     setup = e.layout_setup
     cpu_only: float | None = None
     if e.offload is not None:
@@ -176,9 +171,9 @@ def fit(
     Rows: biggest models first, each in ladder order (best quality first); `best` keeps the first
     row of each model that fits and is fast enough; `include_all` keeps the ones that do not, with why.
     """
-    require_non_negative("--context", context_tokens)
-    require_positive("--sessions", sessions)
-    require_positive("--min-speed", min_speed_tok_s)
+    require_non_negative("context_tokens", context_tokens)
+    require_positive("sessions", sessions)
+    require_positive("min_speed_tok_s", min_speed_tok_s)
     hardware = hw if isinstance(hw, HardwareSpec) else resolve_hardware(
         hw, bandwidth_gb_per_s=bandwidth_gb_per_s, memory_gb=memory_gb, tflops=tflops
     )
@@ -344,9 +339,9 @@ def sweep(
     devices = [resolve_hardware(n) for n in _names(hardware, hardware_catalog().ids, DEFAULT_HARDWARE)]
     formats = [quant_catalog().get(n) for n in _names(quants, list(QUANT_LADDER), DEFAULT_QUANT)]
     for c in contexts:
-        require_non_negative("--context", c)
+        require_non_negative("contexts", c)
     for b in batches:
-        require_positive("--batch", b)
+        require_positive("batches", b)
     if not (specs and devices and formats and contexts and batches):
         raise InputError("a sweep needs at least one model, hardware, quant, context and batch")
     n_h, n_q = len(devices), len(formats)

@@ -39,7 +39,6 @@ from tokometer.web import compute, feel
 from tokometer.web.inputs import (
     LEVER_FIELDS,
     NAME_FIELDS,
-    field_of,
     number_list,
     optional_number,
     setup_kwargs,
@@ -67,16 +66,19 @@ def json_response(data: Any, status_code: int = 200) -> Response:
 
 
 def error_response(exc: TokometerError, data: Data | None = None, status_code: int = 422) -> Response:
+    """422 with the message and, when the error knows it, the form field to mark (never read from the text).
+
+    Messages name parameters as the API takes them (`params_b must be a positive number`), and
+    `field` is that name.
+    """
     body: Data = {"error": str(exc)}
     if isinstance(exc, UnknownEntryError):
         body["suggestions"] = exc.suggestions
         named = [key for key in NAME_FIELDS if data and data.get(key) == exc.name]
         if named:
             body["field"] = named[0]
-    else:
-        field = field_of(str(exc))
-        if field:
-            body["field"] = field
+    elif isinstance(exc, InputError) and exc.field:
+        body["field"] = exc.field
     return json_response(body, status_code)
 
 
@@ -127,7 +129,9 @@ def one_device(kwargs: Data, path: str) -> Data:
     """The roofline and MBU/MFU divide by one device's datasheet numbers: no levers there (yet)."""
     for key in LEVER_FIELDS:
         if key in kwargs:
-            raise InputError(f"{key} is not taken by {path}: it compares one device's steps with its datasheet")
+            raise InputError(
+                f"{key} is not taken by {path}: it compares one device's steps with its datasheet", field=key
+            )
     return kwargs
 
 
@@ -142,7 +146,9 @@ def _utilisation(data: Data, request: Request) -> Any:
     kwargs = one_device(setup_kwargs(data, extra=("measured_decode_tok_s", "measured_prefill_tok_s")), "/api/utilisation")
     measured = optional_number(data, "measured_decode_tok_s")
     if measured is None:
-        raise InputError("measured_decode_tok_s is required: the decode speed you measured, in tok/s")
+        raise InputError(
+            "measured_decode_tok_s is required: the decode speed you measured, in tok/s", field="measured_decode_tok_s"
+        )
     return compute.utilisation(kwargs, measured, optional_number(data, "measured_prefill_tok_s"))
 
 
@@ -152,7 +158,8 @@ def _latency(data: Data, request: Request) -> Any:
         raise InputError(f"unknown field {unknown[0]!r}; expected ttft_ms, output_tokens, tok_s")
     ttft_ms, tok_s = optional_number(data, "ttft_ms"), optional_number(data, "tok_s")
     if ttft_ms is None or tok_s is None:
-        raise InputError(f"{'ttft_ms' if ttft_ms is None else 'tok_s'} is required")
+        missing = "ttft_ms" if ttft_ms is None else "tok_s"
+        raise InputError(f"{missing} is required", field=missing)
     output = optional_number(data, "output_tokens", integer=True)
     more = {} if output is None else {"output_tokens": int(output)}
     return compute.latency_at_rate(ttft_ms, tok_s, **more)

@@ -3,9 +3,9 @@
 No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
 return data, so tests call them directly.
 
-Curves: the roofline's decode steps are the library's batching curve (`Estimate.batch_points`,
+Curves: the roofline's decode steps are the library's batching curve (`usecases.curves.batch_points`,
 the points of `batching.curve` in the JSON), one estimate for all of them. `curve()` still calls
-`estimate` once per x: its points carry each x's whole `decode` block (the 80 % band, bytes, times)
+`estimate` once per x (and serialises only the sections without curves): its points carry each x's whole `decode` block (the 80 % band, bytes, times)
 and memory total, which the library's `batching`/`context` points do not, and the library adds
 the setup's own batch or depth to its x values, so it would not give the points asked for.
 The panorama calls `estimate` once per device.
@@ -23,7 +23,9 @@ from tokometer import __version__
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.costmodel.memory import weight_bytes_read
 from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
+from tokometer.report.json import estimate_json, estimate_sections
 from tokometer.units import GB, TFLOP
+from tokometer.usecases.curves import batch_points
 from tokometer.usecases.estimate import (
     BROKEN_STREAM_TOK_S,
     DEFAULT_HARDWARE,
@@ -88,7 +90,7 @@ def hardware_entry(name: str) -> dict[str, Any]:
 
 
 def estimate_dict(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return estimate(**kwargs).to_dict()
+    return estimate_json(estimate(**kwargs))
 
 
 def _context_values(kwargs: dict[str, Any]) -> list[int]:
@@ -119,7 +121,7 @@ def curve(kwargs: dict[str, Any], axis: str, values: list[Any] | None = None) ->
     base: dict[str, Any] | None = None
     for x in sorted(set(values)):
         result = estimate(**{**kwargs, key: int(x)})
-        d = result.to_dict()
+        d = estimate_sections(result)  # a point needs no curves
         base = base or d
         m = d["memory"]
         points.append(
@@ -142,14 +144,14 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
     The decode steps are the estimate's batching curve (`batching.curve`) at `batches`.
     """
     result = estimate(**kwargs)
-    d = result.to_dict()
+    d = estimate_sections(result)
     bandwidth = d["hardware"]["memory_bandwidth_gb_per_s"] * GB
     peak_tflops = d["hardware"]["peak_tflops"]
     wanted = sorted({int(b) for b in batches}) if batches else list(DEFAULT_BATCHES)
     for b in wanted:
-        require_positive("--batch", b)
+        require_positive("batches", b)
     points = []
-    for p in result.batch_points(wanted):
+    for p in batch_points(result, wanted):
         if p.batch not in wanted:  # the library adds the setup's own batch
             continue
         flops_per_token = p.flops_per_step / p.batch
@@ -198,7 +200,7 @@ def utilisation(
     """
     require_positive("measured_decode_tok_s", measured_decode_tok_s)
     require_positive("measured_prefill_tok_s", measured_prefill_tok_s)
-    d = estimate(**kwargs).to_dict()
+    d = estimate_json(estimate(**kwargs))
     dec, hw, pre = d["decode"], d["hardware"], d["prefill"]
     peak_flops = hw["peak_tflops"] * TFLOP if hw["peak_tflops"] else None
     flops_per_step = dec["flops_per_token"] * dec["batch"]
