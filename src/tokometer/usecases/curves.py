@@ -20,8 +20,8 @@ from tokometer.costmodel.curves import (
     offload_curve,
 )
 from tokometer.costmodel.layout import Layout
-from tokometer.costmodel.memory import add_weights, kv_cache_bytes, split_weights
-from tokometer.costmodel.roofline import Step
+from tokometer.costmodel.memory import add_weights, kv_cache_bytes, split_weights, weight_bytes_read
+from tokometer.costmodel.roofline import Prefill, Step
 from tokometer.units import GB
 from tokometer.usecases.estimate import Estimate, OffloadPlan, cpu_offload
 
@@ -108,3 +108,10 @@ def offload_points(e: Estimate) -> tuple[OffloadPoint, ...]:
         return (add_weights(gpu, *extra).total + kv + draft_kv) / GB + e.memory.runtime_overhead_gb
 
     return offload_curve(setup, e.step.batch, e.step.depth_tokens, gpu_gb, lambda n: gpu_gb(n) <= available)
+
+
+def prefill_bytes_moved(e: Estimate, pre: Prefill) -> float:
+    """Weight bytes a prefill reads: each chunk of the prompt reads the weights once,
+    `n_chunks * W_read(chunk)` (docs/PHYSICS.md, section 5), for placing it on a roofline."""
+    chunk_tokens = min(pre.prompt_tokens, max(1, e.efficiency.prefill_chunk_tokens))
+    return pre.n_chunks * weight_bytes_read(e.model, e.weights, chunk_tokens)

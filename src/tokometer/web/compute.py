@@ -21,11 +21,10 @@ from typing import Any
 
 from tokometer import __version__
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
-from tokometer.costmodel.memory import weight_bytes_read
 from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
 from tokometer.report.json import estimate_json, estimate_sections
 from tokometer.units import GB, TFLOP
-from tokometer.usecases.curves import batch_points
+from tokometer.usecases.curves import batch_points, prefill_bytes_moved
 from tokometer.usecases.estimate import (
     BROKEN_STREAM_TOK_S,
     DEFAULT_HARDWARE,
@@ -168,8 +167,7 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
     pre = result.prefill
     prefill_point = None
     if pre is not None:
-        chunk_tokens = min(pre.prompt_tokens, max(1, result.efficiency.prefill_chunk_tokens))
-        bytes_moved = pre.n_chunks * weight_bytes_read(result.model, result.weights, chunk_tokens)
+        bytes_moved = prefill_bytes_moved(result, pre)
         prefill_point = {
             "prompt_tokens": pre.prompt_tokens,
             "intensity_flop_per_byte": pre.flops / bytes_moved,
