@@ -16,6 +16,7 @@ import click
 
 from tokometer.cli.options import engine_options, hardware_options, json_option, model_options
 from tokometer.errors import BenchError, InputError
+from tokometer.usecases.request import mean_decode_depth
 
 API_KEY_ENV = ("TOKOMETER_API_KEY", "OPENAI_API_KEY")
 
@@ -102,7 +103,7 @@ def _predict_and_grade(run: dict[str, Any], predictor: _Predictor, served_model:
             return
         model = served_model
     prompt = int(summary.get("ttft_prompt_tokens") or summary.get("prompt_tokens") or 512)
-    depth = int((summary.get("prompt_tokens") or 0) + max_tokens / 2)
+    depth = int(mean_decode_depth(summary.get("prompt_tokens") or 0, max_tokens))
     try:
         full = predictor.estimate(model, prompt_tokens=prompt, output_tokens=max_tokens, context_tokens=depth, batch=1)
     except (TokometerError, OSError, ValueError) as exc:
@@ -117,7 +118,7 @@ def _predict_and_grade(run: dict[str, Any], predictor: _Predictor, served_model:
     run["grading"] = grade(summary, full if mode == "speed" else None)
     for level in run.get("levels") or []:
         level_summary = level["summary"]
-        level_depth = int((level_summary.get("prompt_tokens") or 0) + max_tokens / 2)
+        level_depth = int(mean_decode_depth(level_summary.get("prompt_tokens") or 0, max_tokens))
         if "concurrency" in level:
             batch = int(level["concurrency"])
         elif "depth" in level:

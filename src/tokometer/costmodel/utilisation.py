@@ -7,6 +7,7 @@ the verdict, used by `tokometer utilization`, bench grading and the web.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from tokometer.costmodel.roofline import Prefill, Step
 from tokometer.specs import Interval, _Plain
@@ -34,6 +35,39 @@ class Utilisation(_Plain):
     prefill_ceiling_tok_s: float | None = None
     prefill_ceiling_fraction: float | None = None
     prefill_estimate_fraction: float | None = None
+
+
+Placement = Literal["above-ceiling", "above-band", "in-band", "below-band", "far-below"]
+FAR_BELOW_FRACTION = 0.5  # below half the estimate, something is wrong rather than slow
+NEAR_CPU_FACTOR = 2.0  # within twice the all-on-CPU speed, the layers are probably not on the GPU
+
+
+def placement(
+    measured_tok_s: float,
+    *,
+    ceiling_tok_s: float,
+    estimate_tok_s: float,
+    band_low_tok_s: float | None,
+    band_high_tok_s: float | None,
+    cpu_only_tok_s: float | None = None,
+) -> Placement:
+    """Where a measured decode speed sits: the one rule behind `utilization`, bench grading and the web.
+
+    Above the ceiling is physically suspect; above or inside the 80 % band is a fast or expected
+    engine; below the band is slow, and far below (under half the estimate, or near the speed with
+    every layer on the CPU) points at a setup fault. Without a band, only the ceiling and the
+    far-below test apply.
+    """
+    if measured_tok_s > ceiling_tok_s:
+        return "above-ceiling"
+    if band_high_tok_s is not None and measured_tok_s > band_high_tok_s:
+        return "above-band"
+    if band_low_tok_s is not None and measured_tok_s >= band_low_tok_s:
+        return "in-band"
+    near_cpu = cpu_only_tok_s is not None and measured_tok_s < NEAR_CPU_FACTOR * cpu_only_tok_s
+    if measured_tok_s < FAR_BELOW_FRACTION * estimate_tok_s or near_cpu:
+        return "far-below"
+    return "below-band" if band_low_tok_s is not None else "in-band"
 
 
 ABOVE_CEILING = (
@@ -73,16 +107,24 @@ def utilisation(
     ceiling_fraction = measured_decode_tok_s / ceiling_tok_s
     estimate_fraction = measured_decode_tok_s / estimate_tok_s
     findings: list[str] = []
-    if measured_decode_tok_s > ceiling_tok_s:
+    where = placement(
+        measured_decode_tok_s,
+        ceiling_tok_s=ceiling_tok_s,
+        estimate_tok_s=estimate_tok_s,
+        band_low_tok_s=band.low,
+        band_high_tok_s=band.high,
+        cpu_only_tok_s=cpu_only_tok_s,
+    )
+    if where == "above-ceiling":
         verdict = f"decode {ceiling_fraction:.0%} of the ceiling: " + ABOVE_CEILING
-    elif measured_decode_tok_s > band.high:
+    elif where == "above-band":
         verdict = (
             f"decode {ceiling_fraction:.0%} of the ceiling, above the estimate's 80 % band: a faster engine "
             "or kernels than the fitted ones; nothing is wrong"
         )
-    elif measured_decode_tok_s >= band.low:
+    elif where == "in-band":
         verdict = f"decode {ceiling_fraction:.0%} of the ceiling, within the estimate's 80 % band: as expected"
-    elif estimate_fraction < 0.5 or (cpu_only_tok_s is not None and measured_decode_tok_s < 2.0 * cpu_only_tok_s):
+    elif where == "far-below":
         verdict = f"decode {ceiling_fraction:.0%} of the ceiling, {estimate_fraction:.0%} of the estimate: " + FAR_BELOW
     else:
         verdict = (
@@ -90,7 +132,7 @@ def utilisation(
             "(small model, debug build, no CUDA graphs), power or thermal limits, a deeper context than "
             "assumed, or other load on the device"
         )
-    if cpu_only_tok_s is not None and measured_decode_tok_s < 2.0 * cpu_only_tok_s:
+    if cpu_only_tok_s is not None and measured_decode_tok_s < NEAR_CPU_FACTOR * cpu_only_tok_s:
         findings.append(
             f"the measurement is near CPU-only speed for this model ({cpu_only_tok_s:.3g} tok/s with every layer in "
             "system RAM): check that the layers are on the GPU"

@@ -13,6 +13,9 @@ from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, q
 from tokometer.catalog.efficiency import efficiency_for
 from tokometer.costmodel.layout import Layout
 from tokometer.costmodel.utilisation import Utilisation, utilisation
+from tokometer.costmodel.utilisation import (
+    placement as placement,  # the web places a measurement with it
+)
 from tokometer.errors import InputError, require_non_negative, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
 from tokometer.units import BILLION, GB

@@ -34,6 +34,7 @@ from tokometer.usecases.estimate import (
     estimate,
     reading_verdict,
 )
+from tokometer.usecases.explore import placement
 from tokometer.web.feel import verdict_code
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -209,18 +210,21 @@ def utilisation(
         prefill_mfu = measured_prefill_tok_s * (pre["flops"] / pre["prompt_tokens"]) / peak_flops
     band = dec["interval_tok_s"]
     notes = []
-    if measured_decode_tok_s > dec["ceiling_tok_s"]:
-        code = "above-ceiling"
+    code = placement(
+        measured_decode_tok_s,
+        ceiling_tok_s=dec["ceiling_tok_s"],
+        estimate_tok_s=dec["estimate_tok_s"],
+        band_low_tok_s=band["low"],
+        band_high_tok_s=band["high"],
+    )
+    if code == "far-below":
+        code = "below-band"  # the page words both as slower than predicted, with the same note
+    if code == "above-ceiling":
         notes.append(
             "above the ceiling: a finding, not a success - a wrong spec, a cache hit, speculative "
             "decoding or mis-counted tokens"
         )
-    elif measured_decode_tok_s > band["high"]:
-        code = "above-band"
-    elif measured_decode_tok_s >= band["low"]:
-        code = "in-band"
-    else:
-        code = "below-band"
+    elif code == "below-band":
         notes.append(
             "below the 80 % band: look for partial CPU offload, a busy or throttled device, "
             "a deep context or an engine setting"
