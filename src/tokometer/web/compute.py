@@ -33,9 +33,9 @@ from tokometer.usecases.estimate import (
     READING_SPEED_TOK_S,
     estimate,
     reading_verdict,
+    reading_verdict_code,
 )
 from tokometer.usecases.explore import placement
-from tokometer.web.feel import verdict_code
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_OUTPUT_TOKENS = 256  # as `tokometer estimate --output`
@@ -264,7 +264,7 @@ def latency_at_rate(ttft_ms: float, tok_s: float, output_tokens: int = DEFAULT_O
         "output_tokens": output_tokens,
         "tok_s": tok_s,
         "verdict": reading_verdict(tok_s),
-        "verdict_code": verdict_code(tok_s),
+        "verdict_code": reading_verdict_code(tok_s),
         "reading_time_s": [output_tokens / READING_SPEED_TOK_S[1], output_tokens / READING_SPEED_TOK_S[0]],
     }
 

@@ -85,11 +85,6 @@ def parse_rates(text: str | Sequence[float]) -> list[float]:
     return rates
 
 
-def verdict_code(tok_s: float) -> str:
-    """The reading verdict as a stable code for translations: broken, slow, reading or fast."""
-    return reading_verdict_code(tok_s)
-
-
 @dataclass(frozen=True)
 class Lane:
     """One stream: how many of `total_tokens` are visible `t` seconds after the first token."""
@@ -130,7 +125,7 @@ def feel_plan(
                 "tokens_after": shown,
                 "words_after": len("".join(tokens[:shown]).split()),
                 "verdict": reading_verdict(rate),
-                "verdict_code": verdict_code(rate),
+                "verdict_code": reading_verdict_code(rate),
             }
         )
     plan = {
@@ -187,7 +182,7 @@ def frame_lines(tokens: Sequence[str], lanes: Sequence[Lane], t_s: float, width:
             body[-1] = (body[-1] + "_")[:col]
         columns.append(body[-height:])
     rows = max(len(c) for c in columns)
-    header = gap.join(f"{f'{lane.rate_tok_s:g} tok/s ({verdict_code(lane.rate_tok_s)})':<{col}}"[:col] for lane in lanes)
+    header = gap.join(f"{f'{lane.rate_tok_s:g} tok/s ({reading_verdict_code(lane.rate_tok_s)})':<{col}}"[:col] for lane in lanes)
     lines = [header.rstrip(), gap.join("-" * col for _ in lanes)]
     for i in range(rows):
         lines.append(gap.join(f"{(c[i] if i < len(c) else ''):<{col}}" for c in columns).rstrip())
