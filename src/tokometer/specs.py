@@ -15,6 +15,15 @@ from tokometer.units import BITS_PER_BYTE
 
 ComputeDtype = Literal["fp32", "fp16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["full", "sliding", "mla", "linear"]
+HardwareKind = Literal["gpu", "apu", "soc", "cpu"]
+HARDWARE_KINDS: tuple[HardwareKind, ...] = ("gpu", "apu", "soc", "cpu")
+Segment = Literal["desktop", "laptop", "workstation", "datacenter", "soc", "server"]
+SEGMENTS: tuple[Segment, ...] = ("desktop", "laptop", "workstation", "datacenter", "soc", "server")
+QuantUsage = Literal["weights", "kv", "both"]
+# plain floats, block-quantized (ggml), mixes of blocks, grouped (GPTQ/AWQ); and the two formats a user
+# makes up: a bits-per-weight figure (`--bits`) and a file size (`--weights-gb`)
+QuantKind = Literal["plain", "block", "mix", "group", "user-bits", "file-size"]
+BARE_ARCHITECTURE = "bare"  # a model given as bare numbers (`--params`), not a known architecture
 Backend = Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"]
 BACKENDS: tuple[Backend, ...] = ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu")  # the one backend list
 
@@ -45,8 +54,8 @@ class HardwareSpec(_Plain):
     id: str
     name: str
     vendor: str
-    kind: str  # gpu | apu | soc | cpu
-    segment: str  # desktop | laptop | workstation | datacenter | soc | server
+    kind: HardwareKind
+    segment: Segment
     memory_gb: float
     memory_bandwidth_gb_per_s: float
     launch_year: int | None
@@ -103,10 +112,10 @@ class QuantFormat(_Plain):
     id: str
     name: str
     bits_per_weight: float
-    usage: str  # weights | kv | both
+    usage: QuantUsage
     compute_dtype: ComputeDtype
     source: str
-    kind: str = "plain"  # plain | block | mix | group
+    kind: QuantKind = "plain"
     ggml_type: str | None = None
     block_size: int | None = None
     type_size_bytes: int | None = None

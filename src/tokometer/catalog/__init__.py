@@ -18,7 +18,15 @@ from typing import Any, Generic, TypeVar
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
 from tokometer.errors import CatalogError, TokometerError, UnknownEntryError
 from tokometer.home import tokometer_home
-from tokometer.specs import Efficiency, EngineSpec, HardwareSpec, ModelSpec, QuantFormat
+from tokometer.specs import (
+    HARDWARE_KINDS,
+    SEGMENTS,
+    Efficiency,
+    EngineSpec,
+    HardwareSpec,
+    ModelSpec,
+    QuantFormat,
+)
 
 DATA_DIR = Path(__file__).parent / "data"
 T = TypeVar("T")
@@ -153,8 +161,8 @@ HARDWARE_SCHEMA: Schema = {
     "notes": Field(STR),
 }
 
-_KINDS = {"gpu", "apu", "soc", "cpu"}
-_SEGMENTS = {"desktop", "laptop", "workstation", "datacenter", "soc", "server"}
+_KINDS = set(HARDWARE_KINDS)
+_SEGMENTS = set(SEGMENTS)
 
 
 def _opt_float(raw: dict[str, Any], key: str) -> float | None:

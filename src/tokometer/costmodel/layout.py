@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from tokometer.costmodel.memory import embedding_row_bytes, head_bytes, head_params
 from tokometer.costmodel.roofline import Peak, Prefill, Step, bound, decode_step
@@ -56,7 +57,9 @@ LINK_SOURCES = (
     "https://github.com/NVIDIA/nccl/issues/1259",
     "https://github.com/NVIDIA/nccl/issues/1264",
 )
-OFFLOAD_MODES = ("cpu", "stream")
+OffloadMode = Literal["cpu", "stream"]  # offloaded layers computed on the CPU, or their weights streamed
+OFFLOAD_MODES: tuple[OffloadMode, ...] = ("cpu", "stream")
+LinkKind = Literal["nvlink", "pcie", "custom"]
 
 IDEAL = Efficiency(
     bandwidth_fraction=1.0,
@@ -77,7 +80,7 @@ class Link(_Plain):
     """A device-to-device (or device-to-host) link: per-direction bandwidth and one hop's latency."""
 
     name: str
-    kind: str  # nvlink | pcie | custom
+    kind: LinkKind
     bandwidth_gb_per_s: float  # per direction, datasheet
     hop_latency_us: float
     source: str = ""
@@ -200,7 +203,7 @@ class Offload(_Plain):
     cpu: HardwareSpec
     cpu_efficiency: Efficiency
     link: Link  # GPU <-> host
-    mode: str = "cpu"
+    mode: OffloadMode = "cpu"
     cpu_peak: Peak | None = None
 
 

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tokometer.specs import ModelSpec, ParamGroups, _Plain
+from tokometer.specs import BARE_ARCHITECTURE, ModelSpec, ParamGroups, _Plain
 from tokometer.units import GB
 
 
@@ -46,7 +46,7 @@ def weight_bytes_read(model: ModelSpec, weights: ParamGroups, batch: float) -> f
     head = head_bytes(model, weights)
     rows = embedding_row_bytes(model, weights) * batch
     routed = weights.routed_experts * model.expert_fraction_read(batch)
-    if not model.is_moe and model.architecture == "bare":
+    if not model.is_moe and model.architecture == BARE_ARCHITECTURE:
         routed = 0.0
     return head + rows + weights.dense + routed
 

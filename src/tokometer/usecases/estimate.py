@@ -19,6 +19,7 @@ from tokometer.costmodel.layout import (
     LeverStep,
     Link,
     Offload,
+    OffloadMode,
     Setup,
     gpu_layer_count,
     host_link,
@@ -144,6 +145,7 @@ def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> Qua
             usage="weights",
             compute_dtype="fp8" if bits == 8 else "fp16",
             source="user-supplied bits per weight",
+            kind="user-bits",
         )
     if name:
         return quant_catalog().get(name)
@@ -154,7 +156,7 @@ def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> Qua
 
 def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec) -> bool:
     """Whether weights go through block-dequantizing kernels (Q4_K, GPTQ, MLC q4...) rather than plain floats."""
-    if fmt is not None and fmt.id not in ("file-size",) and not fmt.id.endswith("bit"):
+    if fmt is not None and fmt.kind not in ("user-bits", "file-size"):
         return fmt.kind in ("block", "mix", "group")
     return model.total_params > 0 and weights.total * 8.0 / model.total_params < 12.0
 
@@ -364,11 +366,12 @@ def estimate(
             usage="weights",
             compute_dtype="fp16",
             source="user-supplied weights size",
+            kind="file-size",
         )
     else:
         fmt = resolve_quant(quant, bits, spec)
     weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None)
-    if weights_gb is not None and fmt is not None and fmt.id != "file-size":
+    if weights_gb is not None and fmt is not None and fmt.kind != "file-size":
         weights = weights.scaled(weights_gb * GB / weights.total)
         fmt = replace(fmt, name=fmt.name + f", {weights_gb:g} GB file")
 
@@ -512,7 +515,7 @@ def _layout(
     link: str | None,
     gpu_layers: int | float | str | None,
     cpu_hw: str | HardwareSpec | None,
-    offload_mode: str | None,
+    offload_mode: OffloadMode | None,
 ) -> Layout:
     """Check the parallelism and offload inputs and build the layout (PHYSICS.md section 7)."""
     if pp > spec.n_layers:
@@ -545,7 +548,7 @@ def cpu_offload(
     compute_dtype: Any,
     gpu_layers: int,
     cpu: HardwareSpec | None = None,
-    mode: str = "cpu",
+    mode: OffloadMode = "cpu",
     link: Link | None = None,
 ) -> Offload:
     """`gpu_layers` on `hardware`, the rest on `cpu` (default: dual-channel DDR5) run by the same engine."""
