@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from tokometer.catalog.efficiency import ANY, GroupKey
 from tokometer.costmodel.layout import IDEAL
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
@@ -260,16 +261,15 @@ def fit_table(feats: Iterable[Features], source: str = "fitted") -> dict[str, Ef
 
 
 def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
-    engine, backend, hw_class = group.split("/")
-    for key in (group, f"{engine}/{backend}/*", f"{engine}/*/{hw_class}", f"{engine}/*/*"):
+    for key in GroupKey.parse(group).fallbacks():
         if key in table:
             return table[key]
     return None
 
 
 def _keys(group: str) -> tuple[str, ...]:
-    engine, backend, _ = group.split("/")
-    return (group, f"{engine}/{backend}/*", f"{engine}/*/*")
+    engine, backend, _ = GroupKey.parse(group)
+    return (group, str(GroupKey(engine, backend, ANY)), str(GroupKey(engine, ANY, ANY)))
 
 
 def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, Efficiency]:
@@ -384,7 +384,6 @@ def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency]
     table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
-        engine, backend, hw_class = key.split("/")
         rows = [f for f in feats if _matches(f.group, key)]
         counts[key] = (
             sum(f.case.metric == "tg" for f in rows),
@@ -418,4 +417,4 @@ def multi_device_spread(cases: list[Case]) -> float | None:
 
 
 def _matches(group: str, key: str) -> bool:
-    return all(k == "*" or k == g for g, k in zip(group.split("/"), key.split("/"), strict=True))
+    return GroupKey.parse(group).matches(GroupKey.parse(key))
