@@ -153,7 +153,7 @@ class AttentionGroup(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class ParamGroups(_Plain):
-    """Parameter (or byte) counts split by how decoding reads them (PHYSICS.md section 1).
+    """Parameter (or byte) counts split by how decoding reads them (docs/PHYSICS.md section 1).
 
     - `embedding`: input table; decoding reads one row per token.
     - `lm_head`: output projection, read in full every step (0 when tied: the head reads `embedding`).
@@ -245,7 +245,7 @@ class ModelSpec(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Efficiency(_Plain):
-    """How far an engine on a hardware class sits from the datasheet (PHYSICS.md section 4)."""
+    """How far an engine on a hardware class sits from the datasheet (docs/PHYSICS.md section 4)."""
 
     bandwidth_fraction: float  # eta_bw: achieved share of datasheet bandwidth (plain float weights)
     layer_overhead_us: float  # tau_layer

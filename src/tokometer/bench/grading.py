@@ -1,7 +1,7 @@
 """Grade a measurement against its prediction: share of the ceiling realised, MBU, MFU, and flags.
 
 Nobody else reports a measured speed as a fraction of the physical ceiling (benchmarkers.md,
-(c)). PHYSICS.md section 8:
+(c)). docs/PHYSICS.md section 8:
 
     MBU = measured decode bytes/s / datasheet bandwidth
         = aggregate decode tok/s * bytes read per token / (memory_bandwidth_gb_per_s * 1e9)

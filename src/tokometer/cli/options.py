@@ -69,7 +69,7 @@ offload_options = request_options("offload")  # JSON: `offload.*`
 
 
 def lever_options(f: F) -> F:
-    """Speculative decoding, parallelism and CPU offload (PHYSICS.md section 7); all off by default."""
+    """Speculative decoding, parallelism and CPU offload (docs/PHYSICS.md section 7); all off by default."""
     return speculative_options(parallel_options(offload_options(f)))
 
 

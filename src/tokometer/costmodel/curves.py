@@ -37,7 +37,7 @@ def experts_touched(model: ModelSpec, tokens: float) -> float | None:
 def batch_curve(
     setup: Setup, batches: Sequence[int], depth_tokens: float, fits: Callable[[int], bool]
 ) -> tuple[BatchPoint, ...]:
-    """Per-stream `1 / t(B)` and aggregate `B / t(B)` decode at each batch (PHYSICS.md section 6)."""
+    """Per-stream `1 / t(B)` and aggregate `B / t(B)` decode at each batch (docs/PHYSICS.md section 6)."""
     points = []
     for b in batches:
         ls = setup.step(b, depth_tokens)
@@ -89,7 +89,7 @@ class ContextPoint(_Plain):
     depth_tokens: float
     estimate_tok_s: float
     roofline_tok_s: float  # eta = 1, no fixed costs, KV traffic included
-    ceiling_tok_s: float  # weights only (PHYSICS.md section 4): flat in depth
+    ceiling_tok_s: float  # weights only (docs/PHYSICS.md section 4): flat in depth
     kv_bytes_per_token: float  # KV read per stream per step at this depth
     bound: Bound
     fits: bool

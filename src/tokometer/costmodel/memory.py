@@ -1,6 +1,6 @@
 """Bytes: weights by read class, KV cache stored and read, memory needed to hold a deployment.
 
-PHYSICS.md sections 1 and 7 (memory). Decimal bytes throughout.
+docs/PHYSICS.md sections 1 and 7 (memory). Decimal bytes throughout.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def embedding_row_bytes(model: ModelSpec, weights: ParamGroups) -> float:
 
 
 def weight_bytes_read(model: ModelSpec, weights: ParamGroups, batch: float) -> float:
-    """W_read(B): weights one decode step reads for `batch` streams (PHYSICS.md section 1).
+    """W_read(B): weights one decode step reads for `batch` streams (docs/PHYSICS.md section 1).
 
     Embedding: B rows only. LM head (or the tied table): in full. Dense and shared: in full.
     Routed experts: the expected share touched, `1 - (1 - k/E)**B`.

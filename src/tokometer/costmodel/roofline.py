@@ -134,9 +134,9 @@ def decode_step(
     quantized: bool = False,
     tokens_per_stream: int = 1,
 ) -> Step:
-    """Time of one decode step (PHYSICS.md section 4). `quantized`: block-quantized weight kernels.
+    """Time of one decode step (docs/PHYSICS.md section 4). `quantized`: block-quantized weight kernels.
 
-    `tokens_per_stream` > 1 is a speculative verification pass (PHYSICS.md section 7): each stream
+    `tokens_per_stream` > 1 is a speculative verification pass (docs/PHYSICS.md section 7): each stream
     feeds k+1 tokens through the weights in one step, reads its KV cache once, writes k+1 entries.
     """
     bw = (bandwidth_gb_per_s or hardware.memory_bandwidth_gb_per_s) * GB

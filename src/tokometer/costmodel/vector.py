@@ -1,6 +1,6 @@
 """The decode step over numpy arrays: one formula for millions of setups at once (`tokometer sweep`).
 
-Exactly `predict.decode_step` (PHYSICS.md sections 1, 3, 4), written with broadcasting so a grid of
+Exactly `predict.decode_step` (docs/PHYSICS.md sections 1, 3, 4), written with broadcasting so a grid of
 models x hardware x quants x contexts x batches is a handful of array operations, no Python loop per
 setup. A test checks it against the scalar function to 1e-9 relative on random points.
 

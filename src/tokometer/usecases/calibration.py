@@ -1,6 +1,6 @@
 """Fit the efficiency model on measured rows (`tokometer calibrate`), and cross-validate it.
 
-Decode (PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
+Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
 
     t_step = X / eta_bw(quantized?) + n_layers * tau_layer + tau_step,   X = bytes_step / BW
 
@@ -334,7 +334,7 @@ def leave_one_hardware_out(
 
 def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], counts: dict[str, tuple[int, int, list[str]]]) -> None:
     lines = [
-        "# Fitted efficiency per engine/backend/hardware-class (PHYSICS.md section 4).",
+        "# Fitted efficiency per engine/backend/hardware-class (docs/PHYSICS.md section 4).",
         "# Written by `tokometer calibrate`; do not edit by hand: rerun it.",
     ]
     for key, value in meta.items():

@@ -282,7 +282,7 @@ class Estimate:
 
 
 def reading_verdict_code(tok_s: float) -> str:
-    """Seed 002: reading speed is about 5-10 tok/s; below about 2-3 tok/s streaming feels broken.
+    """docs/PHYSICS.md section 5: reading speed is about 5-10 tok/s; below about 2-3 tok/s streaming feels broken.
 
     A stable code (broken, slow, reading, fast) that pages translate; `reading_verdict` words it.
     """
@@ -320,7 +320,7 @@ def estimate(
     `draft`/`draft_quant`/`acceptance`/`draft_tokens`: speculative decoding;
     `tp`/`pp`/`link`: tensor and pipeline parallelism over identical devices;
     `gpu_layers` (a count or a share like 0.8)/`cpu_hw`/`offload_mode`: CPU offload.
-    `advise`: when it does not fit or is offloaded, look for a smaller quant that fits (seed 002).
+    `advise`: when it does not fit or is offloaded, look for a smaller quant that fits (docs/PHYSICS.md, section 7).
     The curves around the setup are `usecases.curves.estimate_curves(result)`, computed on request.
     """
     for name, value in (("model", request), ("hw", hw)):
@@ -517,7 +517,7 @@ def _layout(
     cpu_hw: str | HardwareSpec | None,
     offload_mode: OffloadMode | None,
 ) -> Layout:
-    """Check the parallelism and offload inputs and build the layout (PHYSICS.md section 7)."""
+    """Check the parallelism and offload inputs and build the layout (docs/PHYSICS.md section 7)."""
     if pp > spec.n_layers:
         raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
     n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
@@ -642,7 +642,7 @@ def _quant_advice(
     fits: bool,
     tok_s: float,
 ) -> str | None:
-    """'Drop a quant step rather than offload' (seed 002), when a smaller quant of the same model fits
+    """'Drop a quant step rather than offload' (docs/PHYSICS.md, section 7), when a smaller quant of the same model fits
     entirely on the device and decodes faster than this setup."""
     off = setup.layout.offload
     offloading = off is not None and off.gpu_layers < spec.n_layers

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class UtilizationReport:
-    """A measured run against the physics of its setup (PHYSICS.md section 8)."""
+    """A measured run against the physics of its setup (docs/PHYSICS.md section 8)."""
 
     estimate: Estimate
     utilisation: Utilisation

@@ -191,7 +191,7 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
 def utilisation(
     kwargs: dict[str, Any], measured_decode_tok_s: float, measured_prefill_tok_s: float | None = None
 ) -> dict[str, Any]:
-    """MBU and MFU of a measured run (PHYSICS.md section 8), next to the prediction for it.
+    """MBU and MFU of a measured run (docs/PHYSICS.md section 8), next to the prediction for it.
 
     `measured_decode_tok_s` is per stream, as benchmarks report it; a step serves `batch` streams:
     MBU = measured tok/s x bytes read per step / datasheet bandwidth;
@@ -248,7 +248,7 @@ def utilisation(
 
 
 def latency_at_rate(ttft_ms: float, tok_s: float, output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> dict[str, Any]:
-    """End-to-end time of an answer from a time to first token and a decode rate (PHYSICS.md 5).
+    """End-to-end time of an answer from a time to first token and a decode rate (docs/PHYSICS.md 5).
 
     E2E = TTFT + (n_out - 1) / rate; reading it takes n_out / (5 to 10 tok/s).
     """

@@ -1,4 +1,4 @@
-"""Speed feel: the same answer streamed at several token rates (seed 002, "Ressenti des vitesses").
+"""Speed feel: the same answer streamed at several token rates (docs/PHYSICS.md, section 5).
 
 Shared by the web page (`/feel`, through `/api/feel`) and the terminal (`tokometer feel`): a tiny
 pseudo-tokenizer, the sample answers, the timing plan, and a side-by-side terminal animation.
