@@ -202,3 +202,27 @@ def field_default(name: str) -> Any:
 def request_flags() -> dict[str, str]:
     """Field name -> its command-line flag (`params_b` -> `--params`), to word errors for CLI users."""
     return {f.name: f.metadata["flag"] for f in fields(EstimateRequest) if f.metadata.get("flag")}
+
+
+def request_schema() -> list[dict[str, Any]]:
+    """The request's fields as a form builds them: name, kind, group, default, flag, choices, help.
+
+    `GET /api/schema` serves it, so a page can check or build its inputs from the one definition.
+    """
+    rows = []
+    for f in fields(EstimateRequest):
+        meta = f.metadata
+        if meta["kind"] == "object":
+            continue  # not a form input (an `Efficiency` object)
+        rows.append(
+            {
+                "name": f.name,
+                "kind": meta["kind"],
+                "group": meta["group"],
+                "default": None if f.default is MISSING else f.default,
+                "flag": meta["flag"],
+                "choices": list(meta["choices"]) if meta["choices"] else None,
+                "help": meta["help"],
+            }
+        )
+    return rows

@@ -3,16 +3,17 @@
 Routes:
     /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs
         the pages (one HTML shell; the page's state lives in its query string)
-    /api/estimate          `Estimate.to_dict()`, the JSON of `tokometer estimate --json`, levers
+    /api/estimate          `report.json.estimate_json`, the JSON of `tokometer estimate --json`, levers
                            included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
     /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
     /api/runs, /api/runs/{id}, /api/meta
+    /api/schema            the estimate form's fields, from `EstimateRequest`
 
 Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
 (`inputs.LEVER_FIELDS`) go to estimate, curve and panorama, not to roofline and utilisation. Errors are
-`{"error": message}`: 422 for a malformed body or a bad value (TokometerError messages; an unknown
-name adds "suggestions"), 404 for an unknown path or resource. The server never fetches a URL and
+`{"error": message, "field": name}`: 422 for a malformed body or a bad value (the field comes from
+`InputError.field`, never from the text; an unknown name adds "suggestions"), 404 for an unknown path or resource. The server never fetches a URL and
 never reads a file a request names; benchmark endpoints given on the command line are listed only.
 """
 
@@ -35,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.report.text import to_json
+from tokometer.usecases.request import request_schema
 from tokometer.web import compute, feel
 from tokometer.web.inputs import (
     LEVER_FIELDS,
@@ -216,6 +218,11 @@ def _meta(data: Data, request: Request) -> Any:
     return compute.meta(tuple(request.app.state.bench_urls))
 
 
+def _schema(data: Data, request: Request) -> Any:
+    """The estimate form's fields, from `EstimateRequest` (names, kinds, defaults, flags, help)."""
+    return {"fields": request_schema()}
+
+
 class SecurityHeaders:
     """Adds a strict content security policy and no-sniff/no-referrer headers to every response."""
 
@@ -261,6 +268,7 @@ def create_app(bench_urls: Sequence[str] = (), allowed_hosts: Sequence[str] | No
         *[Route(f"/{name}", page) for name in PAGES],
         Route("/favicon.ico", favicon),
         Route("/api/meta", endpoint(_meta)),
+        Route("/api/schema", endpoint(_schema)),
         Route("/api/estimate", endpoint(_estimate), methods=both),
         Route("/api/curve", endpoint(_curve), methods=both),
         Route("/api/roofline", endpoint(_roofline), methods=both),
