@@ -44,7 +44,8 @@ def counting(module_names: list[str], name: str) -> tuple[list[int], Callable[[]
 def main() -> None:
     from tokometer.report.json import estimate_dict
     from tokometer.usecases.curves import estimate_curves
-    from tokometer.usecases.estimate import EstimateRequest, estimate
+    from tokometer.usecases.estimate import estimate
+    from tokometer.usecases.request import EstimateRequest
 
     modules = [f"tokometer.costmodel.{m}" for m in ("roofline", "layout")]  # where decode_step is bound
     count, undo = counting(modules, "decode_step")

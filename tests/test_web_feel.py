@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tokometer.cli import cli
 from tokometer.errors import InputError
-from tokometer.usecases.estimate import reading_verdict_code
+from tokometer.usecases.reading import reading_verdict_code
 from tokometer.web.feel import (
     LANGUAGES,
     Lane,

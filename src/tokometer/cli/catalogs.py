@@ -110,7 +110,7 @@ def models_show(name: str, kv_dtype: str, as_json: bool) -> None:
     """
     from tokometer.catalog import quant_catalog
     from tokometer.report.models import model_report, render_model_report
-    from tokometer.usecases.estimate import resolve_model
+    from tokometer.usecases.resolve import resolve_model
 
     spec = resolve_model(name)
     weights = None if spec.exact_weight_bytes is not None else quant_catalog().find(spec.default_quant or "bf16")

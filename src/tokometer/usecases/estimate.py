@@ -1,7 +1,9 @@
-"""Use-cases shared by the CLI and the web app: resolve inputs from catalogs or bare numbers, predict.
+"""The estimate use-case: an `EstimateRequest` in, an `Estimate` (data only) out.
 
-`estimate(...)` is the one entry point: it turns names and numbers into specs, runs the pure cost
-model and returns an `Estimate`, whose `to_dict()` is the stable JSON shape of `--json` and the API.
+`estimate()` resolves names and numbers into specs (`resolve.py`), applies the product defaults
+(`policy.py`), lays the model out on its devices, runs the pure cost model and gathers the result.
+It prints nothing and serialises nothing: `report/json.py` owns the JSON shape, and the curves
+around the setup are `curves.estimate_curves`, computed when asked for.
 """
 
 from __future__ import annotations
@@ -9,10 +11,9 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
 from tokometer.costmodel.layout import (
     Layout,
@@ -46,7 +47,7 @@ from tokometer.costmodel.roofline import (
     ridge_batch,
 )
 from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
-from tokometer.errors import InputError, UnknownEntryError, require_positive
+from tokometer.errors import InputError
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import (
     Efficiency,
@@ -59,145 +60,28 @@ from tokometer.specs import (
     Workload,
 )
 from tokometer.units import BILLION, GB
+from tokometer.usecases.policy import (
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_CPU_HARDWARE,
+    DEFAULT_DRAFT_TOKENS,
+    DEFAULT_MODEL,
+    DEFAULT_QUANT,
+    QUANT_LADDER,
+    default_engine,
+    quant_runs,
+)
 from tokometer.usecases.request import EstimateRequest
+from tokometer.usecases.resolve import (
+    format_peak,
+    is_quantized,
+    resolve_hardware,
+    resolve_model,
+    resolve_quant,
+    setup_for_format,
+)
 
 if TYPE_CHECKING:
     pass
-
-DEFAULT_MODEL = "llama-3.1-8b"
-DEFAULT_HARDWARE = "rtx-4090"
-DEFAULT_QUANT = "q4-k-m"
-READING_SPEED_TOK_S = (5.0, 10.0)
-BROKEN_STREAM_TOK_S = 3.0
-DEFAULT_CPU_HARDWARE = "ddr5-dual-channel"  # dual-channel DDR5-5600 desktop, 89.6 GB/s
-DEFAULT_ACCEPTANCE = 0.7
-DEFAULT_DRAFT_TOKENS = 4
-# `tokometer fit` and the "drop a quant step" advice walk this ladder, best quality first
-QUANT_LADDER = ("bf16", "fp8", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q3-k-m", "q2-k-file")
-CURVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-CURVE_DEPTHS = (0, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-
-
-def resolve_model(name: str) -> ModelSpec:
-    """A catalog name, else a file/folder/Hub id through `tokometer.ingest` (when installed)."""
-    preset = model_catalog().find(name)
-    if preset is not None:
-        return preset.spec
-    looks_external = Path(name).exists() or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
-    if looks_external:
-        from tokometer.ingest import load_model
-
-        spec: ModelSpec = load_model(name)
-        return spec
-    raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
-
-
-def resolve_hardware(
-    name: str | None,
-    *,
-    bandwidth_gb_per_s: float | None = None,
-    memory_gb: float | None = None,
-    tflops: float | None = None,
-) -> HardwareSpec:
-    """A catalog entry (numbers given alongside override it) or a custom device from bare numbers."""
-    require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
-    require_positive("memory_gb", memory_gb)
-    require_positive("tflops", tflops)
-    if name:
-        base = hardware_catalog().get(name)
-        changes: dict[str, Any] = {}
-        if bandwidth_gb_per_s:
-            changes["memory_bandwidth_gb_per_s"] = bandwidth_gb_per_s
-        if memory_gb:
-            changes["memory_gb"] = memory_gb
-        if tflops:
-            changes["fp16_tflops"] = tflops
-        if changes:
-            changes["name"] = base.name + " (custom numbers)"
-            changes["source"] = "user-supplied numbers over " + base.source
-        return replace(base, **changes) if changes else base
-    if bandwidth_gb_per_s is None:
-        return hardware_catalog().get(DEFAULT_HARDWARE)
-    return HardwareSpec(
-        id="custom",
-        name="custom device",
-        vendor="custom",
-        kind="gpu",
-        segment="datacenter",
-        memory_gb=memory_gb or math.inf,
-        memory_bandwidth_gb_per_s=bandwidth_gb_per_s,
-        fp16_tflops=tflops,
-        launch_year=None,
-        source="user-supplied numbers",
-    )
-
-
-def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> QuantFormat | None:
-    """`--bits` wins; then `--quant`; then the model's published dtype; None means 'exact file bytes'."""
-    require_positive("bits", bits)
-    if bits is not None:
-        if bits > 64:
-            raise InputError(f"{{bits}} must be at most 64, got {bits:g}", field="bits")
-        return QuantFormat(
-            id=f"{bits:g}bit",
-            name=f"{bits:g} bits/weight",
-            bits_per_weight=bits,
-            usage="weights",
-            compute_dtype="fp8" if bits == 8 else "fp16",
-            source="user-supplied bits per weight",
-            kind="user-bits",
-        )
-    if name:
-        return quant_catalog().get(name)
-    if model.exact_weight_bytes is not None:
-        return None
-    return quant_catalog().get(model.default_quant or "bf16")
-
-
-def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec) -> bool:
-    """Whether weights go through block-dequantizing kernels (Q4_K, GPTQ, MLC q4...) rather than plain floats."""
-    if fmt is not None and fmt.kind not in ("user-bits", "file-size"):
-        return fmt.kind in ("block", "mix", "group")
-    return model.total_params > 0 and weights.total * 8.0 / model.total_params < 12.0
-
-
-def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
-    """The compute peak a weight format runs at on this hardware under this engine."""
-    return compute_peak(hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate)
-
-
-def setup_for_format(
-    spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, base: Setup, engine: EngineSpec, layout: Layout | None = None
-) -> Setup:
-    """Another model or weight format on `base`'s hardware, efficiency and KV dtype (draft, smaller quant)."""
-    return Setup(
-        spec,
-        weights,
-        base.hardware,
-        base.efficiency,
-        format_peak(base.hardware, fmt, engine),
-        base.kv_bytes_per_element,
-        is_quantized(fmt, weights, spec),
-        layout if layout is not None else Layout(),
-    )
-
-
-def quant_runs(quant: QuantFormat, hardware: HardwareSpec, engine: EngineSpec) -> bool:
-    """Whether `tokometer fit` and the quant advice offer this format: FP8 needs hardware FP8 and an
-    engine with FP8 kernels (llama.cpp has no FP8 weight type)."""
-    if quant.id == "fp8":
-        return hardware.fp8_tflops is not None and (engine.based_on or engine.id) != "llama-cpp"
-    return True
-
-
-def default_engine(hardware: HardwareSpec, quant: QuantFormat | None) -> EngineSpec:
-    engines = engine_catalog()
-    ggml = quant is None or quant.kind in ("block", "mix") or quant.ggml_type is not None
-    if hardware.vendor == "apple" or hardware.kind in ("cpu", "apu") or hardware.segment == "laptop":
-        return engines.get("llama-cpp")
-    if hardware.segment == "datacenter" and not ggml:
-        return engines.get("vllm")
-    return engines.get("llama-cpp")
 
 
 @dataclass(frozen=True)
@@ -279,32 +163,6 @@ class Estimate:
     def bits_per_weight(self) -> float:
         params = self.model.total_params
         return self.weights.total * 8.0 / params if params else float("nan")
-
-
-def reading_verdict_code(tok_s: float) -> str:
-    """docs/PHYSICS.md section 5: reading speed is about 5-10 tok/s; below about 2-3 tok/s streaming feels broken.
-
-    A stable code (broken, slow, reading, fast) that pages translate; `reading_verdict` words it.
-    """
-    if tok_s < BROKEN_STREAM_TOK_S:
-        return "broken"
-    if tok_s < READING_SPEED_TOK_S[0]:
-        return "slow"
-    if tok_s < READING_SPEED_TOK_S[1]:
-        return "reading"
-    return "fast"
-
-
-READING_VERDICTS = {
-    "broken": "too slow: below about 3 tok/s a streamed answer feels broken",
-    "slow": "slower than reading speed (5-10 tok/s): usable, but you will wait",
-    "reading": "about reading speed (5-10 tok/s)",
-    "fast": "faster than you can read",
-}
-
-
-def reading_verdict(tok_s: float) -> str:
-    return READING_VERDICTS[reading_verdict_code(tok_s)]
 
 
 def estimate(

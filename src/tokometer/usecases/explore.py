@@ -19,20 +19,16 @@ from tokometer.costmodel.utilisation import (
 from tokometer.errors import InputError, require_non_negative, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
 from tokometer.units import BILLION, GB
-from tokometer.usecases.estimate import (
+from tokometer.usecases.estimate import Estimate, cpu_offload, estimate
+from tokometer.usecases.policy import (
     DEFAULT_HARDWARE,
     DEFAULT_MODEL,
     DEFAULT_QUANT,
     QUANT_LADDER,
-    Estimate,
-    cpu_offload,
     default_engine,
-    estimate,
-    format_peak,
     quant_runs,
-    resolve_hardware,
-    resolve_model,
 )
+from tokometer.usecases.resolve import format_peak, resolve_hardware, resolve_model
 
 if TYPE_CHECKING:
     from tokometer.costmodel.vector import GridStep

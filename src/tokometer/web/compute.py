@@ -25,17 +25,15 @@ from tokometer.errors import InputError, TokometerError, require_non_negative, r
 from tokometer.report.json import estimate_json, estimate_sections
 from tokometer.units import GB, TFLOP
 from tokometer.usecases.curves import batch_points, prefill_bytes_moved
-from tokometer.usecases.estimate import (
+from tokometer.usecases.estimate import estimate
+from tokometer.usecases.explore import placement
+from tokometer.usecases.policy import DEFAULT_HARDWARE, DEFAULT_MODEL, DEFAULT_QUANT
+from tokometer.usecases.reading import (
     BROKEN_STREAM_TOK_S,
-    DEFAULT_HARDWARE,
-    DEFAULT_MODEL,
-    DEFAULT_QUANT,
     READING_SPEED_TOK_S,
-    estimate,
     reading_verdict,
     reading_verdict_code,
 )
-from tokometer.usecases.explore import placement
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_OUTPUT_TOKENS = 256  # as `tokometer estimate --output`

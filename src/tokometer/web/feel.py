@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tokometer.errors import InputError
-from tokometer.usecases.estimate import (
+from tokometer.usecases.reading import (
     BROKEN_STREAM_TOK_S,
     READING_SPEED_TOK_S,
     reading_verdict,
