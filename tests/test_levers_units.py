@@ -196,7 +196,7 @@ def test_estimate_figures_are_valid_images(tmp_path: Path, options: dict) -> Non
 def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
     from tokometer.cli import main
     from tokometer.report.plots import plot_sweep
-    from tokometer.usecases.explore import sweep
+    from tokometer.usecases.sweep import sweep
 
     by_context = sweep(["llama-3.1-8b", "qwen3-30b-a3b"], ["rtx-4090"], ["q4_k_m"], [0, 4096, 32768], [1])
     _is_png(plot_sweep(by_context, tmp_path / "context.png"))

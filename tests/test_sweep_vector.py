@@ -18,7 +18,7 @@ from tokometer.costmodel.vector import ModelArrays, decode_grid
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import Efficiency, ModelSpec
 from tokometer.usecases.estimate import estimate
-from tokometer.usecases.explore import sweep
+from tokometer.usecases.sweep import sweep
 
 FIELDS = ("weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_time_s", "compute_time_s",
           "overhead_time_s", "time_s", "ceiling_time_s")

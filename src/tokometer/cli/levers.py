@@ -48,7 +48,7 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
     from tokometer.report.estimate import render_utilization
     from tokometer.report.json import utilization_dict
     from tokometer.report.text import to_json
-    from tokometer.usecases.explore import utilization as run_utilization
+    from tokometer.usecases.utilization import utilization as run_utilization
 
     report = run_utilization(model, **options)
     click.echo(to_json(utilization_dict(report)) if as_json else render_utilization(report))
@@ -75,7 +75,7 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     """
     from tokometer.report.estimate import render_fit
     from tokometer.report.text import to_json
-    from tokometer.usecases.explore import fit as run_fit
+    from tokometer.usecases.fit import fit as run_fit
 
     hw = options.pop("hw")
     report = run_fit(hw, models=_split(models) or None, quants=_split(quants) or None, **options)
@@ -118,7 +118,7 @@ def sweep(
     """
     from tokometer.report.estimate import render_sweep_csv, render_sweep_table
     from tokometer.report.text import to_json
-    from tokometer.usecases.explore import sweep as run_sweep
+    from tokometer.usecases.sweep import sweep as run_sweep
 
     result = run_sweep(
         _split(models) or None,

@@ -13,7 +13,9 @@ from tokometer.report.json import estimate_json, explanation, utilization_dict
 from tokometer.report.text import num, table
 from tokometer.units import GB
 from tokometer.usecases.estimate import Estimate
-from tokometer.usecases.explore import FitReport, SweepResult, UtilizationReport
+from tokometer.usecases.fit import FitReport
+from tokometer.usecases.sweep import SweepResult
+from tokometer.usecases.utilization import UtilizationReport
 
 
 def _tok(value: float | None) -> str:

@@ -24,8 +24,8 @@ from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
 from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
 from tokometer.usecases.estimate import Estimate
-from tokometer.usecases.explore import UtilizationReport
 from tokometer.usecases.reading import reading_verdict
+from tokometer.usecases.utilization import UtilizationReport
 
 
 def estimate_json(e: Estimate) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from tokometer.usecases.curves import batch_points, context_points, offload_poin
 
 if TYPE_CHECKING:
     from tokometer.usecases.estimate import Estimate
-    from tokometer.usecases.explore import SweepResult
+    from tokometer.usecases.sweep import SweepResult
 
 FORMATS = (".png", ".svg", ".pdf")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
@@ -79,9 +79,6 @@ from tokometer.usecases.resolve import (
     resolve_quant,
     setup_for_format,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from tokometer.report.json import estimate_json, estimate_sections
 from tokometer.units import GB, TFLOP
 from tokometer.usecases.curves import batch_points, prefill_bytes_moved
 from tokometer.usecases.estimate import estimate
-from tokometer.usecases.explore import placement
 from tokometer.usecases.policy import DEFAULT_HARDWARE, DEFAULT_MODEL, DEFAULT_QUANT
 from tokometer.usecases.reading import (
     BROKEN_STREAM_TOK_S,
@@ -34,6 +33,7 @@ from tokometer.usecases.reading import (
     reading_verdict,
     reading_verdict_code,
 )
+from tokometer.usecases.utilization import placement
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_OUTPUT_TOKENS = 256  # as `tokometer estimate --output`
