@@ -9,7 +9,7 @@ import csv
 import io
 from typing import Any
 
-from tokometer.report.json import estimate_json, explanation, utilization_dict
+from tokometer.report.json import estimate_json, estimate_warnings, explanation, utilization_dict
 from tokometer.report.text import num, table
 from tokometer.units import GB
 from tokometer.usecases.estimate import Estimate
@@ -86,7 +86,7 @@ def render_estimate(e: Estimate) -> str:
     lines.append(f"feel: {d['latency']['verdict']}")
     lines.append("")
     lines += [f"why: {line}" for line in explanation(e)]
-    lines += [f"note: {w}" for w in e.warnings]
+    lines += [f"note: {w}" for w in estimate_warnings(e)]
     return "\n".join(lines)
 
 

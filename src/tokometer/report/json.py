@@ -23,7 +23,7 @@ from tokometer.costmodel.layout import (
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
 from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
-from tokometer.usecases.estimate import Estimate
+from tokometer.usecases.estimate import Estimate, QuantAdvice
 from tokometer.usecases.reading import reading_verdict
 from tokometer.usecases.utilization import UtilizationReport
 
@@ -31,6 +31,29 @@ from tokometer.usecases.utilization import UtilizationReport
 def estimate_json(e: Estimate) -> dict[str, Any]:
     """`estimate_dict` with the default curves: what `--json` prints."""
     return estimate_dict(e, estimate_curves(e))
+
+
+def advice_text(a: QuantAdvice) -> str:
+    """The quant advice in words."""
+    if a.kind == "no-offload-needed":
+        return (
+            f"no need to offload: the model fits in {a.hardware_name} entirely; all {a.n_layers} layers on the "
+            f"GPU decode at about {a.advised_tok_s:.3g} tok/s, against {a.current_tok_s:.3g} tok/s with {a.gpu_layers}"
+        )
+    now = (
+        f"{a.current_tok_s:.3g} tok/s with {a.gpu_layers}/{a.n_layers} layers on the GPU"
+        if a.gpu_layers is not None
+        else "the current quant, which does not fit"
+    )
+    return (
+        f"drop a quant step rather than offload: {a.quant_name} ({a.weights_gb:.1f} GB) fits in "
+        f"{a.hardware_name} entirely and decodes at about {a.advised_tok_s:.3g} tok/s, against {now}"
+    )
+
+
+def estimate_warnings(e: Estimate) -> list[str]:
+    """The estimate's warnings, then its advice (when it has one) in words."""
+    return [*e.warnings, *([advice_text(e.advice)] if e.advice else [])]
 
 
 def explanation(e: Estimate) -> list[str]:
@@ -210,7 +233,7 @@ def estimate_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
         "batching": _batching_dict(e, curves),
         "context": _context_dict(e, curves),
         "explanation": explanation(e),
-        "warnings": list(e.warnings),
+        "warnings": estimate_warnings(e),
     }
 
 def _speculative_dict(e: Estimate) -> dict[str, Any]:
@@ -315,7 +338,7 @@ def _offload_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
         "cpu_memory_gb": plan.cpu_memory_gb,
         "cpu_available_gb": plan.cpu_available_gb,
         "fits_cpu": plan.fits_cpu,
-        "advice": plan.advice,
+        "advice": advice_text(plan.advice) if plan.advice else None,
         "curve": [p.to_dict() for p in curves.offload],
     }
 

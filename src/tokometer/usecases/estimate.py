@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
@@ -93,6 +93,25 @@ class Draft:
 
 
 @dataclass(frozen=True)
+class QuantAdvice:
+    """What to do instead of offloading or overflowing memory; `report/json.py` words it.
+
+    `no-offload-needed`: the model fits whole, all layers on the GPU run at `advised_tok_s`.
+    `drop-quant`: `quant_name` (`weights_gb`) fits whole and decodes at `advised_tok_s`.
+    `current_tok_s` is this setup's speed; `gpu_layers` its layers on the GPU when offloading.
+    """
+
+    kind: Literal["no-offload-needed", "drop-quant"]
+    hardware_name: str
+    n_layers: int
+    gpu_layers: int | None
+    advised_tok_s: float
+    current_tok_s: float
+    quant_name: str | None = None
+    weights_gb: float | None = None
+
+
+@dataclass(frozen=True)
 class OffloadPlan:
     """Where the layers of a partially offloaded model sit, and what each side needs."""
 
@@ -105,7 +124,7 @@ class OffloadPlan:
     cpu_available_gb: float
     gpu_only_tok_s: float
     cpu_only_tok_s: float
-    advice: str | None
+    advice: QuantAdvice | None
 
     @property
     def cpu_memory_gb(self) -> float:
@@ -146,6 +165,7 @@ class Estimate:
     draft: Draft | None = None
     offload: OffloadPlan | None = None
     kv_model: ModelSpec | None = None  # whose KV cache the (GPU) memory holds: draft, TP copies, GPU layers
+    advice: QuantAdvice | None = None  # only when offloaded or over memory, and `advise` was on
 
     @functools.cached_property
     def layout_setup(self) -> Setup:
@@ -327,8 +347,6 @@ def estimate(
             f"does not fit: needs {plan.total_gb:.1f} GB, {where} offers {plan.available_gb:.1f} GB "
             f"to {eng.name}; the speed shown assumes it did"
         )
-    if advice is not None and (offload_plan is not None or not plan.fits):
-        warnings.append(advice)
     return Estimate(
         model=spec,
         hardware=hardware,
@@ -356,6 +374,7 @@ def estimate(
         draft=draft_info,
         offload=offload_plan,
         kv_model=kv_model,
+        advice=advice if offload_plan is not None or not plan.fits else None,
     )
 
 
@@ -496,9 +515,10 @@ def _quant_advice(
     depth: float,
     fits: bool,
     tok_s: float,
-) -> str | None:
-    """'Drop a quant step rather than offload' (docs/PHYSICS.md, section 7), when a smaller quant of the same model fits
-    entirely on the device and decodes faster than this setup."""
+) -> QuantAdvice | None:
+    """'Drop a quant step rather than offload' (docs/PHYSICS.md, section 7), when a smaller quant of the
+    same model fits entirely on the device and decodes faster than this setup; or 'no need to offload'
+    when the model fits as it is."""
     off = setup.layout.offload
     offloading = off is not None and off.gpu_layers < spec.n_layers
     hardware = setup.hardware
@@ -516,12 +536,10 @@ def _quant_advice(
             kv_bytes_per_element=setup.kv_bytes_per_element,
         ).fits
 
-    if offloading and off is not None and fits_whole(setup.weights):
+    gpu_layers = off.gpu_layers if offloading and off is not None else None
+    if gpu_layers is not None and fits_whole(setup.weights):
         whole = 1.0 / setup.with_gpu_layers(spec.n_layers).step(batch, depth).time_s
-        return (
-            f"no need to offload: the model fits in {hardware.name} entirely; all {spec.n_layers} layers on the "
-            f"GPU decode at about {whole:.3g} tok/s, against {tok_s:.3g} tok/s with {off.gpu_layers}"
-        )
+        return QuantAdvice("no-offload-needed", hardware.name, spec.n_layers, gpu_layers, whole, tok_s)
     bits = setup.weights.total * 8.0 / spec.total_params if spec.total_params else math.inf
     for quant_id in QUANT_LADDER:
         candidate = quant_catalog().get(quant_id)
@@ -534,13 +552,7 @@ def _quant_advice(
         speed = 1.0 / smaller.step(batch, depth).time_s
         if speed <= tok_s:
             return None
-        now = (
-            f"{tok_s:.3g} tok/s with {off.gpu_layers}/{spec.n_layers} layers on the GPU"
-            if offloading and off is not None
-            else "the current quant, which does not fit"
-        )
-        return (
-            f"drop a quant step rather than offload: {candidate.name} ({weights.total / GB:.1f} GB) fits in "
-            f"{hardware.name} entirely and decodes at about {speed:.3g} tok/s, against {now}"
+        return QuantAdvice(
+            "drop-quant", hardware.name, spec.n_layers, gpu_layers, speed, tok_s, candidate.name, weights.total / GB
         )
     return None
