@@ -81,7 +81,10 @@ def test_a_model_that_almost_fits_shows_the_tell_tale_speed_and_the_advice() -> 
     part = estimate("qwen2.5-32b", "rtx-4090", quant="q5_k_m", gpu_layers=0.8)
     assert 3 <= part.estimate_tok_s <= 10
     assert part.offload is not None and part.offload.advice is not None
-    assert "Q4_K_M" in part.offload.advice
+    advice = part.offload.advice
+    assert advice.kind == "drop-quant" and advice.quant_name is not None and "Q4_K_M" in advice.quant_name
+    assert advice.advised_tok_s > 2 * advice.current_tok_s
+    assert "Q4_K_M" in estimate_json(part)["offload"]["advice"]
     q4 = estimate("qwen2.5-32b", "rtx-4090", quant="q4_k_m")
     assert q4.memory.fits and q4.estimate_tok_s > 2 * part.estimate_tok_s
 
