@@ -242,7 +242,7 @@ def _parallelism(case: Case, engine_id: str | None) -> dict[str, int]:
 
 
 def estimate_kwargs(case: Case) -> dict[str, Any]:
-    """Turn a row into `api.estimate` arguments (model, weights, engine, workload)."""
+    """A row's setup as `EstimateRequest` fields (model, weights, engine, backend, parallelism)."""
     from tokometer.catalog import model_catalog, quant_catalog
 
     kwargs: dict[str, Any] = {}
@@ -301,7 +301,7 @@ def generated_tokens(case: Case) -> int:
 
 
 def workload_kwargs(case: Case) -> dict[str, int]:
-    """What the row measured, as `api.estimate` workload arguments.
+    """What the row measured, as `EstimateRequest` workload fields.
 
     Decode (tg) averages a generation of N tokens after the prompt: its mean depth is prompt + N/2.
     Prompt processing (pp) is one prompt; aggregates keep their batch.
