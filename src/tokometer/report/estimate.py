@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokometer.report.json import estimate_json, estimate_warnings, explanation, utilization_dict
 from tokometer.report.text import num, table
 from tokometer.units import GB
-from tokometer.usecases.estimate import Estimate
-from tokometer.usecases.fit import FitReport
-from tokometer.usecases.sweep import SweepResult
-from tokometer.usecases.utilization import UtilizationReport
+
+if TYPE_CHECKING:  # annotations only: `tokometer estimate` need not load fit, sweep or utilization
+    from tokometer.usecases.estimate import Estimate
+    from tokometer.usecases.fit import FitReport
+    from tokometer.usecases.sweep import SweepResult
+    from tokometer.usecases.utilization import UtilizationReport
 
 
 def _tok(value: float | None) -> str:

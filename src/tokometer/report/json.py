@@ -8,7 +8,7 @@ are computed before, so serialising never runs the model.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokometer.costmodel.curves import experts_touched
 from tokometer.costmodel.layout import (
@@ -25,7 +25,9 @@ from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
 from tokometer.usecases.estimate import Estimate, QuantAdvice
 from tokometer.usecases.reading import reading_verdict
-from tokometer.usecases.utilization import UtilizationReport
+
+if TYPE_CHECKING:
+    from tokometer.usecases.utilization import UtilizationReport
 
 
 def estimate_json(e: Estimate) -> dict[str, Any]:
