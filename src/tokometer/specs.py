@@ -302,10 +302,6 @@ class Workload(_Plain):
     batch: int = 1
     sessions_context_tokens: int | None = None  # context per session for the memory verdict
 
-    @property
-    def decode_depth_tokens(self) -> int:
-        return self.prompt_tokens if self.context_tokens is None else self.context_tokens
-
 
 @dataclass(frozen=True, slots=True)
 class Interval(_Plain):

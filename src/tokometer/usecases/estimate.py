@@ -261,7 +261,7 @@ def estimate(
     quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)
-    depth = float(prompt_tokens if context_tokens is None else context_tokens)
+    depth = req.depth_tokens
     workload = Workload(
         prompt_tokens=int(prompt_tokens),
         output_tokens=int(output_tokens),

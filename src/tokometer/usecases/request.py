@@ -1,7 +1,7 @@
 """`EstimateRequest`: the one definition of what a prediction takes, with defaults and checks.
 
 Every input of `estimate()` is a field here, and its metadata says how the entry points show it:
-the CLI builds its options from `cli_flag`/`group`/`help` (`cli/options.py`), the web form takes the
+the CLI builds its options from `flag`/`group`/`help` (`cli/options.py`), the web form takes the
 field names and their `kind` (`web/inputs.py`), and validation maps a measured row onto the same
 fields. Checks that need no catalog run in `__post_init__`; they raise `InputError` on the field.
 """
@@ -180,8 +180,9 @@ class EstimateRequest:
 def mean_decode_depth(prompt_tokens: float, output_tokens: float) -> float:
     """Mean KV depth over a generation of N tokens after a prompt of P: `P + N / 2` tokens.
 
-    Decode speed falls linearly in depth, so the average step sits at the middle of the generation
-    (docs/PHYSICS.md, section 5). The one rule for TPOT, validation rows and bench grading.
+    A step's time grows linearly with the depth it reads, so the mean step is the one halfway through
+    the generation (docs/PHYSICS.md, section 5). The one rule for TPOT, validation rows and the bench's
+    predictions.
     """
     return float(prompt_tokens) + output_tokens / 2.0
 
@@ -189,14 +190,6 @@ def mean_decode_depth(prompt_tokens: float, output_tokens: float) -> float:
 def request_fields() -> tuple[Any, ...]:
     """The dataclass fields of `EstimateRequest`, in order, each with its presentation metadata."""
     return fields(EstimateRequest)
-
-
-def field_default(name: str) -> Any:
-    """The default of one request field (what the CLI shows and the web form starts from)."""
-    for f in fields(EstimateRequest):
-        if f.name == name:
-            return None if f.default is MISSING else f.default
-    raise KeyError(name)
 
 
 def request_flags() -> dict[str, str]:
