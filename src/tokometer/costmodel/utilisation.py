@@ -37,6 +37,16 @@ class Utilisation(_Plain):
     prefill_estimate_fraction: float | None = None
 
 
+def mbu(bytes_per_s: float, bandwidth_gb_per_s: float) -> float:
+    """Memory-bandwidth utilisation: bytes moved per second over the datasheet bandwidth (GB/s, decimal)."""
+    return bytes_per_s / (bandwidth_gb_per_s * GB)
+
+
+def mfu(flops_per_s: float, peak_tflops: float | None) -> float | None:
+    """Model FLOPs utilisation: FLOP/s over the datasheet peak (TFLOP/s); None without a peak."""
+    return flops_per_s / (peak_tflops * TFLOP) if peak_tflops else None
+
+
 Placement = Literal["above-ceiling", "above-band", "in-band", "below-band", "far-below"]
 FAR_BELOW_FRACTION = 0.5  # below half the estimate, something is wrong rather than slow
 NEAR_CPU_FACTOR = 2.0  # within twice the all-on-CPU speed, the layers are probably not on the GPU
@@ -102,8 +112,8 @@ def utilisation(
     """
     steps_per_s = measured_decode_tok_s
     achieved = step.bytes * steps_per_s
-    mbu = achieved / (datasheet_bandwidth_gb_per_s * GB)
-    mfu = step.flops * steps_per_s / (peak_tflops * TFLOP) if peak_tflops else None
+    memory_use = mbu(achieved, datasheet_bandwidth_gb_per_s)
+    compute_use = mfu(step.flops * steps_per_s, peak_tflops)
     ceiling_fraction = measured_decode_tok_s / ceiling_tok_s
     estimate_fraction = measured_decode_tok_s / estimate_tok_s
     findings: list[str] = []
@@ -137,14 +147,14 @@ def utilisation(
             f"the measurement is near CPU-only speed for this model ({cpu_only_tok_s:.3g} tok/s with every layer in "
             "system RAM): check that the layers are on the GPU"
         )
-    if mbu > 1.0:
-        findings.append(f"memory-bandwidth utilisation {mbu:.0%} exceeds 100 %: the bytes per token are over-counted")
+    if memory_use > 1.0:
+        findings.append(f"memory-bandwidth utilisation {memory_use:.0%} exceeds 100 %: the bytes per token are over-counted")
 
     prefill_mfu = prefill_ceiling = prefill_ceiling_fraction = prefill_estimate_fraction = None
     if measured_prefill_tok_s is not None and prefill is not None:
         flops_per_token = prefill.flops / prefill.prompt_tokens
         if peak_tflops:
-            prefill_mfu = flops_per_token * measured_prefill_tok_s / (peak_tflops * TFLOP)
+            prefill_mfu = mfu(flops_per_token * measured_prefill_tok_s, peak_tflops)
             prefill_ceiling = peak_tflops * TFLOP / flops_per_token
             prefill_ceiling_fraction = measured_prefill_tok_s / prefill_ceiling
         prefill_estimate_fraction = measured_prefill_tok_s / prefill.tok_s
@@ -164,9 +174,9 @@ def utilisation(
         flops_per_step=step.flops,
         datasheet_bandwidth_gb_per_s=datasheet_bandwidth_gb_per_s,
         achieved_bandwidth_gb_per_s=achieved / GB,
-        mbu=mbu,
+        mbu=memory_use,
         peak_tflops=peak_tflops,
-        mfu=mfu,
+        mfu=compute_use,
         ceiling_tok_s=ceiling_tok_s,
         estimate_tok_s=estimate_tok_s,
         ceiling_fraction=ceiling_fraction,

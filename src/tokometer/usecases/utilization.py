@@ -9,9 +9,11 @@ from typing import Any
 
 from tokometer.costmodel.layout import Layout
 from tokometer.costmodel.utilisation import Utilisation, utilisation
-from tokometer.costmodel.utilisation import (
-    placement as placement,  # the web places a measurement with it
-)
+
+# the web's MBU, MFU and placement go through here: the same rules as `utilization`
+from tokometer.costmodel.utilisation import mbu as mbu
+from tokometer.costmodel.utilisation import mfu as mfu
+from tokometer.costmodel.utilisation import placement as placement
 from tokometer.errors import InputError, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec
 from tokometer.usecases.estimate import Estimate, cpu_offload, estimate

@@ -33,7 +33,7 @@ from tokometer.usecases.reading import (
     reading_verdict,
     reading_verdict_code,
 )
-from tokometer.usecases.utilization import placement
+from tokometer.usecases.utilization import mbu, mfu, placement
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_OUTPUT_TOKENS = 256  # as `tokometer estimate --output`
@@ -201,11 +201,11 @@ def utilisation(
     dec, hw, pre = d["decode"], d["hardware"], d["prefill"]
     peak_flops = hw["peak_tflops"] * TFLOP if hw["peak_tflops"] else None
     flops_per_step = dec["flops_per_token"] * dec["batch"]
-    mbu = measured_decode_tok_s * dec["bytes_per_step"] / (hw["memory_bandwidth_gb_per_s"] * GB)
-    decode_mfu = measured_decode_tok_s * flops_per_step / peak_flops if peak_flops else None
+    memory_use = mbu(measured_decode_tok_s * dec["bytes_per_step"], hw["memory_bandwidth_gb_per_s"])
+    decode_mfu = mfu(measured_decode_tok_s * flops_per_step, hw["peak_tflops"])
     prefill_mfu = None
     if measured_prefill_tok_s is not None and peak_flops and pre["flops"]:
-        prefill_mfu = measured_prefill_tok_s * (pre["flops"] / pre["prompt_tokens"]) / peak_flops
+        prefill_mfu = mfu(measured_prefill_tok_s * (pre["flops"] / pre["prompt_tokens"]), hw["peak_tflops"])
     band = dec["interval_tok_s"]
     notes = []
     code = placement(
@@ -233,7 +233,7 @@ def utilisation(
         "utilisation": {
             "measured_decode_tok_s": measured_decode_tok_s,
             "measured_prefill_tok_s": measured_prefill_tok_s,
-            "mbu": mbu,
+            "mbu": memory_use,
             "decode_mfu": decode_mfu,
             "prefill_mfu": prefill_mfu,
             "measured_over_ceiling": measured_decode_tok_s / dec["ceiling_tok_s"],
