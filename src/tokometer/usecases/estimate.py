@@ -207,52 +207,18 @@ def estimate(
         req = replace(request, **fields) if fields else request
     else:
         req = EstimateRequest(**fields)
-    model, hw, quant, bits, weights_gb = req.model, req.hw, req.quant, req.bits, req.weights_gb
-    prompt_tokens, output_tokens, context_tokens = req.prompt_tokens, req.output_tokens, req.context_tokens
-    batch, sessions, efficiency, engine, backend, kv_dtype = (
-        req.batch, req.sessions, req.efficiency, req.engine, req.backend, req.kv_dtype
-    )
-    draft, draft_quant, acceptance, draft_tokens = req.draft, req.draft_quant, req.acceptance, req.draft_tokens
-    params_b, active_params_b, n_layers = req.params_b, req.active_params_b, req.n_layers
-
     warnings: list[str] = []
-    if isinstance(model, ModelSpec):
-        spec = model
-    elif params_b is not None:
-        spec = bare_spec(
-            params_b * BILLION,
-            active_params=active_params_b * BILLION if active_params_b else None,
-            n_layers=n_layers,
-        )
-    else:
-        spec = resolve_model(model or DEFAULT_MODEL)
-        if model is None and quant is None and bits is None and weights_gb is None:
-            quant = DEFAULT_QUANT
+    spec, fmt, weights = _model_and_weights(req)
+    hw = req.hw
     if isinstance(hw, HardwareSpec):
         hardware = hw
     else:
         hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+    prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
 
-    if weights_gb is not None and bits is None and quant is None:
-        fmt: QuantFormat | None = QuantFormat(
-            id="file-size",
-            name=f"{weights_gb:g} GB of weights",
-            bits_per_weight=weights_gb * GB * 8.0 / spec.total_params,
-            usage="weights",
-            compute_dtype="fp16",
-            source="user-supplied weights size",
-            kind="file-size",
-        )
-    else:
-        fmt = resolve_quant(quant, bits, spec)
-    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None)
-    if weights_gb is not None and fmt is not None and fmt.kind != "file-size":
-        weights = weights.scaled(weights_gb * GB / weights.total)
-        fmt = replace(fmt, name=fmt.name + f", {weights_gb:g} GB file")
-
-    eng = engine_catalog().get(engine) if engine else default_engine(hardware, fmt)
-    eff = efficiency or efficiency_for(eng, hardware, backend)
-    kv_fmt = quant_catalog().get(kv_dtype or eng.default_kv_dtype)
+    eng = engine_catalog().get(req.engine) if req.engine else default_engine(hardware, fmt)
+    eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
+    kv_fmt = quant_catalog().get(req.kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
         raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)", field="kv_dtype")
     kv_el = kv_fmt.bytes_per_weight
@@ -265,7 +231,7 @@ def estimate(
     workload = Workload(
         prompt_tokens=int(prompt_tokens),
         output_tokens=int(output_tokens),
-        context_tokens=context_tokens,
+        context_tokens=req.context_tokens,
         batch=int(batch),
         sessions_context_tokens=None,
     )
@@ -279,11 +245,7 @@ def estimate(
     step = lever_step.step
     ceiling_tok_s = 1.0 / step.ceiling_time_s
     estimate_tok_s = 1.0 / step.time_s
-    spread = eff.residual_log_sd
-    if layout.tp * layout.pp > 1:
-        spread = max(spread, multi_device_log_sd() or spread)
-    band = interval(estimate_tok_s, spread)
-    band = Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
+    band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
 
     pre = layout_prefill(setup, prefill(spec, weights, hardware, eff, int(prompt_tokens), peak, quantized=quantized))
     tpot_step = setup.step(int(batch), req.mean_decode_depth_tokens).step
@@ -292,21 +254,21 @@ def estimate(
     e2e = ttft + (output_tokens - 1) * tpot_step.time_s if ttft is not None else None
 
     draft_info = None
-    if draft is not None:
+    if req.draft is not None:
         draft_info = _draft(
-            spec, draft, draft_quant, fmt, setup, eng,
-            acceptance=DEFAULT_ACCEPTANCE if acceptance is None else acceptance,
-            draft_tokens=DEFAULT_DRAFT_TOKENS if draft_tokens is None else draft_tokens,
+            spec, req.draft, req.draft_quant, fmt, setup, eng,
+            acceptance=DEFAULT_ACCEPTANCE if req.acceptance is None else req.acceptance,
+            draft_tokens=DEFAULT_DRAFT_TOKENS if req.draft_tokens is None else req.draft_tokens,
             batch=int(batch), depth=depth,
         )
-        if acceptance is None:
+        if req.acceptance is None:
             warnings.append(
                 f"acceptance {DEFAULT_ACCEPTANCE:g} assumed for speculative decoding; it depends on the text "
                 "(code, JSON, low temperature: higher) - measure yours and pass --acceptance"
             )
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
-    n_sessions = int(sessions or batch)
+    n_sessions = int(req.sessions or batch)
     off = layout.offload if layout.offload and layout.offload.gpu_layers < spec.n_layers else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
     resident = weights
@@ -376,6 +338,53 @@ def estimate(
         kv_model=kv_model,
         advice=advice if offload_plan is not None or not plan.fits else None,
     )
+
+
+def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
+    """The model (a spec, bare numbers or a name), its weight format and the bytes of each weight class.
+
+    `weights_gb` alone makes a format from the file size; with a format it rescales that format's bytes.
+    A bare `estimate()` is the default model at the default quant.
+    """
+    model, quant, bits, weights_gb = req.model, req.quant, req.bits, req.weights_gb
+    if isinstance(model, ModelSpec):
+        spec = model
+    elif req.params_b is not None:
+        spec = bare_spec(
+            req.params_b * BILLION,
+            active_params=req.active_params_b * BILLION if req.active_params_b else None,
+            n_layers=req.n_layers,
+        )
+    else:
+        spec = resolve_model(model or DEFAULT_MODEL)
+        if model is None and quant is None and bits is None and weights_gb is None:
+            quant = DEFAULT_QUANT
+    if weights_gb is not None and bits is None and quant is None:
+        fmt: QuantFormat | None = QuantFormat(
+            id="file-size",
+            name=f"{weights_gb:g} GB of weights",
+            bits_per_weight=weights_gb * GB * 8.0 / spec.total_params,
+            usage="weights",
+            compute_dtype="fp16",
+            source="user-supplied weights size",
+            kind="file-size",
+        )
+    else:
+        fmt = resolve_quant(quant, bits, spec)
+    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None)
+    if weights_gb is not None and fmt is not None and fmt.kind != "file-size":
+        weights = weights.scaled(weights_gb * GB / weights.total)
+        fmt = replace(fmt, name=fmt.name + f", {weights_gb:g} GB file")
+    return spec, fmt, weights
+
+
+def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, layout: Layout) -> Interval:
+    """The estimate's 80 % band from the fit's spread (wider over several devices), capped at the ceiling."""
+    spread = efficiency.residual_log_sd
+    if layout.devices > 1:
+        spread = max(spread, multi_device_log_sd() or spread)
+    band = interval(estimate_tok_s, spread)
+    return Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
 
 
 def _layout(
