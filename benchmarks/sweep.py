@@ -1,7 +1,7 @@
 """Throughput of `tokometer sweep`: setups predicted per second by the vector decode step.
 
 The grid is every catalog model x every catalog device x the fit ladder's quants x 8 context depths
-x 9 batch sizes (about 3.5 million setups), computed by `tokometer.explore.sweep` exactly as the CLI
+x 9 batch sizes (about 3.5 million setups), computed by `tokometer.usecases.sweep.sweep` exactly as the CLI
 does, memory verdict included. Catalogs are loaded once before timing (the CLI pays that once too).
 Target: at least 1,000,000 setups per second. Prints the medians and, as its last line,
 `configs_per_s=<number>`.
@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument("--min-configs", type=int, default=1_000_000)
     args = parser.parse_args()
 
-    from tokometer.explore import sweep
+    from tokometer.usecases.sweep import sweep
 
     def run() -> int:
         result = sweep(["all"], ["all"], ["all"], CONTEXTS, BATCHES)

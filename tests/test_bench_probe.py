@@ -64,7 +64,7 @@ def test_profile_entry_is_schema_valid_and_sourced() -> None:
 
 def test_save_makes_hw_local_predict_for_this_machine() -> None:
     home = tokometer_home()
-    from tokometer.api import estimate
+    from tokometer.usecases.estimate import estimate
 
     user = home / "hardware.toml"
     user.write_text('# my devices\n[my-box]\nname = "My box"\nvendor = "generic"\nkind = "cpu"\nsegment = "desktop"\nmemory_gb = 64.0\nmemory_bandwidth_gb_per_s = 80.0\nlaunch_year = 2024\nsource = "me"\n')

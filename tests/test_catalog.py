@@ -157,8 +157,8 @@ def test_hardware_show_resolves_a_calibration_style_id() -> None:
 
 @pytest.mark.parametrize("hw", list(hardware_catalog()), ids=lambda h: h.id)
 def test_every_device_predicts_prefill(hw: HardwareSpec) -> None:
-    from tokometer.api import estimate
-    from tokometer.costmodel.predict import compute_peak
+    from tokometer.costmodel.roofline import compute_peak
+    from tokometer.usecases.estimate import estimate
 
     peak = compute_peak(hw, "fp16")
     assert peak.tflops and peak.tflops > 0, hw.id
@@ -185,7 +185,7 @@ def test_geforce_peaks_keep_the_fp32_accumulate_rate_at_half_the_fp16_accumulate
 
 
 def test_a_derived_peak_says_so_in_the_estimate() -> None:
-    from tokometer.api import estimate
+    from tokometer.usecases.estimate import estimate
 
     derived = estimate("llama-3.1-8b", "m4-max-40c", quant="q4_k_m")
     assert any("derived" in w for w in derived.warnings)

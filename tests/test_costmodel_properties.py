@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokometer.api import estimate
 from tokometer.catalog import model_catalog
 from tokometer.costmodel.memory import kv_cache_bytes
+from tokometer.usecases.estimate import estimate
 
 MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "deepseek-v3", "gpt-oss-20b", "mistral-7b-v0.1"]
 QUANTS = ["fp16", "q8_0", "q4_k_m", "q4_0", "fp8"]

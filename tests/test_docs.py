@@ -36,3 +36,22 @@ def test_cli_reference_usage_lines_name_each_command_once() -> None:
     usages = [line for line in text.splitlines() if line.startswith("Usage: ")]
     assert "Usage: tokometer hardware list [OPTIONS]" in usages
     assert len(usages) > 15 and not [u for u in usages if u.count("tokometer") != 1]
+
+
+def test_docstrings_cite_sections_of_our_own_physics_page() -> None:
+    """Every `docs/PHYSICS.md` citation in the code names a section the page has; none cites a document
+    outside the repository (a bare PHYSICS.md, the seeds)."""
+    import re
+
+    page = (ROOT / "docs" / "PHYSICS.md").read_text(encoding="utf-8")
+    sections = {int(n) for n in re.findall(r"^## (\d+)\.", page, re.M)}
+    cited = 0
+    for path in (ROOT / "src" / "tokometer").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(?<!docs/)PHYSICS\.md", text), f"{path.name} cites a PHYSICS.md outside docs/"
+        assert not re.search(r"\bseed 0\d\d", text), f"{path.name} cites a seed document"
+        for first, last in re.findall(r"docs/PHYSICS\.md,? (?:sections? )?(\d+)(?:-(\d+))?", text):
+            for n in range(int(first), int(last or first) + 1):
+                assert n in sections, f"{path.name} cites docs/PHYSICS.md section {n}, which does not exist"
+                cited += 1
+    assert cited >= 20

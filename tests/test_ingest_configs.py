@@ -11,8 +11,7 @@ import pytest
 from helpers import run_cli
 from ingest_helpers import FIXTURES, fixture_config
 from tokometer.catalog import quant_catalog
-from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes_read
-from tokometer.costmodel.predict import kv_bytes_per_token
+from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes, weight_bytes_read
 from tokometer.errors import IngestError
 from tokometer.ingest import load_model
 from tokometer.ingest.hf_config import default_quant, prepare_config

@@ -9,14 +9,13 @@ from typing import Any
 
 import pytest
 
-from tokometer.api import estimate
 from tokometer.catalog import model_catalog, quant_catalog
-from tokometer.costmodel.architecture import spec_from_config
-from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
-from tokometer.costmodel.predict import kv_bytes_per_token
+from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes, weight_bytes
 from tokometer.errors import IngestError
+from tokometer.ingest.architecture import spec_from_config
 from tokometer.ingest.hf_config import default_quant, spec_from_hf
 from tokometer.units import GB
+from tokometer.usecases.estimate import estimate
 
 
 def preset_config(name: str) -> dict[str, Any]:

@@ -1,41 +1,65 @@
-"""Imports point down only: entry points -> api/explore -> adapters -> costmodel -> specs/units.
+"""Imports point down only, and never in a circle.
 
-A module may import its own layer or any layer below it, never above. The cost model does no I/O.
+Layers, top down: entry points (`cli`, `web`, `__main__`, the package's `__init__`) -> `report` ->
+`usecases` -> adapters (`bench`, `store`, `catalog`, `ingest`) -> `costmodel` (pure) -> `specs`,
+`units`, `errors`, `home`. A module may import its own layer or any layer below it, never above;
+`web` reaches the cost model only through the use-cases and reports; `catalog` never imports the cost
+model; no two modules import each other, directly or round a loop. The cost model does no I/O.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tokometer"
 
-# lower number = lower layer; a dotted key overrides its package's layer
+BOTTOM, COSTMODEL, ADAPTERS, USECASES, REPORT, ENTRY = range(6)
+# a dotted key overrides its package's layer
 LAYERS = {
-    "units": 0, "errors": 0, "report.text": 0, "specs": 1, "runrecord": 1,
-    "costmodel": 2,
-    "catalog": 3, "ingest": 3, "calibration_data": 3, "bench": 4, "store": 5,
-    "api": 4, "validate": 5, "calibrate": 5, "explore": 5, "usecases": 5, "report": 6,
-    "cli": 9, "web": 8, "__main__": 10, "__init__": 10,
+    "units": BOTTOM, "errors": BOTTOM, "home": BOTTOM, "specs": BOTTOM, "runrecord": BOTTOM,
+    "costmodel": COSTMODEL,
+    "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
+    "usecases": USECASES,
+    "report": REPORT,
+    # text tables and `to_json` are formatting with no knowledge of the model: the adapters may print
+    "report.text": BOTTOM,
+    "cli": ENTRY, "web": ENTRY, "__main__": ENTRY, "__init__": ENTRY,
 }
+# (importer package, imported package) pairs refused even where the layers would allow them
+FORBIDDEN = {("web", "costmodel"), ("catalog", "costmodel"), ("catalog", "usecases"), ("store", "bench")}
+# known exceptions (importing module, imported module); do not add
+KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
 IO_MODULES = {"httpx", "sqlite3", "socket", "subprocess", "urllib", "huggingface_hub", "requests", "os"}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"] or ["__init__"]
+    return "tokometer." + ".".join(parts)
 
 
 def layer_of(module: str) -> int:
     parts = module.split(".")
     assert parts[0] == "tokometer"
+    if len(parts) == 1:
+        return LAYERS["__init__"]
     if len(parts) > 2 and f"{parts[1]}.{parts[2]}" in LAYERS:
         return LAYERS[f"{parts[1]}.{parts[2]}"]
-    return LAYERS[parts[1]] if len(parts) > 1 else 10
+    return LAYERS[parts[1]]
 
 
 def imports(path: Path) -> list[str]:
+    """Every `tokometer` module this file imports, at the top or inside a function."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "tokometer" and [a.name for a in node.names] == ["__version__"]:
+                continue  # the version string is a constant every layer may read
             found.append(node.module)
         elif isinstance(node, ast.Import):
             found += [a.name for a in node.names]
@@ -43,16 +67,100 @@ def imports(path: Path) -> list[str]:
 
 
 MODULES = sorted(SRC.rglob("*.py"))
+NAMES = {module_name(p) for p in MODULES}
+
+
+def internal_imports(path: Path) -> Iterator[str]:
+    for target in imports(path):
+        if target == "tokometer" or target.startswith("tokometer."):
+            yield target
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_point_down(path: Path) -> None:
-    rel = path.relative_to(SRC).with_suffix("")
-    module = "tokometer." + ".".join(rel.parts)
+    module = module_name(path)
     own = layer_of(module)
-    for target in imports(path):
-        if target.startswith("tokometer.") and target.split(".")[1] in LAYERS:
-            assert layer_of(target) <= own, f"{module} (layer {own}) imports {target} (layer {layer_of(target)})"
+    for target in internal_imports(path):
+        assert layer_of(target) <= own, f"{module} (layer {own}) imports {target} (layer {layer_of(target)})"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_forbidden_shortcuts(path: Path) -> None:
+    module = module_name(path)
+    package = module.split(".")[1] if "." in module else "__init__"
+    for target in internal_imports(path):
+        if (module, target) in KNOWN_EXCEPTIONS:
+            continue
+        reached = target.split(".")[1] if "." in target else "__init__"
+        assert (package, reached) not in FORBIDDEN, f"{module} imports {target}: {package} must not reach {reached}"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules it imports (a `from pkg.mod import x` edge goes to `pkg.mod`)."""
+    graph: dict[str, set[str]] = {}
+    for path in MODULES:
+        module = module_name(path)
+        edges = set()
+        for target in internal_imports(path):
+            while target not in NAMES and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target != module and target in NAMES:
+                edges.add(target)
+        graph[module] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    graph = import_graph()
+    # a package's __init__ that re-exports its own submodules is not a cycle worth refusing
+    for module, edges in graph.items():
+        edges -= {m for m in edges if m.startswith(module + ".") and SRC.joinpath(*module.split(".")[1:]).is_dir()}
+    assert cycles(graph) == []
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_an_upward_import_is_caught() -> None:
+    assert layer_of("tokometer.usecases.estimate") > layer_of("tokometer.costmodel.roofline")
+    assert layer_of("tokometer.report.json") > layer_of("tokometer.usecases.estimate")
+    assert layer_of("tokometer.report.text") < layer_of("tokometer.bench.render")
 
 
 @pytest.mark.parametrize("path", sorted((SRC / "costmodel").glob("*.py")), ids=lambda p: p.name)

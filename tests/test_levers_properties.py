@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokometer.api import estimate
+from tokometer.usecases.curves import batch_points, context_points, offload_points
+from tokometer.usecases.estimate import estimate
 
 MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "deepseek-v3", "gpt-oss-20b", "llama-3.2-1b", "qwen2.5-32b"]
 QUANTS = ["fp16", "q8_0", "q4_k_m", "q2_k", "fp8"]
@@ -43,7 +44,7 @@ def _estimate(setup: dict, layout: dict):
 @given(base, layouts, st.lists(st.integers(1, 1024), min_size=2, max_size=8, unique=True))
 def test_aggregate_never_falls_and_per_stream_never_rises_with_batch(setup: dict, layout: dict, batches: list[int]) -> None:
     e = _estimate(setup, layout)
-    points = [p for p in e.batch_points(sorted(batches)) if p.fits]  # until memory runs out
+    points = [p for p in batch_points(e, sorted(batches)) if p.fits]  # until memory runs out
     for small, big in zip(points, points[1:], strict=False):
         assert big.aggregate_tok_s >= small.aggregate_tok_s * (1 - 1e-12)
         assert big.per_stream_tok_s <= small.per_stream_tok_s * (1 + 1e-12)
@@ -54,7 +55,7 @@ def test_aggregate_never_falls_and_per_stream_never_rises_with_batch(setup: dict
 @given(base, st.sampled_from(DESKTOP_CPUS), st.sampled_from(["cpu", "stream"]), st.integers(1, 64))
 def test_more_layers_on_the_gpu_is_never_slower(setup: dict, cpu: str, mode: str, batch: int) -> None:
     e = estimate(**setup, gpu_layers=0, cpu_hw=cpu, offload_mode=mode, batch=batch, advise=False)
-    speeds = [p.estimate_tok_s for p in e.offload_points()]
+    speeds = [p.estimate_tok_s for p in offload_points(e)]
     assert len(speeds) == e.model.n_layers + 1
     for fewer, more in zip(speeds, speeds[1:], strict=False):
         assert more >= fewer * (1 - 1e-12)
@@ -76,7 +77,7 @@ def test_n_devices_are_never_n_times_faster(setup: dict, tp: int, link: str, bat
 def test_a_ceiling_is_never_below_its_estimate_whatever_the_layout(setup: dict, layout: dict, batch: int) -> None:
     e = _estimate({**setup, "batch": batch}, layout)
     assert e.ceiling_tok_s >= e.estimate_tok_s > 0
-    for p in e.context_points([0, 4096, 65536]):
+    for p in context_points(e, [0, 4096, 65536]):
         assert p.ceiling_tok_s >= p.roofline_tok_s * (1 - 1e-12) or p.depth_tokens > 0
         assert p.roofline_tok_s >= p.estimate_tok_s
 

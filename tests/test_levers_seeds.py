@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tokometer.api import estimate
 from tokometer.errors import InputError
+from tokometer.report.json import estimate_json
 from tokometer.units import GB
+from tokometer.usecases.curves import batch_points
+from tokometer.usecases.estimate import estimate
 
 # --- tensor parallelism: 1.2-1.6x a single stream, never 2x ----------------------------------
 
@@ -29,7 +31,7 @@ def test_two_gpus_with_tp_give_1_2_to_1_6x_one_gpu(model: str, quant: str, hw: s
     assert 1.2 <= two.estimate_tok_s / one.estimate_tok_s <= 1.6
     # the bandwidth ceiling does double: the gap is the per-layer syncs and launches
     assert two.ceiling_tok_s == pytest.approx(2 * one.ceiling_tok_s, rel=1e-12)
-    par = two.to_dict()["parallel"]
+    par = estimate_json(two)["parallel"]
     assert par["allreduces_per_step"] == 2 * one.model.n_layers
     assert par["allreduce_time_s"] > 0
     assert par["speedup"] == pytest.approx(two.estimate_tok_s / one.estimate_tok_s, rel=1e-9)
@@ -51,7 +53,7 @@ def test_pipeline_parallel_adds_memory_not_speed() -> None:
     two = estimate("llama-3.1-70b", "h100-sxm", quant="fp8", pp=2)
     assert two.estimate_tok_s <= one.estimate_tok_s
     assert two.estimate_tok_s == pytest.approx(one.estimate_tok_s, rel=0.02)
-    par = two.to_dict()["parallel"]
+    par = estimate_json(two)["parallel"]
     assert par["memory_per_device_gb"] < 0.55 * one.memory.total_gb
     assert two.memory.max_sessions is not None and one.memory.max_sessions is not None
     assert two.memory.max_sessions > 2 * one.memory.max_sessions
@@ -68,7 +70,7 @@ def test_80_percent_of_layers_on_the_gpu_runs_closer_to_cpu_speed(model: str, qu
     assert cpu.estimate_tok_s < part.estimate_tok_s < gpu.estimate_tok_s
     assert abs(part.estimate_tok_s - cpu.estimate_tok_s) < abs(part.estimate_tok_s - 0.8 * gpu.estimate_tok_s)
     assert part.estimate_tok_s < 0.5 * gpu.estimate_tok_s
-    off = part.to_dict()["offload"]
+    off = estimate_json(part)["offload"]
     assert off["gpu_layers"] == round(0.8 * gpu.model.n_layers)
     assert off["cpu_bytes_per_token"] > 0 and off["cpu_time_s"] > off["gpu_time_s"]
 
@@ -79,7 +81,10 @@ def test_a_model_that_almost_fits_shows_the_tell_tale_speed_and_the_advice() -> 
     part = estimate("qwen2.5-32b", "rtx-4090", quant="q5_k_m", gpu_layers=0.8)
     assert 3 <= part.estimate_tok_s <= 10
     assert part.offload is not None and part.offload.advice is not None
-    assert "Q4_K_M" in part.offload.advice
+    advice = part.offload.advice
+    assert advice.kind == "drop-quant" and advice.quant_name is not None and "Q4_K_M" in advice.quant_name
+    assert advice.advised_tok_s > 2 * advice.current_tok_s
+    assert "Q4_K_M" in estimate_json(part)["offload"]["advice"]
     q4 = estimate("qwen2.5-32b", "rtx-4090", quant="q4_k_m")
     assert q4.memory.fits and q4.estimate_tok_s > 2 * part.estimate_tok_s
 
@@ -109,7 +114,7 @@ def test_30b_a3b_moe_decodes_like_a_3b_dense_model(dense: str) -> None:
 
 def test_batching_a_moe_touches_more_experts() -> None:
     e = estimate("qwen3-30b-a3b", "h100-sxm", quant="fp8")
-    points = {p.batch: p for p in e.batch_points([1, 8, 64])}
+    points = {p.batch: p for p in batch_points(e, [1, 8, 64])}
     n_experts, k = e.model.n_experts, e.model.n_experts_per_token
     assert points[1].experts_touched == pytest.approx(k)
     assert points[64].experts_touched == pytest.approx(n_experts * (1 - (1 - k / n_experts) ** 64))
@@ -122,7 +127,7 @@ def test_batching_a_moe_touches_more_experts() -> None:
 @pytest.mark.parametrize(("hw", "quant"), [("h100-sxm", "fp8"), ("h100-sxm", "q4_k_m"), ("h200", "fp8")])
 def test_speculative_decoding_gives_2_to_3x_at_high_acceptance(hw: str, quant: str) -> None:
     e = estimate("llama-3.1-70b", hw, quant=quant, draft="llama-3.2-1b", acceptance=0.8, draft_tokens=4)
-    sp = e.to_dict()["speculative"]
+    sp = estimate_json(e)["speculative"]
     assert sp["tokens_per_pass"] == pytest.approx((1 - 0.8**5) / (1 - 0.8))
     assert 2.0 <= sp["speedup"] <= 3.0
     assert sp["tok_s"] == pytest.approx(sp["speedup"] * e.estimate_tok_s, rel=1e-9)
@@ -131,7 +136,7 @@ def test_speculative_decoding_gives_2_to_3x_at_high_acceptance(hw: str, quant: s
 
 def test_speculative_gain_shrinks_as_acceptance_falls() -> None:
     speedups = [
-        estimate("llama-3.1-70b", "h100-sxm", quant="fp8", draft="llama-3.2-1b", acceptance=a).to_dict()["speculative"]["speedup"]
+        estimate_json(estimate("llama-3.1-70b", "h100-sxm", quant="fp8", draft="llama-3.2-1b", acceptance=a))["speculative"]["speedup"]
         for a in (0.9, 0.8, 0.6, 0.4, 0.2, 0.0)
     ]
     assert speedups == sorted(speedups, reverse=True)
@@ -160,14 +165,14 @@ def test_64k_context_runs_at_a_half_to_a_third_of_empty_context_speed() -> None:
     deep = estimate("llama-3.1-8b", "rtx-4090", quant="q4_k_m", kv_dtype="fp16", context_tokens=65536)
     assert deep.memory.fits
     assert 1 / 3 <= deep.estimate_tok_s / empty.estimate_tok_s <= 1 / 2
-    ctx = deep.to_dict()["context"]
+    ctx = estimate_json(deep)["context"]
     assert ctx["relative_speed"] == pytest.approx(deep.estimate_tok_s / empty.estimate_tok_s, rel=1e-9)
 
 
 def test_a_smaller_kv_dtype_slows_less_at_depth() -> None:
     def ratio(kv: str) -> float:
         e = estimate("llama-3.1-8b", "rtx-4090", quant="q4_k_m", kv_dtype=kv, context_tokens=65536)
-        return e.to_dict()["context"]["relative_speed"]
+        return estimate_json(e)["context"]["relative_speed"]
 
     assert ratio("fp16") < ratio("q8_0") < ratio("q4_0")
     assert ratio("fp16") < ratio("fp8")

@@ -13,9 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokometer.api import estimate
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.levers import (
+from tokometer.costmodel.layout import (
     ALLREDUCE_LAUNCH_US,
     NVLINK_HOP_US,
     PCIE_HOP_US,
@@ -24,16 +23,16 @@ from tokometer.costmodel.levers import (
     allreduce_time_s,
     gpu_layer_count,
     kv_shards,
-    kv_view,
     parse_link,
     pcie_link,
-    split_weights,
-    tokens_per_pass,
 )
-from tokometer.costmodel.memory import kv_cache_bytes
-from tokometer.costmodel.predict import decode_step
+from tokometer.costmodel.memory import kv_cache_bytes, kv_view, split_weights
+from tokometer.costmodel.roofline import decode_step
+from tokometer.costmodel.speculative import tokens_per_pass
 from tokometer.errors import InputError
+from tokometer.report.json import estimate_json
 from tokometer.units import GB, US
+from tokometer.usecases.estimate import estimate
 
 
 def test_links_parse_to_per_direction_bandwidths() -> None:
@@ -155,7 +154,7 @@ def test_tp_memory_is_spread_over_the_devices() -> None:
     four = estimate("llama-3.1-70b", "h100-sxm", quant="bf16", engine="vllm", tp=4)
     assert not one.memory.fits and four.memory.fits
     assert four.memory.available_gb == pytest.approx(4 * one.memory.available_gb)
-    assert four.to_dict()["parallel"]["memory_per_device_gb"] == pytest.approx(four.memory.total_gb / 4)
+    assert estimate_json(four)["parallel"]["memory_per_device_gb"] == pytest.approx(four.memory.total_gb / 4)
 
 
 def test_setup_step_accepts_several_tokens_per_stream() -> None:
@@ -199,8 +198,8 @@ def test_estimate_figures_are_valid_images(tmp_path: Path, options: dict) -> Non
 
 def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
     from tokometer.cli import main
-    from tokometer.explore import sweep
     from tokometer.report.plots import plot_sweep
+    from tokometer.usecases.sweep import sweep
 
     by_context = sweep(["llama-3.1-8b", "qwen3-30b-a3b"], ["rtx-4090"], ["q4_k_m"], [0, 4096, 32768], [1])
     _is_png(plot_sweep(by_context, tmp_path / "context.png"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tokometer.api import estimate
 from tokometer.units import GB
+from tokometer.usecases.estimate import estimate
 
 
 def test_70b_16bit_on_3350_gbps_is_about_24_tok_s() -> None:

@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokometer.api import estimate
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.architecture import bare_spec
 from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
-from tokometer.costmodel.predict import Peak, decode_step
+from tokometer.costmodel.roofline import Peak, decode_step
 from tokometer.costmodel.vector import ModelArrays, decode_grid
-from tokometer.explore import sweep
+from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import Efficiency, ModelSpec
+from tokometer.usecases.estimate import estimate
+from tokometer.usecases.sweep import sweep
 
 FIELDS = ("weight_bytes", "kv_read_bytes", "kv_write_bytes", "flops", "memory_time_s", "compute_time_s",
           "overhead_time_s", "time_s", "ceiling_time_s")

@@ -9,7 +9,8 @@ from tests.helpers import run_cli
 
 from tokometer.calibration_data import MEASUREMENTS_CSV as MEASUREMENTS
 from tokometer.errors import InputError
-from tokometer.validate import read_cases, report, validate
+from tokometer.usecases.calibration import leave_one_hardware_out
+from tokometer.usecases.validation import read_cases, report, validate
 
 
 def test_decode_median_error_on_the_calibration_file_is_at_most_12_percent() -> None:
@@ -34,7 +35,7 @@ def test_fitted_model_beats_the_peer_formulas() -> None:
 
 
 def test_leave_one_hardware_out_stays_useful() -> None:
-    rep = report(validate(read_cases(MEASUREMENTS), loho=True))
+    rep = report(leave_one_hardware_out(read_cases(MEASUREMENTS)))
     tg = rep["subsets"]["tg_single_device"]
     assert tg["median_ape"] <= 0.12
     assert tg["interval_coverage"] >= 0.6

@@ -118,54 +118,55 @@ def test_gpu_layers_as_a_number_or_as_typed(client: TestClient, number: float, t
 
 
 def test_advise_switches_the_quant_advice_off(client: TestClient) -> None:
-    from tokometer.api import estimate
+    from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
+    from tokometer.usecases.estimate import estimate
 
     setup = {"model": "llama-3.1-70b", "hw": "rtx-4090", "quant": "q4-k-m", "gpu_layers": 24}
     advised = client.post("/api/estimate", json=setup).json()
     assert advised == client.post("/api/estimate", json={**setup, "advise": True}).json()
     quiet = client.get("/api/estimate", params={**setup, "advise": "false"})
-    assert quiet.text == to_json(estimate(**setup, advise=False).to_dict())
+    assert quiet.text == to_json(estimate_json(estimate(**setup, advise=False)))
     assert quiet.json()["offload"]["advice"] is None
 
 
 def test_a_bad_tp_is_422_on_the_tp_field(client: TestClient) -> None:
     body = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "hw": "h100-sxm", "tp": 0}))
-    assert body["field"] == "tp" and "--tp must be a whole number of devices" in body["error"]
+    assert body["field"] == "tp" and "tp must be a whole number of devices" in body["error"]
     assert error_of(client.get("/api/estimate", params={"tp": "0"}))["field"] == "tp"
 
 
 @pytest.mark.parametrize(
     ("body", "field", "needle"),
     [
-        ({"tp": -2}, "tp", "--tp must be a whole number of devices, 1 or more"),
+        ({"tp": -2}, "tp", "tp must be a whole number of devices, 1 or more"),
         ({"tp": 1.5}, "tp", "tp must be a whole number"),
         ({"tp": "two"}, "tp", "tp must be a number"),
-        ({"pp": 0}, "pp", "--pp must be a whole number of devices"),
+        ({"pp": 0}, "pp", "pp must be a whole number of devices"),
         ({"pp": 100}, "pp", "more stages than the model's 32 layers"),
         ({"tp": 2, "link": "infiniband"}, "link", "unknown link 'infiniband'"),
-        ({"tp": 2, "link": "-5"}, "link", "--link bandwidth must be a positive number"),
-        ({"link": "nvlink"}, "link", "--link needs --tp or --pp"),
-        ({"gpu_layers": "lots"}, "gpu_layers", "--gpu-layers must be a layer count or a fraction"),
+        ({"tp": 2, "link": "-5"}, "link", "link bandwidth must be a positive number"),
+        ({"link": "nvlink"}, "link", "link needs tp or pp"),
+        ({"gpu_layers": "lots"}, "gpu_layers", "gpu_layers must be a layer count or a fraction"),
         ({"gpu_layers": 1.5}, "gpu_layers", "as a fraction must be between 0 and 1"),
         ({"gpu_layers": 99}, "gpu_layers", "more than the model's 32 layers"),
         ({"gpu_layers": True}, "gpu_layers", "gpu_layers must be a layer count"),
         ({"gpu_layers": [3]}, "gpu_layers", "gpu_layers must be a layer count"),
         ({"gpu_layers": 8, "tp": 2}, "gpu_layers", "one lever at a time"),
-        ({"cpu_hw": "ddr5-dual-channel"}, "gpu_layers", "need --gpu-layers"),
-        ({"gpu_layers": 8, "cpu_hw": "h100-sxm"}, "cpu_hw", "--cpu-hw must be a CPU memory system"),
+        ({"cpu_hw": "ddr5-dual-channel"}, "gpu_layers", "need gpu_layers"),
+        ({"gpu_layers": 8, "cpu_hw": "h100-sxm"}, "cpu_hw", "cpu_hw must be a CPU memory system"),
         ({"gpu_layers": 8, "cpu_hw": "ddr5-dual-chanel"}, "cpu_hw", "unknown hardware"),
-        ({"gpu_layers": 8, "offload_mode": "disk"}, "offload_mode", "--offload-mode must be one of cpu, stream"),
-        ({"hw": "ddr5-dual-channel", "gpu_layers": 8}, "gpu_layers", "--gpu-layers needs a GPU"),
+        ({"gpu_layers": 8, "offload_mode": "disk"}, "offload_mode", "offload_mode must be one of cpu, stream"),
+        ({"hw": "ddr5-dual-channel", "gpu_layers": 8}, "gpu_layers", "gpu_layers needs a GPU"),
         ({"draft": "llama-3.2-1bb"}, "draft", "did you mean"),
         ({"draft": "qwen3-0.6b"}, "draft", "needs the same tokenizer"),
-        ({"draft": "llama-3.2-1b", "acceptance": 1}, "acceptance", "--acceptance must be in [0, 1)"),
-        ({"draft": "llama-3.2-1b", "acceptance": -0.1}, "acceptance", "--acceptance must be in [0, 1)"),
-        ({"draft": "llama-3.2-1b", "draft_tokens": 0}, "draft_tokens", "--draft-tokens must be an integer from 1 to 64"),
-        ({"draft": "llama-3.2-1b", "draft_tokens": 65}, "draft_tokens", "--draft-tokens must be an integer from 1 to 64"),
+        ({"draft": "llama-3.2-1b", "acceptance": 1}, "acceptance", "acceptance must be in [0, 1)"),
+        ({"draft": "llama-3.2-1b", "acceptance": -0.1}, "acceptance", "acceptance must be in [0, 1)"),
+        ({"draft": "llama-3.2-1b", "draft_tokens": 0}, "draft_tokens", "draft_tokens must be an integer from 1 to 64"),
+        ({"draft": "llama-3.2-1b", "draft_tokens": 65}, "draft_tokens", "draft_tokens must be an integer from 1 to 64"),
         ({"draft": "llama-3.2-1b", "draft_quant": "q5-zz"}, "draft_quant", "unknown"),
-        ({"acceptance": 0.8}, "draft", "need --draft MODEL"),
-        ({"draft_tokens": 3}, "draft", "need --draft MODEL"),
+        ({"acceptance": 0.8}, "draft", "need draft MODEL"),
+        ({"draft_tokens": 3}, "draft", "need draft MODEL"),
         ({"advise": "maybe"}, "advise", "advise must be true or false"),
     ],
 )
@@ -200,12 +201,12 @@ def test_empty_values_mean_not_given(client: TestClient) -> None:
         (b'{"batch": 1e300}', "batch must be at most"),
         (b'{"model": 7}', "model must be a string"),
         (b'{"backend": "opencl"}', "backend must be one of"),
-        (b'{"params_b": -70, "bits": 16, "bandwidth_gb_per_s": 3350}', "--params must be a positive number"),
-        (b'{"params_b": 70, "bits": 0, "bandwidth_gb_per_s": 3350}', "--bits must be a positive number"),
-        (b'{"params_b": 70, "bits": 100, "bandwidth_gb_per_s": 3350}', "--bits must be at most 64"),
-        (b'{"bandwidth_gb_per_s": -1}', "--bandwidth must be a positive number"),
-        (b'{"batch": 0}', "--batch must be a positive number"),
-        (b'{"model": "llama-3.1-8b", "params_b": 8}', "either a model name or --params"),
+        (b'{"params_b": -70, "bits": 16, "bandwidth_gb_per_s": 3350}', "params_b must be a positive number"),
+        (b'{"params_b": 70, "bits": 0, "bandwidth_gb_per_s": 3350}', "bits must be a positive number"),
+        (b'{"params_b": 70, "bits": 100, "bandwidth_gb_per_s": 3350}', "bits must be at most 64"),
+        (b'{"bandwidth_gb_per_s": -1}', "bandwidth_gb_per_s must be a positive number"),
+        (b'{"batch": 0}', "batch must be a positive number"),
+        (b'{"model": "llama-3.1-8b", "params_b": 8}', "either a model name or params_b"),
         (b'{"model": "' + b"x" * 300 + b'"}', "too long"),
     ],
 )
@@ -232,12 +233,12 @@ def test_unknown_model_says_did_you_mean(client: TestClient) -> None:
 def test_models_outside_the_catalog_are_never_read_or_fetched(
     client: TestClient, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tokometer.api
+    import tokometer.usecases.estimate
 
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the web app must not resolve files or Hub ids")
 
-    monkeypatch.setattr(tokometer.api, "resolve_model", forbidden)
+    monkeypatch.setattr(tokometer.usecases.estimate, "resolve_model", forbidden)
     body = error_of(client.post("/api/estimate", json={"model": name}))
     assert body["error"].startswith("unknown model")
     draft = error_of(client.post("/api/estimate", json={"model": "llama-3.1-8b", "draft": name}))
@@ -279,7 +280,7 @@ def test_batch_curve_grows_the_aggregate(client: TestClient) -> None:
         ({"axis": "batch", "values": "1,x"}, "values must be a number"),
         ({"axis": "batch", "values": list(range(1, 100))}, "at most 64"),
         ({"axis": "batch", "values": {"a": 1}}, "list of numbers"),
-        ({"axis": "batch", "values": [0]}, "--batch must be a positive number"),
+        ({"axis": "batch", "values": [0]}, "batch must be a positive number"),
     ],
 )
 def test_bad_curves_are_422(client: TestClient, body: dict[str, Any], needle: str) -> None:
@@ -287,7 +288,7 @@ def test_bad_curves_are_422(client: TestClient, body: dict[str, Any], needle: st
 
 
 @pytest.mark.parametrize(
-    ("batches", "needle"), [([0], "--batch must be a positive number"), ("1,x", "batches must be a number")]
+    ("batches", "needle"), [([0], "batches must be a positive number"), ("1,x", "batches must be a number")]
 )
 def test_bad_roofline_batches_are_422(client: TestClient, batches: Any, needle: str) -> None:
     assert needle in error_of(client.post("/api/roofline", json={"batches": batches}))["error"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tokometer.cli import cli
 from tokometer.errors import InputError
+from tokometer.usecases.reading import reading_verdict_code
 from tokometer.web.feel import (
     LANGUAGES,
     Lane,
@@ -23,7 +24,6 @@ from tokometer.web.feel import (
     sample_text,
     ticker_line,
     tokenize,
-    verdict_code,
 )
 
 
@@ -46,7 +46,7 @@ def test_long_words_split_into_pieces() -> None:
 
 
 def test_verdicts_follow_reading_speed() -> None:
-    assert [verdict_code(r) for r in (1, 2.9, 3, 4.9, 5, 9.9, 10, 100)] == [
+    assert [reading_verdict_code(r) for r in (1, 2.9, 3, 4.9, 5, 9.9, 10, 100)] == [
         "broken", "broken", "slow", "slow", "reading", "reading", "fast", "fast",
     ]
 
@@ -167,3 +167,23 @@ def test_serve_help_lists_its_options() -> None:
         assert option in result.output
     bad = CliRunner().invoke(cli, ["serve", "--bench-url", "ftp://x"])
     assert bad.exit_code == 2 and "http(s) URL" in bad.output
+
+
+def test_the_latency_page_reading_verdict_agrees_with_python() -> None:
+    """latency.js words a rate with its own copy of the rule, fed the API's thresholds; run it in node."""
+    import re
+    import shutil
+    import subprocess
+
+    from tokometer.web.compute import meta
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    js = (Path(__file__).resolve().parents[1] / "src/tokometer/web/static/js/pages/latency.js").read_text(encoding="utf-8")
+    match = re.search(r"function code\(tokS, info\) \{.*?\n\}", js, re.S)
+    assert match, "latency.js no longer has code(tokS, info)"
+    rates = [0.5, 2.99, 3.0, 4.99, 5.0, 7.5, 9.99, 10.0, 250.0]
+    script = f"{match.group(0)}\nconst info = {json.dumps(meta())};\nconsole.log(JSON.stringify({rates}.map((r) => code(r, info))));"
+    out = subprocess.run([node, "-e", script], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert json.loads(out) == [reading_verdict_code(r) for r in rates]

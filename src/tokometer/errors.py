@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
 
 class TokometerError(Exception):
@@ -12,8 +13,26 @@ class TokometerError(Exception):
     exit_code = 2
 
 
+_PARAMETER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+
+
 class InputError(TokometerError):
-    """A value the user gave is out of range or inconsistent (negative size, zero bandwidth...)."""
+    """A value the user gave is out of range or inconsistent (negative size, zero bandwidth...).
+
+    `field` is the parameter at fault (`"bits"`, `"tp"`), so a form can mark it without reading the
+    text. The message names parameters as `{bits}`; `render(names)` spells them as the caller's user
+    knows them (the CLI passes its flag names: `--bits`), and `str()` uses the parameter names.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(self.render())
+
+    def render(self, names: Mapping[str, str] | None = None) -> str:
+        """The message with each `{parameter}` replaced by `names[parameter]` (default: the name itself)."""
+        lookup = names or {}
+        return _PARAMETER.sub(lambda m: lookup.get(m.group(1), m.group(1)), self.message)
 
 
 class CatalogError(TokometerError):
@@ -47,15 +66,15 @@ def kind_command(kind: str) -> str:
 
 
 def require_positive(name: str, value: float | None) -> None:
-    """Raise InputError unless `value` is a finite number > 0 (None means 'not given')."""
+    """Raise InputError on parameter `name` unless `value` is a finite number > 0 (None: not given)."""
     if value is None:
         return
     if not (value > 0) or value != value or value == float("inf"):
-        raise InputError(f"{name} must be a positive number, got {value!r}")
+        raise InputError(f"{{{name}}} must be a positive number, got {value!r}", field=name)
 
 
 def require_non_negative(name: str, value: float | None) -> None:
     if value is None:
         return
     if not (value >= 0) or value == float("inf"):
-        raise InputError(f"{name} must be zero or more, got {value!r}")
+        raise InputError(f"{{{name}}} must be zero or more, got {value!r}", field=name)

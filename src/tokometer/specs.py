@@ -15,6 +15,17 @@ from tokometer.units import BITS_PER_BYTE
 
 ComputeDtype = Literal["fp32", "fp16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["full", "sliding", "mla", "linear"]
+HardwareKind = Literal["gpu", "apu", "soc", "cpu"]
+HARDWARE_KINDS: tuple[HardwareKind, ...] = ("gpu", "apu", "soc", "cpu")
+Segment = Literal["desktop", "laptop", "workstation", "datacenter", "soc", "server"]
+SEGMENTS: tuple[Segment, ...] = ("desktop", "laptop", "workstation", "datacenter", "soc", "server")
+QuantUsage = Literal["weights", "kv", "both"]
+# plain floats, block-quantized (ggml), mixes of blocks, grouped (GPTQ/AWQ); and the two formats a user
+# makes up: a bits-per-weight figure (`--bits`) and a file size (`--weights-gb`)
+QuantKind = Literal["plain", "block", "mix", "group", "user-bits", "file-size"]
+BARE_ARCHITECTURE = "bare"  # a model given as bare numbers (`--params`), not a known architecture
+Backend = Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"]
+BACKENDS: tuple[Backend, ...] = ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu")  # the one backend list
 
 
 def _plain(value: Any) -> Any:
@@ -43,8 +54,8 @@ class HardwareSpec(_Plain):
     id: str
     name: str
     vendor: str
-    kind: str  # gpu | apu | soc | cpu
-    segment: str  # desktop | laptop | workstation | datacenter | soc | server
+    kind: HardwareKind
+    segment: Segment
     memory_gb: float
     memory_bandwidth_gb_per_s: float
     launch_year: int | None
@@ -103,10 +114,10 @@ class QuantFormat(_Plain):
     id: str
     name: str
     bits_per_weight: float
-    usage: str  # weights | kv | both
+    usage: QuantUsage
     compute_dtype: ComputeDtype
     source: str
-    kind: str = "plain"  # plain | block | mix | group
+    kind: QuantKind = "plain"
     ggml_type: str | None = None
     block_size: int | None = None
     type_size_bytes: int | None = None
@@ -147,7 +158,7 @@ class AttentionGroup(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class ParamGroups(_Plain):
-    """Parameter (or byte) counts split by how decoding reads them (PHYSICS.md section 1).
+    """Parameter (or byte) counts split by how decoding reads them (docs/PHYSICS.md section 1).
 
     - `embedding`: input table; decoding reads one row per token.
     - `lm_head`: output projection, read in full every step (0 when tied: the head reads `embedding`).
@@ -239,7 +250,7 @@ class ModelSpec(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Efficiency(_Plain):
-    """How far an engine on a hardware class sits from the datasheet (PHYSICS.md section 4)."""
+    """How far an engine on a hardware class sits from the datasheet (docs/PHYSICS.md section 4)."""
 
     bandwidth_fraction: float  # eta_bw: achieved share of datasheet bandwidth (plain float weights)
     layer_overhead_us: float  # tau_layer
@@ -249,7 +260,7 @@ class Efficiency(_Plain):
     decode_compute_fraction: float = 0.5  # eta_c for batched decode matmuls
     prefill_chunk_tokens: int = 512  # weights are re-read once per prefill chunk
     source: str = "default"
-    residual_log_sd: float = 0.15  # spread of log(measured/predicted), for intervals
+    residual_log_sd: float = 0.2  # spread of log(measured/predicted), for intervals (the one default)
     quantized_bandwidth_fraction: float | None = None  # eta_bw for block-quantized weights (dequant kernels)
     prefill_attention_fraction: float | None = None  # eta for prefill attention FLOPs (default: matmul's max)
     prefill_residual_log_sd: float = 0.3  # spread of log(measured/predicted) prefill, for intervals
@@ -295,10 +306,6 @@ class Workload(_Plain):
     context_tokens: int | None = None  # depth at which decode speed is reported; default: prompt
     batch: int = 1
     sessions_context_tokens: int | None = None  # context per session for the memory verdict
-
-    @property
-    def decode_depth_tokens(self) -> int:
-        return self.prompt_tokens if self.context_tokens is None else self.context_tokens
 
 
 @dataclass(frozen=True, slots=True)

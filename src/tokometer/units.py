@@ -1,4 +1,4 @@
-"""Unit constants. Sizes and bandwidths are decimal, as vendors publish them (PHYSICS.md, Units).
+"""Unit constants. Sizes and bandwidths are decimal, as vendors publish them (docs/PHYSICS.md, Units).
 
 Every quantity in tokometer carries its unit in its name (`memory_bandwidth_gb_per_s`,
 `step_time_s`); conversions happen once, at the edges, with these constants.

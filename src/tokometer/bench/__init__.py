@@ -1,4 +1,4 @@
-"""Measure real servers and grade them against the prediction ("measure yourself", seed 002).
+"""Measure real servers and grade them against the prediction (docs/PHYSICS.md, section 8).
 
 Modules, from the wire up: `sse` (SSE/NDJSON framing), `protocols` (OpenAI chat/completions,
 llama.cpp native, Ollama), `detect` (which protocol a URL speaks, who the server is), `client`

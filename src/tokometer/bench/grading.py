@@ -1,7 +1,7 @@
 """Grade a measurement against its prediction: share of the ceiling realised, MBU, MFU, and flags.
 
 Nobody else reports a measured speed as a fraction of the physical ceiling (benchmarkers.md,
-(c)). PHYSICS.md section 8:
+(c)). docs/PHYSICS.md section 8:
 
     MBU = measured decode bytes/s / datasheet bandwidth
         = aggregate decode tok/s * bytes read per token / (memory_bandwidth_gb_per_s * 1e9)
@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokometer.bench.plausibility import implausible_speed
+from tokometer.costmodel.utilisation import placement
 
-ABOVE_CEILING = 1.0  # fraction of the ceiling above which a result is physically suspect
-FAR_BELOW_ESTIMATE = 0.5  # fraction of the estimate below which something is wrong
 CLIENT_SERVER_GAP = 0.10  # client vs server decode disagreement worth a flag
 HIGH_SPREAD = 0.20  # (max - min) / median across runs
 
@@ -142,7 +141,10 @@ def grade(
         result["achieved_prefill_tflops"] = achieved_tflops
         result["mfu_prefill"] = achieved_tflops / peak if peak else None
         result["predicted_prefill_tps"] = pre.get("tok_s")
-    if realised is not None and realised > ABOVE_CEILING:
+    placed = placement(
+        measured, ceiling_tok_s=ceiling, estimate_tok_s=estimate, band_low_tok_s=low, band_high_tok_s=high
+    )
+    if placed == "above-ceiling":
         flags.insert(
             0,
             _flag(
@@ -152,7 +154,7 @@ def grade(
                 "error",
             ),
         )
-    elif measured < FAR_BELOW_ESTIMATE * estimate:
+    elif placed == "far-below":
         flags.insert(
             0,
             _flag(
@@ -162,7 +164,7 @@ def grade(
                 "error",
             ),
         )
-    elif low is not None and measured < low:
+    elif placed == "below-band":
         flags.insert(0, _flag("below-range", f"below the predicted range ({low:.1f}-{high:.1f} tok/s)", "info"))
     where = "inside" if result["within_interval"] else ("above" if high is not None and measured > high else "below")
     result["verdict"] = (

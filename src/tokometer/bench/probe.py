@@ -4,7 +4,7 @@ CPU (always available): a STREAM-like numpy probe. Three float64 arrays, each se
 last-level cache, so every pass goes to DRAM; `copy` (a = b: 2 array transfers) and `triad`
 (a = b + s*c, which numpy runs as two passes: 5 array transfers), each run on 1 thread and on
 all cores (numpy releases the GIL on large arrays, so threads work on disjoint slices), best of
-several repetitions. Bandwidth = bytes moved / seconds, decimal GB/s (PHYSICS.md, Units).
+several repetitions. Bandwidth = bytes moved / seconds, decimal GB/s (docs/PHYSICS.md, Units).
 Matmul: float32 GEMM `2 n^3` FLOPs / seconds, best over a few repetitions and sizes.
 
 GPU (when torch is installed and sees CUDA, ROCm or Apple MPS): device-to-device copy and triad

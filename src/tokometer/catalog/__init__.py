@@ -8,7 +8,6 @@ through ids and aliases, case- and punctuation-insensitively; a near miss gets "
 from __future__ import annotations
 
 import functools
-import os
 import re
 import tomllib
 from collections.abc import Callable, Iterator
@@ -18,19 +17,19 @@ from typing import Any, Generic, TypeVar
 
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
 from tokometer.errors import CatalogError, TokometerError, UnknownEntryError
-from tokometer.specs import Efficiency, EngineSpec, HardwareSpec, ModelSpec, QuantFormat
+from tokometer.home import tokometer_home
+from tokometer.specs import (
+    HARDWARE_KINDS,
+    SEGMENTS,
+    Efficiency,
+    EngineSpec,
+    HardwareSpec,
+    ModelSpec,
+    QuantFormat,
+)
 
 DATA_DIR = Path(__file__).parent / "data"
 T = TypeVar("T")
-
-
-def tokometer_home() -> Path:
-    """The one directory that holds all user state (catalogs, runs, probe results)."""
-    env = os.environ.get("TOKOMETER_HOME")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "tokometer"
 
 
 def normalise(name: str) -> str:
@@ -192,8 +191,8 @@ HARDWARE_SCHEMA: Schema = {
 # Vendor and brand words a device name may lead with (`nvidia_h100_pcie`, `AMD Radeon RX 7900 XTX`).
 HARDWARE_NAME_PREFIXES = ("nvidia", "amd", "intel", "apple", "geforce", "radeon", "tesla", "instinct")
 
-_KINDS = {"gpu", "apu", "soc", "cpu"}
-_SEGMENTS = {"desktop", "laptop", "workstation", "datacenter", "soc", "server"}
+_KINDS = set(HARDWARE_KINDS)
+_SEGMENTS = set(SEGMENTS)
 
 
 def _opt_float(raw: dict[str, Any], key: str) -> float | None:
@@ -310,27 +309,11 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max"):
         if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
-    return Efficiency(
-        bandwidth_fraction=float(checked["bandwidth_fraction"]),
-        layer_overhead_us=float(checked["layer_overhead_us"]),
-        step_overhead_us=float(checked["step_overhead_us"]),
-        prefill_efficiency_max=float(checked["prefill_efficiency_max"]),
-        prefill_half_tokens=float(checked["prefill_half_tokens"]),
-        prefill_chunk_tokens=int(checked.get("prefill_chunk_tokens", 512)),
-        decode_compute_fraction=float(checked.get("decode_compute_fraction", 0.5)),
-        residual_log_sd=float(checked.get("residual_log_sd", 0.2)),
-        prefill_residual_log_sd=float(checked.get("prefill_residual_log_sd", 0.3)),
-        quantized_prefill_efficiency_max=(
-            float(checked["quantized_prefill_efficiency_max"]) if "quantized_prefill_efficiency_max" in checked else None
-        ),
-        quantized_bandwidth_fraction=(
-            float(checked["quantized_bandwidth_fraction"]) if "quantized_bandwidth_fraction" in checked else None
-        ),
-        prefill_attention_fraction=(
-            float(checked["prefill_attention_fraction"]) if "prefill_attention_fraction" in checked else None
-        ),
-        source=str(checked.get("source", default_source)),
-    )
+    # keys left out take `Efficiency`'s own defaults, so each default is written once
+    numbers: dict[str, Any] = {
+        key: (int if key == "prefill_chunk_tokens" else float)(value) for key, value in checked.items() if key != "source"
+    }
+    return Efficiency(**numbers, source=str(checked.get("source", default_source)))
 
 
 ENGINE_SCHEMA: Schema = {
@@ -405,7 +388,7 @@ class ModelPreset:
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
-        from tokometer.costmodel.architecture import spec_from_config
+        from tokometer.ingest.architecture import spec_from_config
 
         return spec_from_config(
             self.config,

@@ -11,7 +11,7 @@ import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency
 from tokometer.catalog.cache import load_parsed
@@ -19,6 +19,37 @@ from tokometer.errors import CatalogError
 from tokometer.specs import Efficiency, EngineSpec, HardwareSpec
 
 EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"
+ANY = "*"  # a key part that matches every engine, backend or hardware class
+
+
+class GroupKey(NamedTuple):
+    """`engine/backend/hardware-class`, the key of a fitted entry; `*` in a part matches any value.
+
+    The table and the TOML file keep the text form; `parse` is the one place that reads it.
+    """
+
+    engine: str
+    backend: str
+    hardware_class: str
+
+    @classmethod
+    def parse(cls, text: str) -> GroupKey:
+        parts = text.split("/")
+        if len(parts) != 3:
+            raise CatalogError(f"efficiency key {text!r} is not engine/backend/hardware-class")
+        return cls(*parts)
+
+    def __str__(self) -> str:
+        return f"{self.engine}/{self.backend}/{self.hardware_class}"
+
+    def fallbacks(self) -> tuple[str, ...]:
+        """This key, then by backend, by hardware class, and the engine alone (most specific first)."""
+        e, b, c = self
+        return tuple(str(k) for k in (self, GroupKey(e, b, ANY), GroupKey(e, ANY, c), GroupKey(e, ANY, ANY)))
+
+    def matches(self, pattern: GroupKey) -> bool:
+        """Whether a fitted entry's key (`*` parts allowed) covers this group."""
+        return all(p == ANY or p == g for g, p in zip(self, pattern, strict=True))
 
 
 @dataclass(frozen=True)
@@ -53,14 +84,14 @@ def fitted_table(path: Path = EFFICIENCY_FILE) -> FittedTable:
 
 def group_key(engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None) -> str:
     """The most specific key a fit can hold: `engine/backend/hardware-class`."""
-    return f"{engine.based_on or engine.id}/{backend or hardware.backend}/{hardware.hardware_class}"
+    return str(GroupKey(engine.based_on or engine.id, backend or hardware.backend, hardware.hardware_class))
 
 
 def lookup_keys(engine: EngineSpec, backend: str, hardware_class: str) -> list[str]:
     names = [engine.id] + ([engine.based_on] if engine.based_on else [])
     keys: list[str] = []
     for name in names:
-        keys += [f"{name}/{backend}/{hardware_class}", f"{name}/{backend}/*", f"{name}/*/{hardware_class}", f"{name}/*/*"]
+        keys += GroupKey(name, backend, hardware_class).fallbacks()
     return keys
 
 

@@ -1,6 +1,7 @@
 """The `tokometer` command: a click group whose subcommands load lazily, so a quick call stays quick.
 
-Every user error (`TokometerError`) becomes one line on stderr and exit code 2, never a traceback.
+Every user error (`TokometerError`) becomes one line on stderr and exit code 2, never a traceback;
+an `InputError` names parameters, which the line spells as the flags of the command that ran.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import click
 
 from tokometer import __version__
-from tokometer.errors import TokometerError
+from tokometer.errors import InputError, TokometerError
 
 # command name -> "module:attribute"; a module that is not there is simply not offered.
 COMMANDS: dict[str, str] = {
@@ -22,9 +23,9 @@ COMMANDS: dict[str, str] = {
     "models": "tokometer.cli.catalogs:models",
     "quants": "tokometer.cli.catalogs:quants",
     "engines": "tokometer.cli.catalogs:engines",
-    "utilization": "tokometer.cli.levers:utilization",
-    "fit": "tokometer.cli.levers:fit",
-    "sweep": "tokometer.cli.levers:sweep",
+    "utilization": "tokometer.cli.explore:utilization",
+    "fit": "tokometer.cli.explore:fit",
+    "sweep": "tokometer.cli.explore:sweep",
     "validate": "tokometer.cli.validate:validate",
     "calibrate": "tokometer.cli.validate:calibrate",
     "bench": "tokometer.cli.bench:bench",
@@ -36,6 +37,8 @@ COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
+    invoked: click.Command | None = None  # the subcommand this run loaded, to name its flags in errors
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, target in COMMANDS.items() if _available(target)]
 
@@ -46,6 +49,7 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         command = getattr(importlib.import_module(module_name), attr)
         assert isinstance(command, click.Command)
+        LazyGroup.invoked = command
         return command
 
 
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="tokometer", standalone_mode=False)
     except TokometerError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {_message(exc)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -87,3 +91,12 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+
+
+def _message(exc: TokometerError) -> str:
+    """The error as a command-line user reads it: parameters named by the flags they typed."""
+    if isinstance(exc, InputError) and LazyGroup.invoked is not None:
+        from tokometer.cli.options import flag_names
+
+        return exc.render(flag_names(LazyGroup.invoked))
+    return str(exc)

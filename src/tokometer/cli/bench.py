@@ -1,7 +1,7 @@
 """`tokometer bench`, `tokometer runs ...` and `tokometer probe`: measure, keep, compare, grade.
 
 Entry points only: the measuring is `tokometer.bench`, the keeping `tokometer.store`, the
-predicting `tokometer.api.estimate`. Heavy modules load inside the commands.
+predicting `tokometer.usecases.estimate.estimate`. Heavy modules load inside the commands.
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ def bench(
     """
     from tokometer.bench.render import render_prediction, render_run
     from tokometer.bench.runner import BenchConfig
+    from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
     from tokometer.usecases.benchmark import Predictor, benchmark
 
@@ -130,7 +131,7 @@ def bench(
         from tokometer.bench.distributed import distributed_runner
 
         runner_factory = distributed_runner(config, workers, ray_address)
-    predictor = Predictor(predict_model, options)
+    predictor = Predictor(predict_model, options, to_json=estimate_json)
     if predictor.wanted:
         predictor.check_hardware()
         if predict_model or options.get("params_b"):

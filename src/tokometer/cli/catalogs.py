@@ -108,9 +108,9 @@ def models_show(name: str, kv_dtype: str, as_json: bool) -> None:
     model.safetensors.index.json, or a Hugging Face Hub id (owner/name[@revision]). Weight bytes
     are exact when read from files; otherwise parameters x the published format.
     """
-    from tokometer.api import resolve_model
     from tokometer.catalog import quant_catalog
     from tokometer.report.models import model_report, render_model_report
+    from tokometer.usecases.resolve import resolve_model
 
     spec = resolve_model(name)
     weights = None if spec.exact_weight_bytes is not None else quant_catalog().find(spec.default_quant or "bf16")

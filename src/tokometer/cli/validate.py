@@ -63,12 +63,14 @@ def validate(cases: Path, baseline: str | None, loho: bool, show_rows: bool, as_
     Rows flagged in their source are predicted and listed, not scored.
     """
     from tokometer.report.text import to_json
-    from tokometer.validate import read_cases, report
-    from tokometer.validate import validate as run
+    from tokometer.usecases.calibration import leave_one_hardware_out
+    from tokometer.usecases.validation import read_cases, report
+    from tokometer.usecases.validation import validate as run
 
     if baseline and loho:
         raise click.UsageError("--baseline and --loho do not combine: a peer formula has nothing to fit")
-    rep = report(run(read_cases(cases), baseline=baseline, loho=loho))
+    rows = read_cases(cases)
+    rep = report(leave_one_hardware_out(rows) if loho else run(rows, baseline=baseline))
     rep["mode"] = {"baseline": baseline, "loho": loho, "file": str(cases)}
     if as_json:
         click.echo(to_json(rep))
@@ -109,11 +111,11 @@ def calibrate(cases: Path, out: Path | None, as_json: bool) -> None:
 
     CASES defaults to the shipped calibration measurements.csv.
     """
-    from tokometer.calibrate import calibrate as fit
-    from tokometer.calibrate import write_table
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
     from tokometer.report.text import table, to_json
-    from tokometer.validate import read_cases
+    from tokometer.usecases.calibration import calibrate as fit
+    from tokometer.usecases.calibration import write_table
+    from tokometer.usecases.validation import read_cases
 
     table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
     target = out or EFFICIENCY_FILE

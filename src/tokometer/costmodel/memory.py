@@ -1,13 +1,16 @@
 """Bytes: weights by read class, KV cache stored and read, memory needed to hold a deployment.
 
-PHYSICS.md sections 1 and 7 (memory). Decimal bytes throughout.
+docs/PHYSICS.md sections 1 and 7 (memory). Decimal bytes throughout.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
-from tokometer.specs import ModelSpec, ParamGroups
+from tokometer.specs import BARE_ARCHITECTURE, ModelSpec, ParamGroups, _Plain
+from tokometer.units import GB
 
 UNQUANTIZED_BITS = 16.0  # what a checkpoint keeps unquantized is stored in bf16/fp16
 
@@ -35,16 +38,31 @@ def weight_bytes(model: ModelSpec, bits_per_weight: float | None, unquantized: t
     )
 
 
+def head_bytes(model: ModelSpec, weights: ParamGroups) -> float:
+    """The output projection every step reads in full: the LM head, or the embedding table when tied."""
+    return weights.embedding if model.tied_embeddings else weights.lm_head
+
+
+def head_params(model: ModelSpec) -> float:
+    """Parameters of the output projection (the LM head, or the tied embedding table)."""
+    return model.params.embedding if model.tied_embeddings else model.params.lm_head
+
+
+def embedding_row_bytes(model: ModelSpec, weights: ParamGroups) -> float:
+    """One token's embedding row, `embedding / vocab` bytes; 0 for a model with no vocabulary."""
+    return weights.embedding / model.vocab_size if model.vocab_size else 0.0
+
+
 def weight_bytes_read(model: ModelSpec, weights: ParamGroups, batch: float) -> float:
-    """W_read(B): weights one decode step reads for `batch` streams (PHYSICS.md section 1).
+    """W_read(B): weights one decode step reads for `batch` streams (docs/PHYSICS.md section 1).
 
     Embedding: B rows only. LM head (or the tied table): in full. Dense and shared: in full.
     Routed experts: the expected share touched, `1 - (1 - k/E)**B`.
     """
-    head = weights.embedding if model.tied_embeddings else weights.lm_head
-    rows = weights.embedding / model.vocab_size * batch if model.vocab_size else 0.0
+    head = head_bytes(model, weights)
+    rows = embedding_row_bytes(model, weights) * batch
     routed = weights.routed_experts * model.expert_fraction_read(batch)
-    if not model.is_moe and model.architecture == "bare":
+    if not model.is_moe and model.architecture == BARE_ARCHITECTURE:
         routed = 0.0
     return head + rows + weights.dense + routed
 
@@ -104,3 +122,120 @@ def max_context_tokens(model: ModelSpec, free_bytes: float, kv_bytes_per_element
         else:
             high = mid
     return low
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_bytes_per_element: float, context_tokens: float | None = None) -> float:
+    """KV stored per token of context (all layers; with a context, only layers not yet window-capped)."""
+    return kv_elements_per_token(model, context_tokens) * kv_bytes_per_element
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan(_Plain):
+    weights_gb: float
+    kv_cache_gb: float
+    runtime_overhead_gb: float
+    total_gb: float
+    available_gb: float
+    device_memory_gb: float
+    fits: bool
+    context_tokens: int
+    sessions: int
+    max_context_tokens: int | None
+    max_context_memory_tokens: int | None
+    max_sessions: int | None
+
+
+def memory_plan(
+    model: ModelSpec,
+    weights: ParamGroups,
+    device_memory_gb: float,
+    *,
+    usable_fraction: float,
+    runtime_overhead_gb: float,
+    context_tokens: int,
+    sessions: int,
+    kv_bytes_per_element: float,
+) -> MemoryPlan:
+    """Weights (every expert) + KV for the planned context and sessions + engine runtime."""
+    kv = kv_cache_bytes(model, context_tokens, kv_bytes_per_element) * sessions
+    total = weights.total + kv + runtime_overhead_gb * GB
+    available = device_memory_gb * usable_fraction * GB
+    free_for_kv = available - weights.total - runtime_overhead_gb * GB
+    mem_ctx = max_context_tokens(model, free_for_kv, kv_bytes_per_element)
+    max_ctx = mem_ctx
+    if model.max_context_tokens is not None:
+        max_ctx = model.max_context_tokens if mem_ctx is None else min(mem_ctx, model.max_context_tokens)
+    per_session = kv_cache_bytes(model, context_tokens, kv_bytes_per_element)
+    if free_for_kv <= 0:
+        max_sessions: int | None = 0
+    elif per_session <= 0:
+        max_sessions = None
+    else:
+        max_sessions = int(free_for_kv // per_session)
+    return MemoryPlan(
+        weights_gb=weights.total / GB,
+        kv_cache_gb=kv / GB,
+        runtime_overhead_gb=runtime_overhead_gb,
+        total_gb=total / GB,
+        available_gb=available / GB,
+        device_memory_gb=device_memory_gb,
+        fits=total <= available,
+        context_tokens=context_tokens,
+        sessions=sessions,
+        max_context_tokens=max_ctx,
+        max_context_memory_tokens=mem_ctx,
+        max_sessions=max_sessions,
+    )
+
+
+def add_weights(*parts: ParamGroups) -> ParamGroups:
+    return ParamGroups(
+        embedding=sum(p.embedding for p in parts),
+        lm_head=sum(p.lm_head for p in parts),
+        dense=sum(p.dense for p in parts),
+        routed_experts=sum(p.routed_experts for p in parts),
+        resident=sum(p.resident for p in parts),
+    )
+
+
+def split_weights(weights: ParamGroups, gpu_share: float, head_on_gpu: bool) -> tuple[ParamGroups, ParamGroups]:
+    """(on the GPU, in system RAM) when `gpu_share` of the layers sit on the GPU."""
+    head = (weights.embedding, weights.lm_head) if head_on_gpu else (0.0, 0.0)
+    gpu = ParamGroups(
+        head[0], head[1], gpu_share * weights.dense, gpu_share * weights.routed_experts, gpu_share * weights.resident
+    )
+    cpu = ParamGroups(
+        weights.embedding - head[0],
+        weights.lm_head - head[1],
+        weights.dense - gpu.dense,
+        weights.routed_experts - gpu.routed_experts,
+        weights.resident - gpu.resident,
+    )
+    return gpu, cpu
+
+
+def kv_view(
+    model: ModelSpec,
+    *,
+    layers_share: float = 1.0,
+    copies: int = 1,
+    extra: Sequence[ModelSpec] = (),
+) -> ModelSpec:
+    """A model whose attention groups store what a deployment stores: `layers_share` of the layers,
+    `copies` replicas (KV heads replicated under TP), plus other models' caches (a draft)."""
+    groups = []
+    for g in model.attention:
+        n = int(round(g.n_layers * layers_share))
+        if n:
+            groups.append(
+                replace(
+                    g,
+                    n_layers=n,
+                    kv_elements_per_token=g.kv_elements_per_token * copies,
+                    state_elements=g.state_elements * copies,
+                )
+            )
+    limits = [m.max_context_tokens for m in (model, *extra) if m.max_context_tokens is not None]
+    for other in extra:
+        groups.extend(other.attention)
+    return replace(model, attention=tuple(groups), max_context_tokens=min(limits) if limits else None)

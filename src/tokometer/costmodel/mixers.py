@@ -4,7 +4,7 @@ Hybrid decoders interleave softmax attention (a KV cache that grows with the con
 recurrent mixers whose memory is a fixed state per sequence: Gated DeltaNet linear attention
 (Qwen3-Next, Qwen3.5), Mamba-1 (Jamba) and Mamba-2 (Mamba-2, Nemotron-H, Falcon-H1). Decoding
 reads that state once per token and writes it back, so it belongs to the KV accounting as a
-per-sequence constant (PHYSICS.md section 1), never per token.
+per-sequence constant (docs/PHYSICS.md section 1), never per token.
 
 `hybrid_layers` turns a Hugging Face config into one `Layer` per decoder layer: its mixers
 (attention and/or recurrent, with their parameters, KV elements per token and state elements) and

@@ -1,6 +1,6 @@
 """The decode step over numpy arrays: one formula for millions of setups at once (`tokometer sweep`).
 
-Exactly `predict.decode_step` (PHYSICS.md sections 1, 3, 4), written with broadcasting so a grid of
+Exactly `predict.decode_step` (docs/PHYSICS.md sections 1, 3, 4), written with broadcasting so a grid of
 models x hardware x quants x contexts x batches is a handful of array operations, no Python loop per
 setup. A test checks it against the scalar function to 1e-9 relative on random points.
 
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from tokometer.costmodel.memory import embedding_row_bytes, head_bytes
 from tokometer.specs import ModelSpec, ParamGroups
 from tokometer.units import GB, TFLOP, US
 
@@ -71,8 +72,8 @@ class ModelArrays:
             return np.asarray(values, dtype=np.float64)
 
         return cls(
-            head=column([(w.embedding if m.tied_embeddings else w.lm_head) for m, w in zip(models, units, strict=True)]),
-            row=column([w.embedding / m.vocab_size if m.vocab_size else 0.0 for m, w in zip(models, units, strict=True)]),
+            head=column([head_bytes(m, w) for m, w in zip(models, units, strict=True)]),
+            row=column([embedding_row_bytes(m, w) for m, w in zip(models, units, strict=True)]),
             dense=column([w.dense for w in units]),
             routed=column([w.routed_experts for w in units]),
             expert_keep=column([1.0 - m.n_experts_per_token / m.n_experts if m.is_moe else 1.0 for m in models]),
@@ -125,6 +126,7 @@ class GridStep:
 
     @property
     def bound(self) -> NDArray[np.str_]:
+        """`roofline.bound` applied element-wise (test_sweep_vector checks they agree)."""
         roof = np.maximum(self.memory_time_s, self.compute_time_s)
         out: NDArray[np.str_] = np.where(
             self.overhead_time_s > roof,

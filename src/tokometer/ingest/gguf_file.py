@@ -468,7 +468,7 @@ def _per_layer_attention(spec: ModelSpec, metadata: Mapping[str, Any], arch: str
 
 def load_gguf(path: Path, model_id: str | None = None) -> ModelSpec:
     """A `.gguf` file (or the first part of a split one) -> `ModelSpec` with exact per-tensor bytes."""
-    from tokometer.costmodel.architecture import KNOWN_ARCHITECTURES
+    from tokometer.ingest.architecture import KNOWN_ARCHITECTURES
     from tokometer.ingest.hf_config import account
 
     metadata, tensors = read_gguf(path)

@@ -1,6 +1,6 @@
 """Hugging Face checkpoints -> `ModelSpec`: config.json fields, and exact bytes from tensor listings.
 
-The architecture comes from `config.json` through `costmodel.architecture.spec_from_config`. Two
+The architecture comes from `config.json` through `ingest.architecture.spec_from_config`. Two
 things a published config.json leaves implicit are made explicit here:
 
 - transformers serialises only the fields that differ from the config class's defaults, so
@@ -27,8 +27,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.costmodel.architecture import spec_from_config, typical_layer_count
 from tokometer.errors import IngestError
+from tokometer.ingest.architecture import spec_from_config, typical_layer_count
 from tokometer.ingest.safetensors_header import FLOAT_DTYPES, TensorEntry, read_json_file
 from tokometer.ingest.weights import READ_CLASSES, RESIDENT, Tally, disagreement
 from tokometer.specs import ModelSpec

@@ -1,4 +1,4 @@
-"""Tensor listings -> bytes and parameters per read class (PHYSICS.md section 1), for every format.
+"""Tensor listings -> bytes and parameters per read class (docs/PHYSICS.md section 1), for every format.
 
 GGUF and Hugging Face checkpoints name their tensors differently, so each reader classifies its
 own names; what follows is shared: the per-class sums, folding routed experts into the dense

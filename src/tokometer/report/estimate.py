@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tokometer.api import Estimate
-from tokometer.explore import FitReport, SweepResult, UtilizationReport
+from tokometer.report.json import estimate_json, estimate_warnings, explanation, utilization_dict
 from tokometer.report.text import num, table
 from tokometer.units import GB
+
+if TYPE_CHECKING:  # annotations only: `tokometer estimate` need not load fit, sweep or utilization
+    from tokometer.usecases.estimate import Estimate
+    from tokometer.usecases.fit import FitReport
+    from tokometer.usecases.sweep import SweepResult
+    from tokometer.usecases.utilization import UtilizationReport
 
 
 def _tok(value: float | None) -> str:
@@ -32,7 +37,7 @@ def _tokens(value: float | None) -> str:
 
 
 def render_estimate(e: Estimate) -> str:
-    d = e.to_dict()
+    d = estimate_json(e)
     quant = e.quant.name if e.quant else "exact file sizes"
     par = d["parallel"]
     where = e.hardware.name if par["devices"] == 1 else f"{par['devices']} x {e.hardware.name}"
@@ -82,8 +87,8 @@ def render_estimate(e: Estimate) -> str:
     lines += _lever_lines(d)
     lines.append(f"feel: {d['latency']['verdict']}")
     lines.append("")
-    lines += [f"why: {line}" for line in e.explanation()]
-    lines += [f"note: {w}" for w in e.warnings]
+    lines += [f"why: {line}" for line in explanation(e)]
+    lines += [f"note: {w}" for w in estimate_warnings(e)]
     return "\n".join(lines)
 
 
@@ -129,7 +134,7 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
 
 
 def render_utilization(report: UtilizationReport) -> str:
-    d = report.to_dict()
+    d = utilization_dict(report)
     u = d["utilization"]
     e = report.estimate
     rows = [

@@ -5,8 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes, weight_bytes_read
-from tokometer.costmodel.predict import kv_bytes_per_token
+from tokometer.costmodel.memory import (
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    weight_bytes,
+    weight_bytes_read,
+)
 from tokometer.report.text import num
 from tokometer.specs import ModelSpec, QuantFormat
 

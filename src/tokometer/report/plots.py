@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from tokometer.errors import InputError
 from tokometer.units import GB, TFLOP
+from tokometer.usecases.curves import batch_points, context_points, offload_points
 
 if TYPE_CHECKING:
-    from tokometer.api import Estimate
-    from tokometer.explore import SweepResult
+    from tokometer.usecases.estimate import Estimate
+    from tokometer.usecases.sweep import SweepResult
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -58,7 +59,7 @@ def plot_estimate(e: Estimate, path: str | Path) -> Path:
 
 
 def _context_panel(ax: Any, e: Estimate) -> None:
-    points = e.context_points()
+    points = context_points(e)
     x = [p.depth_tokens for p in points]
     ax.plot(x, [p.estimate_tok_s for p in points], "o-", label="estimate")
     ax.plot(x, [p.roofline_tok_s for p in points], "s--", label="roofline with KV (eta = 1, no fixed costs)")
@@ -78,7 +79,7 @@ def _context_panel(ax: Any, e: Estimate) -> None:
 
 
 def _batch_panel(ax: Any, e: Estimate) -> None:
-    points = e.batch_points()
+    points = batch_points(e)
     x = [p.batch for p in points]
     ax.plot(x, [p.aggregate_tok_s for p in points], "o-", label="aggregate")
     ax.plot(x, [p.per_stream_tok_s for p in points], "o-", label="per stream")
@@ -102,7 +103,7 @@ def _roofline_panel(ax: Any, e: Estimate) -> None:
 
     bw = e.hardware.memory_bandwidth_gb_per_s * GB * e.layout_setup.layout.tp
     peak = e.peak.tflops * TFLOP * e.layout_setup.layout.tp if e.peak.tflops else None
-    points = e.batch_points()
+    points = batch_points(e)
     intensity = [p.flops_per_step / (p.weight_bytes_per_step + p.kv_bytes_per_step) for p in points]
     achieved = [p.flops_per_step * p.per_stream_tok_s for p in points]  # one step per 1/per-stream seconds
     low = min(intensity) / 4
@@ -125,7 +126,7 @@ def _roofline_panel(ax: Any, e: Estimate) -> None:
 
 
 def _offload_panel(ax: Any, e: Estimate) -> None:
-    points = e.offload_points()
+    points = offload_points(e)
     ax.set_title("CPU offload")
     if not points:
         ax.text(0.5, 0.5, "offload does not apply here", ha="center", va="center", transform=ax.transAxes)

@@ -1,6 +1,6 @@
 """Benchmark a server, predict, grade and save: the use-case `tokometer bench` and the web share.
 
-    outcome = benchmark(config, Predictor(model, options), save=True)
+    outcome = benchmark(config, Predictor(model, options, to_json=estimate_json), save=True)
 
 Requests are written to the runs database as they complete (`store.writer.RunWriter`), so a run
 killed by any signal stays in the database as `incomplete` with what was measured; `load_run`
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokometer.bench.client import Exchange, RequestRecord
 from tokometer.bench.detect import Endpoint
@@ -24,14 +24,25 @@ from tokometer.errors import InputError
 from tokometer.runrecord import RunRecord
 from tokometer.store import RunStore, default_path
 from tokometer.store.writer import RunWriter
+from tokometer.usecases.request import mean_decode_depth
+
+if TYPE_CHECKING:
+    from tokometer.usecases.estimate import Estimate
 
 
 class Predictor:
-    """Predictions for the measured workload (batch, depth), from the user's model and hardware."""
+    """Predictions for the measured workload (batch, depth), from the user's model and hardware.
 
-    def __init__(self, model: str | None, options: dict[str, Any]) -> None:
+    Grading reads the estimate's one JSON shape; that shape belongs to the report layer above this
+    one, so the entry point hands its serialiser in (`report.json.estimate_json`).
+    """
+
+    def __init__(
+        self, model: str | None, options: dict[str, Any], to_json: Callable[[Estimate], dict[str, Any]]
+    ) -> None:
         self.model = model
         self.options = {k: v for k, v in options.items() if v is not None}
+        self.to_json = to_json
 
     @property
     def wanted(self) -> bool:
@@ -45,10 +56,10 @@ class Predictor:
             raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
 
     def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
-        from tokometer.api import estimate
+        from tokometer.usecases.estimate import estimate
 
         name = model or self.model
-        return estimate(name, **self.options, **workload).to_dict()
+        return self.to_json(estimate(name, **self.options, **workload))
 
 
 def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: str | None, notes: list[str]) -> None:
@@ -73,7 +84,7 @@ def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: s
             return
         model = served_model
     prompt = int(summary.get("ttft_prompt_tokens") or summary.get("prompt_tokens") or 512)
-    depth = int((summary.get("prompt_tokens") or 0) + max_tokens / 2)
+    depth = int(mean_decode_depth(summary.get("prompt_tokens") or 0, max_tokens))
     try:
         full = predictor.estimate(model, prompt_tokens=prompt, output_tokens=max_tokens, context_tokens=depth, batch=1)
     except (TokometerError, OSError, ValueError) as exc:
@@ -88,7 +99,7 @@ def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: s
     run["grading"] = grade(summary, full if mode == "speed" else None)
     for level in run.get("levels") or []:
         level_summary = level["summary"]
-        level_depth = int((level_summary.get("prompt_tokens") or 0) + max_tokens / 2)
+        level_depth = int(mean_decode_depth(level_summary.get("prompt_tokens") or 0, max_tokens))
         if "concurrency" in level:
             batch = int(level["concurrency"])
         elif "depth" in level:

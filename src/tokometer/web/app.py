@@ -1,18 +1,19 @@
-"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.api`.
+"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.usecases.estimate`.
 
 Routes:
     /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs
         the pages (one HTML shell; the page's state lives in its query string)
-    /api/estimate          `Estimate.to_dict()`, the JSON of `tokometer estimate --json`, levers
+    /api/estimate          `report.json.estimate_json`, the JSON of `tokometer estimate --json`, levers
                            included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
     /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
     /api/runs, /api/runs/{id}, /api/meta
+    /api/schema            the estimate form's fields, from `EstimateRequest`
 
 Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
 (`inputs.LEVER_FIELDS`) go to estimate, curve and panorama, not to roofline and utilisation. Errors are
-`{"error": message}`: 422 for a malformed body or a bad value (TokometerError messages; an unknown
-name adds "suggestions"), 404 for an unknown path or resource. The server never fetches a URL and
+`{"error": message, "field": name}`: 422 for a malformed body or a bad value (the field comes from
+`InputError.field`, never from the text; an unknown name adds "suggestions"), 404 for an unknown path or resource. The server never fetches a URL and
 never reads a file a request names; benchmark endpoints given on the command line are listed only.
 """
 
@@ -35,11 +36,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.report.text import to_json
+from tokometer.usecases.request import request_schema
 from tokometer.web import compute, feel
 from tokometer.web.inputs import (
     LEVER_FIELDS,
     NAME_FIELDS,
-    field_of,
     number_list,
     optional_number,
     setup_kwargs,
@@ -67,16 +68,19 @@ def json_response(data: Any, status_code: int = 200) -> Response:
 
 
 def error_response(exc: TokometerError, data: Data | None = None, status_code: int = 422) -> Response:
+    """422 with the message and, when the error knows it, the form field to mark (never read from the text).
+
+    Messages name parameters as the API takes them (`params_b must be a positive number`), and
+    `field` is that name.
+    """
     body: Data = {"error": str(exc)}
     if isinstance(exc, UnknownEntryError):
         body["suggestions"] = exc.suggestions
         named = [key for key in NAME_FIELDS if data and data.get(key) == exc.name]
         if named:
             body["field"] = named[0]
-    else:
-        field = field_of(str(exc))
-        if field:
-            body["field"] = field
+    elif isinstance(exc, InputError) and exc.field:
+        body["field"] = exc.field
     return json_response(body, status_code)
 
 
@@ -148,7 +152,9 @@ def one_device(kwargs: Data, path: str) -> Data:
     """The roofline and MBU/MFU divide by one device's datasheet numbers: no levers there (yet)."""
     for key in LEVER_FIELDS:
         if key in kwargs:
-            raise InputError(f"{key} is not taken by {path}: it compares one device's steps with its datasheet")
+            raise InputError(
+                f"{key} is not taken by {path}: it compares one device's steps with its datasheet", field=key
+            )
     return kwargs
 
 
@@ -163,7 +169,9 @@ def _utilisation(data: Data, request: Request) -> Any:
     kwargs = one_device(setup_kwargs(data, extra=("measured_decode_tok_s", "measured_prefill_tok_s")), "/api/utilisation")
     measured = optional_number(data, "measured_decode_tok_s")
     if measured is None:
-        raise InputError("measured_decode_tok_s is required: the decode speed you measured, in tok/s")
+        raise InputError(
+            "measured_decode_tok_s is required: the decode speed you measured, in tok/s", field="measured_decode_tok_s"
+        )
     return compute.utilisation(kwargs, measured, optional_number(data, "measured_prefill_tok_s"))
 
 
@@ -173,7 +181,8 @@ def _latency(data: Data, request: Request) -> Any:
         raise InputError(f"unknown field {unknown[0]!r}; expected ttft_ms, output_tokens, tok_s")
     ttft_ms, tok_s = optional_number(data, "ttft_ms"), optional_number(data, "tok_s")
     if ttft_ms is None or tok_s is None:
-        raise InputError(f"{'ttft_ms' if ttft_ms is None else 'tok_s'} is required")
+        missing = "ttft_ms" if ttft_ms is None else "tok_s"
+        raise InputError(f"{missing} is required", field=missing)
     output = optional_number(data, "output_tokens", integer=True)
     more = {} if output is None else {"output_tokens": int(output)}
     return compute.latency_at_rate(ttft_ms, tok_s, **more)
@@ -286,6 +295,11 @@ class HostCheck:
         await self.app(scope, receive, send)
 
 
+def _schema(data: Data, request: Request) -> Any:
+    """The estimate form's fields, from `EstimateRequest` (names, kinds, defaults, flags, help)."""
+    return {"fields": request_schema()}
+
+
 class SecurityHeaders:
     """Adds a strict content security policy and no-sniff/no-referrer headers to every response."""
 
@@ -333,6 +347,7 @@ def create_app(
         *[Route(f"/{name}", page) for name in PAGES],
         Route("/favicon.ico", favicon),
         Route("/api/meta", endpoint(_meta)),
+        Route("/api/schema", endpoint(_schema)),
         Route("/api/estimate", endpoint(_estimate), methods=both),
         Route("/api/curve", endpoint(_curve), methods=both),
         Route("/api/roofline", endpoint(_roofline), methods=both),

@@ -1,11 +1,11 @@
-"""What each web endpoint answers, as plain JSON-ready dicts built from `tokometer.api`.
+"""What each web endpoint answers, as plain JSON-ready dicts built from `tokometer.usecases.estimate`.
 
 No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
 return data, so tests call them directly.
 
-Curves: the roofline's decode steps are the library's batching curve (`Estimate.batch_points`,
+Curves: the roofline's decode steps are the library's batching curve (`usecases.curves.batch_points`,
 the points of `batching.curve` in the JSON), one estimate for all of them. `curve()` still calls
-`estimate` once per x: its points carry each x's whole `decode` block (the 80 % band, bytes, times)
+`estimate` once per x (and serialises only the sections without curves): its points carry each x's whole `decode` block (the 80 % band, bytes, times)
 and memory total, which the library's `batching`/`context` points do not, and the library adds
 the setup's own batch or depth to its x values, so it would not give the points asked for.
 The panorama calls `estimate` once per device.
@@ -21,20 +21,20 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokometer import __version__
-from tokometer.api import (
-    BROKEN_STREAM_TOK_S,
-    DEFAULT_HARDWARE,
-    DEFAULT_MODEL,
-    DEFAULT_QUANT,
-    READING_SPEED_TOK_S,
-    estimate,
-    reading_verdict,
-)
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
-from tokometer.costmodel.memory import weight_bytes_read
 from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
+from tokometer.report.json import estimate_json, estimate_sections
 from tokometer.units import GB, TFLOP
-from tokometer.web.feel import verdict_code
+from tokometer.usecases.curves import batch_points, prefill_bytes_moved
+from tokometer.usecases.estimate import estimate
+from tokometer.usecases.policy import DEFAULT_HARDWARE, DEFAULT_MODEL, DEFAULT_QUANT
+from tokometer.usecases.reading import (
+    BROKEN_STREAM_TOK_S,
+    READING_SPEED_TOK_S,
+    reading_verdict,
+    reading_verdict_code,
+)
+from tokometer.usecases.utilization import mbu, mfu, placement
 
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_OUTPUT_TOKENS = 256  # as `tokometer estimate --output`
@@ -89,7 +89,7 @@ def hardware_entry(name: str) -> dict[str, Any]:
 
 
 def estimate_dict(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return estimate(**kwargs).to_dict()
+    return estimate_json(estimate(**kwargs))
 
 
 def _context_values(kwargs: dict[str, Any]) -> list[int]:
@@ -120,7 +120,7 @@ def curve(kwargs: dict[str, Any], axis: str, values: list[Any] | None = None) ->
     base: dict[str, Any] | None = None
     for x in sorted(set(values)):
         result = estimate(**{**kwargs, key: int(x)})
-        d = result.to_dict()
+        d = estimate_sections(result)  # a point needs no curves
         base = base or d
         m = d["memory"]
         points.append(
@@ -143,14 +143,14 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
     The decode steps are the estimate's batching curve (`batching.curve`) at `batches`.
     """
     result = estimate(**kwargs)
-    d = result.to_dict()
+    d = estimate_sections(result)
     bandwidth = d["hardware"]["memory_bandwidth_gb_per_s"] * GB
     peak_tflops = d["hardware"]["peak_tflops"]
     wanted = sorted({int(b) for b in batches}) if batches else list(DEFAULT_BATCHES)
     for b in wanted:
-        require_positive("--batch", b)
+        require_positive("batches", b)
     points = []
-    for p in result.batch_points(wanted):
+    for p in batch_points(result, wanted):
         if p.batch not in wanted:  # the library adds the setup's own batch
             continue
         flops_per_token = p.flops_per_step / p.batch
@@ -167,8 +167,7 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
     pre = result.prefill
     prefill_point = None
     if pre is not None:
-        chunk_tokens = min(pre.prompt_tokens, max(1, result.efficiency.prefill_chunk_tokens))
-        bytes_moved = pre.n_chunks * weight_bytes_read(result.model, result.weights, chunk_tokens)
+        bytes_moved = prefill_bytes_moved(result, pre)
         prefill_point = {
             "prompt_tokens": pre.prompt_tokens,
             "intensity_flop_per_byte": pre.flops / bytes_moved,
@@ -191,7 +190,7 @@ def roofline(kwargs: dict[str, Any], batches: list[Any] | None = None) -> dict[s
 def utilisation(
     kwargs: dict[str, Any], measured_decode_tok_s: float, measured_prefill_tok_s: float | None = None
 ) -> dict[str, Any]:
-    """MBU and MFU of a measured run (PHYSICS.md section 8), next to the prediction for it.
+    """MBU and MFU of a measured run (docs/PHYSICS.md section 8), next to the prediction for it.
 
     `measured_decode_tok_s` is per stream, as benchmarks report it; a step serves `batch` streams:
     MBU = measured tok/s x bytes read per step / datasheet bandwidth;
@@ -199,29 +198,32 @@ def utilisation(
     """
     require_positive("measured_decode_tok_s", measured_decode_tok_s)
     require_positive("measured_prefill_tok_s", measured_prefill_tok_s)
-    d = estimate(**kwargs).to_dict()
+    d = estimate_json(estimate(**kwargs))
     dec, hw, pre = d["decode"], d["hardware"], d["prefill"]
     peak_flops = hw["peak_tflops"] * TFLOP if hw["peak_tflops"] else None
     flops_per_step = dec["flops_per_token"] * dec["batch"]
-    mbu = measured_decode_tok_s * dec["bytes_per_step"] / (hw["memory_bandwidth_gb_per_s"] * GB)
-    decode_mfu = measured_decode_tok_s * flops_per_step / peak_flops if peak_flops else None
+    memory_use = mbu(measured_decode_tok_s * dec["bytes_per_step"], hw["memory_bandwidth_gb_per_s"])
+    decode_mfu = mfu(measured_decode_tok_s * flops_per_step, hw["peak_tflops"])
     prefill_mfu = None
     if measured_prefill_tok_s is not None and peak_flops and pre["flops"]:
-        prefill_mfu = measured_prefill_tok_s * (pre["flops"] / pre["prompt_tokens"]) / peak_flops
+        prefill_mfu = mfu(measured_prefill_tok_s * (pre["flops"] / pre["prompt_tokens"]), hw["peak_tflops"])
     band = dec["interval_tok_s"]
     notes = []
-    if measured_decode_tok_s > dec["ceiling_tok_s"]:
-        code = "above-ceiling"
+    code = placement(
+        measured_decode_tok_s,
+        ceiling_tok_s=dec["ceiling_tok_s"],
+        estimate_tok_s=dec["estimate_tok_s"],
+        band_low_tok_s=band["low"],
+        band_high_tok_s=band["high"],
+    )
+    if code == "far-below":
+        code = "below-band"  # the page words both as slower than predicted, with the same note
+    if code == "above-ceiling":
         notes.append(
             "above the ceiling: a finding, not a success - a wrong spec, a cache hit, speculative "
             "decoding or mis-counted tokens"
         )
-    elif measured_decode_tok_s > band["high"]:
-        code = "above-band"
-    elif measured_decode_tok_s >= band["low"]:
-        code = "in-band"
-    else:
-        code = "below-band"
+    elif code == "below-band":
         notes.append(
             "below the 80 % band: look for partial CPU offload, a busy or throttled device, "
             "a deep context or an engine setting"
@@ -232,7 +234,7 @@ def utilisation(
         "utilisation": {
             "measured_decode_tok_s": measured_decode_tok_s,
             "measured_prefill_tok_s": measured_prefill_tok_s,
-            "mbu": mbu,
+            "mbu": memory_use,
             "decode_mfu": decode_mfu,
             "prefill_mfu": prefill_mfu,
             "measured_over_ceiling": measured_decode_tok_s / dec["ceiling_tok_s"],
@@ -245,7 +247,7 @@ def utilisation(
 
 
 def latency_at_rate(ttft_ms: float, tok_s: float, output_tokens: int = DEFAULT_OUTPUT_TOKENS) -> dict[str, Any]:
-    """End-to-end time of an answer from a time to first token and a decode rate (PHYSICS.md 5).
+    """End-to-end time of an answer from a time to first token and a decode rate (docs/PHYSICS.md 5).
 
     E2E = TTFT + (n_out - 1) / rate; reading it takes n_out / (5 to 10 tok/s).
     """
@@ -261,7 +263,7 @@ def latency_at_rate(ttft_ms: float, tok_s: float, output_tokens: int = DEFAULT_O
         "output_tokens": output_tokens,
         "tok_s": tok_s,
         "verdict": reading_verdict(tok_s),
-        "verdict_code": verdict_code(tok_s),
+        "verdict_code": reading_verdict_code(tok_s),
         "reading_time_s": [output_tokens / READING_SPEED_TOK_S[1], output_tokens / READING_SPEED_TOK_S[0]],
     }
 

@@ -1,4 +1,4 @@
-"""Speed feel: the same answer streamed at several token rates (seed 002, "Ressenti des vitesses").
+"""Speed feel: the same answer streamed at several token rates (docs/PHYSICS.md, section 5).
 
 Shared by the web page (`/feel`, through `/api/feel`) and the terminal (`tokometer feel`): a tiny
 pseudo-tokenizer, the sample answers, the timing plan, and a side-by-side terminal animation.
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tokometer.api import (
+from tokometer.errors import InputError
+from tokometer.usecases.reading import (
     BROKEN_STREAM_TOK_S,
     READING_SPEED_TOK_S,
     reading_verdict,
     reading_verdict_code,
 )
-from tokometer.errors import InputError
 
 SAMPLES_DIR = Path(__file__).parent / "static" / "feel"
 LANGUAGES = ("en", "fr")
@@ -85,11 +85,6 @@ def parse_rates(text: str | Sequence[float]) -> list[float]:
     return rates
 
 
-def verdict_code(tok_s: float) -> str:
-    """The reading verdict as a stable code for translations: broken, slow, reading or fast."""
-    return reading_verdict_code(tok_s)
-
-
 @dataclass(frozen=True)
 class Lane:
     """One stream: how many of `total_tokens` are visible `t` seconds after the first token."""
@@ -130,7 +125,7 @@ def feel_plan(
                 "tokens_after": shown,
                 "words_after": len("".join(tokens[:shown]).split()),
                 "verdict": reading_verdict(rate),
-                "verdict_code": verdict_code(rate),
+                "verdict_code": reading_verdict_code(rate),
             }
         )
     plan = {
@@ -187,7 +182,7 @@ def frame_lines(tokens: Sequence[str], lanes: Sequence[Lane], t_s: float, width:
             body[-1] = (body[-1] + "_")[:col]
         columns.append(body[-height:])
     rows = max(len(c) for c in columns)
-    header = gap.join(f"{f'{lane.rate_tok_s:g} tok/s ({verdict_code(lane.rate_tok_s)})':<{col}}"[:col] for lane in lanes)
+    header = gap.join(f"{f'{lane.rate_tok_s:g} tok/s ({reading_verdict_code(lane.rate_tok_s)})':<{col}}"[:col] for lane in lanes)
     lines = [header.rstrip(), gap.join("-" * col for _ in lanes)]
     for i in range(rows):
         lines.append(gap.join(f"{(c[i] if i < len(c) else ''):<{col}}" for c in columns).rstrip())

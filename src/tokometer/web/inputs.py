@@ -1,8 +1,9 @@
-"""Request data -> keyword arguments of `tokometer.api.estimate`, checked before any work is done.
+"""Request data -> keyword arguments of `tokometer.usecases.estimate.estimate`, checked before any work is done.
 
-The web API takes the library's own argument names (`params_b`, `bandwidth_gb_per_s`, `hw`...,
-and the levers `draft`, `tp`, `gpu_layers`... of `LEVER_FIELDS`) from a JSON body or a query
-string. Anything malformed is an `InputError` (422 with its message); names go through the
+The web API takes `EstimateRequest`'s field names (`params_b`, `bandwidth_gb_per_s`, `hw`..., and
+the levers `draft`, `tp`, `gpu_layers`... of `LEVER_FIELDS`), each read as its `kind` says, from a JSON
+body or a query string. Anything malformed is an `InputError` whose `field` the page marks (422 with
+its message); names go through the
 catalogs only: a page can never make the server read a file or fetch a URL (`estimate` would
 ingest a path or a Hub id given as a model or a draft, so those are refused here).
 """
@@ -15,45 +16,25 @@ from typing import Any
 
 from tokometer.catalog import model_catalog
 from tokometer.errors import InputError, UnknownEntryError
+from tokometer.specs import BACKENDS
+from tokometer.usecases.request import request_fields
 
-NAME_FIELDS = ("model", "hw", "quant", "engine", "backend", "kv_dtype", "draft", "draft_quant", "cpu_hw")
-TEXT_FIELDS = ("link", "offload_mode")  # parsed and checked by the library
-FLOAT_FIELDS = (
-    "params_b",
-    "active_params_b",
-    "bits",
-    "weights_gb",
-    "bandwidth_gb_per_s",
-    "memory_gb",
-    "tflops",
-    "acceptance",
-)
-INT_FIELDS = (
-    "n_layers",
-    "prompt_tokens",
-    "output_tokens",
-    "context_tokens",
-    "batch",
-    "sessions",
-    "draft_tokens",
-    "tp",
-    "pp",
-)
-LAYER_FIELDS = ("gpu_layers",)  # a count (26) or a share (0.8): a string keeps the CLI's reading of it
-FLAG_FIELDS = ("advise",)
+
+def _fields_of(*kinds: str) -> tuple[str, ...]:
+    return tuple(f.name for f in request_fields() if f.metadata["kind"] in kinds)
+
+
+# the form's fields and how each is read, all from `EstimateRequest` (`efficiency` is not a form field)
+NAME_FIELDS = _fields_of("name")
+TEXT_FIELDS = _fields_of("text")  # parsed and checked by the library
+FLOAT_FIELDS = _fields_of("float")
+INT_FIELDS = _fields_of("int")
+LAYER_FIELDS = _fields_of("layers")  # a count (26) or a share (0.8): a string keeps the CLI's reading of it
+FLAG_FIELDS = _fields_of("flag")
 SETUP_FIELDS = (*NAME_FIELDS, *TEXT_FIELDS, *FLOAT_FIELDS, *INT_FIELDS, *LAYER_FIELDS, *FLAG_FIELDS)
 # the levers of `estimate` (speculative decoding, TP/PP, CPU offload), as `tokometer estimate --help` lists them
-LEVER_FIELDS = (
-    "draft",
-    "draft_quant",
-    "acceptance",
-    "draft_tokens",
-    "tp",
-    "pp",
-    "link",
-    "gpu_layers",
-    "cpu_hw",
-    "offload_mode",
+LEVER_FIELDS = tuple(
+    f.name for f in request_fields() if f.metadata["group"] in ("speculative", "parallel", "offload")
 )
 # the other fields some endpoints take (latency, utilisation, curves, feel, runs)
 OTHER_FIELDS = (
@@ -70,53 +51,11 @@ OTHER_FIELDS = (
     "text",
     "limit",
 )
-BACKENDS = ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu")
 MAX_NAME_CHARS = 200
 MAX_INT = 10**9
 
-# the library's messages name CLI options; the page highlights the matching field
-FIELD_OF_OPTION = {
-    "--params": "params_b",
-    "--active-params": "active_params_b",
-    "--layers": "n_layers",
-    "--bits": "bits",
-    "--weights-gb": "weights_gb",
-    "--bandwidth": "bandwidth_gb_per_s",
-    "--memory-gb": "memory_gb",
-    "--tflops": "tflops",
-    "--prompt": "prompt_tokens",
-    "--output": "output_tokens",
-    "--context": "context_tokens",
-    "--batch": "batch",
-    "--sessions": "sessions",
-    "--draft": "draft",
-    "--draft-quant": "draft_quant",
-    "--acceptance": "acceptance",
-    "--draft-tokens": "draft_tokens",
-    "--tp": "tp",
-    "--pp": "pp",
-    "--link": "link",
-    "--gpu-layers": "gpu_layers",
-    "--cpu-hw": "cpu_hw",
-    "--offload-mode": "offload_mode",
-}
-# messages that do not start with the option they are about: (prefix or fragment, field to fix)
-FIELD_OF_PHRASE = (
-    ("unknown link ", "link"),  # `unknown link 'x': use nvlink, pcie3...`
-    (" need --draft ", "draft"),  # `--acceptance, --draft-tokens and --draft-quant need --draft MODEL`
-    (" need --gpu-layers ", "gpu_layers"),  # `--cpu-hw and --offload-mode need --gpu-layers N`
-)
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
-
-
-def field_of(message: str) -> str | None:
-    """The request field an error message is about, when it names one (`--bits must be...`)."""
-    for phrase, name in FIELD_OF_PHRASE:
-        if message.startswith(phrase) or (phrase.startswith(" ") and phrase in message):
-            return name
-    head = message.split(" ", 1)[0].rstrip(",:")
-    return FIELD_OF_OPTION.get(head, head if head in SETUP_FIELDS or head in OTHER_FIELDS else None)
 
 
 def number(name: str, value: Any, *, integer: bool = False) -> float | int:
@@ -126,24 +65,24 @@ def number(name: str, value: Any, *, integer: bool = False) -> float | int:
         try:
             value = int(text) if integer and text.lstrip("+-").isdigit() else float(text)
         except ValueError:
-            raise InputError(f"{name} must be a number, got {value!r}") from None
+            raise InputError(f"{name} must be a number, got {value!r}", field=name) from None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{name} must be a number, got {value!r}")
+        raise InputError(f"{name} must be a number, got {value!r}", field=name)
     if integer:
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-            raise InputError(f"{name} must be a whole number, got {value!r}")
+            raise InputError(f"{name} must be a whole number, got {value!r}", field=name)
         if abs(value) > MAX_INT:
-            raise InputError(f"{name} must be at most {MAX_INT:,}, got {value!r}")
+            raise InputError(f"{name} must be at most {MAX_INT:,}, got {value!r}", field=name)
         return int(value)
     return float(value)
 
 
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {value!r}")
+        raise InputError(f"{name} must be a string, got {value!r}", field=name)
     stripped: str = value.strip()
     if len(stripped) > MAX_NAME_CHARS:
-        raise InputError(f"{name} is too long ({len(stripped)} characters, at most {MAX_NAME_CHARS})")
+        raise InputError(f"{name} is too long ({len(stripped)} characters, at most {MAX_NAME_CHARS})", field=name)
     return stripped
 
 
@@ -153,7 +92,7 @@ def layers(name: str, value: Any) -> int | float | str:
     if isinstance(value, str):
         return text(name, value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {value!r}")
+        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {value!r}", field=name)
     return value
 
 
@@ -163,7 +102,7 @@ def flag(name: str, value: Any) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
         return value.strip().lower() in TRUE_WORDS
-    raise InputError(f"{name} must be true or false, got {value!r}")
+    raise InputError(f"{name} must be true or false, got {value!r}", field=name)
 
 
 def catalog_model(name: str) -> str:
@@ -201,7 +140,7 @@ def setup_kwargs(data: Mapping[str, Any], *, extra: tuple[str, ...] = ()) -> dic
             catalog_model(kwargs[key])
     backend = kwargs.get("backend")
     if backend is not None and backend not in BACKENDS:
-        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
     return kwargs
 
 
@@ -216,10 +155,10 @@ def number_list(name: str, value: Any, *, integer: bool = False, limit: int = 64
     """A JSON list of numbers or a comma-separated string, at most `limit` of them."""
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
-        raise InputError(f"{name} must be a list of numbers, got {value!r}")
+        raise InputError(f"{name} must be a list of numbers, got {value!r}", field=name)
     items = [item for item in items if not (isinstance(item, str) and not item.strip())]
     if not items:
-        raise InputError(f"{name} must hold at least one number")
+        raise InputError(f"{name} must hold at least one number", field=name)
     if len(items) > limit:
-        raise InputError(f"{name} holds {len(items)} values, at most {limit}")
+        raise InputError(f"{name} holds {len(items)} values, at most {limit}", field=name)
     return [number(name, item, integer=integer) for item in items]

@@ -19,6 +19,7 @@ from tokometer.cli.options import (
     workload_options,
 )
 from tokometer.errors import InputError
+from tokometer.specs import BACKENDS
 
 
 @click.command()
@@ -44,12 +45,13 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
     \b
         tokometer utilization llama-3.1-8b --hw rtx-4090 -q q4_k_m --measured-decode 45
     """
-    from tokometer.explore import utilization as run_utilization
     from tokometer.report.estimate import render_utilization
+    from tokometer.report.json import utilization_dict
     from tokometer.report.text import to_json
+    from tokometer.usecases.utilization import utilization as run_utilization
 
     report = run_utilization(model, **options)
-    click.echo(to_json(report.to_dict()) if as_json else render_utilization(report))
+    click.echo(to_json(utilization_dict(report)) if as_json else render_utilization(report))
 
 
 @click.command()
@@ -58,7 +60,7 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
 @click.option("--sessions", type=int, default=1, show_default=True, help="Concurrent sessions to hold at that context.")
 @click.option("--min-speed", "min_speed_tok_s", type=float, help="Only setups whose estimate reaches this many tok/s per stream.")
 @click.option("-e", "--engine", help="Engine for every row [default: the usual one per hardware and quant].")
-@click.option("--backend", type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"]), help="Software backend.")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), help="Software backend.")
 @click.option("--kv-dtype", help="KV-cache dtype: fp16, fp8, q8_0, q4_0 [default: the engine's].")
 @click.option("--model", "models", multiple=True, help="Only these models (repeat or comma-separate) [default: the catalog].")
 @click.option("-q", "--quant", "quants", multiple=True, help="Quants to try [default: bf16, fp8 where supported, q8_0, q6_k, q5_k_m, q4_k_m, q3_k_m, q2_k].")
@@ -71,9 +73,9 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     \b
         tokometer fit --hw rtx-4090 --context 8192 --min-speed 10
     """
-    from tokometer.explore import fit as run_fit
     from tokometer.report.estimate import render_fit
     from tokometer.report.text import to_json
+    from tokometer.usecases.fit import fit as run_fit
 
     hw = options.pop("hw")
     report = run_fit(hw, models=_split(models) or None, quants=_split(quants) or None, **options)
@@ -87,7 +89,7 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
 @click.option("--context", "contexts", multiple=True, help="Context depths in tokens, e.g. 0,4096,32768 [default: 512].")
 @click.option("--batch", "batches", multiple=True, help="Batch sizes, e.g. 1,8,64 [default: 1].")
 @click.option("-e", "--engine", help="Engine for every row [default: the usual one per hardware and quant].")
-@click.option("--backend", type=click.Choice(["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"]), help="Software backend.")
+@click.option("--backend", type=click.Choice(list(BACKENDS)), help="Software backend.")
 @click.option("--kv-dtype", help="KV-cache dtype: fp16, fp8, q8_0, q4_0 [default: the engine's].")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True, help="Output format.")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
@@ -114,9 +116,9 @@ def sweep(
         tokometer sweep --model llama-3.1-8b,qwen3-30b-a3b --hw rtx-4090,h100-sxm \\
             -q q4_k_m,q8_0 --context 0,32768 --batch 1,16 --format csv
     """
-    from tokometer.explore import sweep as run_sweep
     from tokometer.report.estimate import render_sweep_csv, render_sweep_table
     from tokometer.report.text import to_json
+    from tokometer.usecases.sweep import sweep as run_sweep
 
     result = run_sweep(
         _split(models) or None,

@@ -1,6 +1,6 @@
-"""The predictor: decode step time (roofline + overheads), prefill/TTFT, latency, memory verdict.
+"""The roofline: which resource bounds a step, decode step time, prefill, the ridge point, the band.
 
-PHYSICS.md sections 3-5 and 7. Pure functions over frozen values; `predict` composes them.
+docs/PHYSICS.md sections 3-5. Pure functions over frozen values.
 
     t_step = max(bytes_step / (eta_bw * BW), flops_step / (eta_c * peak)) + n_layers * tau_layer + tau_step
 
@@ -11,15 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
-from tokometer.costmodel.memory import (
-    kv_cache_bytes,
-    kv_elements_per_token,
-    kv_read_bytes,
-    kv_write_bytes,
-    max_context_tokens,
-    weight_bytes_read,
-)
+from tokometer.costmodel.memory import kv_read_bytes, kv_write_bytes, weight_bytes_read
 from tokometer.specs import (
     ComputeDtype,
     Efficiency,
@@ -31,7 +25,18 @@ from tokometer.specs import (
 )
 from tokometer.units import GB, TFLOP, US
 
-Z_80 = 1.2816  # two-sided 80 % interval of a normal in log space
+Z_80 = 1.2816  # two-sided 80 % interval of a normal in log space: Phi^-1(0.9)
+BAND_COVERAGE = 0.8  # the share of measurements the band is meant to hold
+
+Bound = Literal["memory", "compute", "overhead"]
+
+
+def bound(memory_time_s: float, compute_time_s: float, overhead_time_s: float) -> Bound:
+    """Which resource sets a step's time: fixed overheads when they exceed the roof, else the larger
+    of reading memory and computing (a tie counts as memory). The one rule for every layout."""
+    if overhead_time_s > max(memory_time_s, compute_time_s):
+        return "overhead"
+    return "memory" if memory_time_s >= compute_time_s else "compute"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +126,7 @@ class Step(_Plain):
     overhead_time_s: float
     time_s: float
     ceiling_time_s: float
-    bound: str
+    bound: Bound
 
     @property
     def bytes(self) -> float:
@@ -142,9 +147,9 @@ def decode_step(
     quantized: bool = False,
     tokens_per_stream: int = 1,
 ) -> Step:
-    """Time of one decode step (PHYSICS.md section 4). `quantized`: block-quantized weight kernels.
+    """Time of one decode step (docs/PHYSICS.md section 4). `quantized`: block-quantized weight kernels.
 
-    `tokens_per_stream` > 1 is a speculative verification pass (PHYSICS.md section 7): each stream
+    `tokens_per_stream` > 1 is a speculative verification pass (docs/PHYSICS.md section 7): each stream
     feeds k+1 tokens through the weights in one step, reads its KV cache once, writes k+1 entries.
     """
     bw = (bandwidth_gb_per_s or hardware.memory_bandwidth_gb_per_s) * GB
@@ -161,10 +166,6 @@ def decode_step(
     overhead = model.n_layers * efficiency.layer_overhead_us * US + efficiency.step_overhead_us * US
     ceiling = max(w_read / bw, flops / peak_flops if peak_flops else 0.0)
     roof = max(memory_time, compute_time)
-    if overhead > roof:
-        bound = "overhead"
-    else:
-        bound = "memory" if memory_time >= compute_time else "compute"
     return Step(
         batch=batch,
         depth_tokens=depth_tokens,
@@ -177,7 +178,7 @@ def decode_step(
         overhead_time_s=overhead,
         time_s=roof + overhead,
         ceiling_time_s=ceiling,
-        bound=bound,
+        bound=bound(memory_time, compute_time, overhead),
     )
 
 
@@ -206,7 +207,7 @@ class Prefill(_Plain):
     time_s: float
     tok_s: float
     efficiency: float
-    bound: str
+    bound: Literal["compute", "memory"]
 
 
 def prefill(
@@ -255,70 +256,6 @@ def prefill(
 
 
 def interval(value: float, log_sd: float, coverage_z: float = Z_80) -> Interval:
-    """An 80 % band around `value` from the residual spread in log space."""
+    """An 80 % band around `value` from the residual spread in log space: `value * exp(+-z sd)`."""
     factor = math.exp(coverage_z * log_sd)
-    return Interval(low=value / factor, high=value * factor, coverage=0.8)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryPlan(_Plain):
-    weights_gb: float
-    kv_cache_gb: float
-    runtime_overhead_gb: float
-    total_gb: float
-    available_gb: float
-    device_memory_gb: float
-    fits: bool
-    context_tokens: int
-    sessions: int
-    max_context_tokens: int | None
-    max_context_memory_tokens: int | None
-    max_sessions: int | None
-
-
-def memory_plan(
-    model: ModelSpec,
-    weights: ParamGroups,
-    device_memory_gb: float,
-    *,
-    usable_fraction: float,
-    runtime_overhead_gb: float,
-    context_tokens: int,
-    sessions: int,
-    kv_bytes_per_element: float,
-) -> MemoryPlan:
-    """Weights (every expert) + KV for the planned context and sessions + engine runtime."""
-    kv = kv_cache_bytes(model, context_tokens, kv_bytes_per_element) * sessions
-    total = weights.total + kv + runtime_overhead_gb * GB
-    available = device_memory_gb * usable_fraction * GB
-    free_for_kv = available - weights.total - runtime_overhead_gb * GB
-    mem_ctx = max_context_tokens(model, free_for_kv, kv_bytes_per_element)
-    max_ctx = mem_ctx
-    if model.max_context_tokens is not None:
-        max_ctx = model.max_context_tokens if mem_ctx is None else min(mem_ctx, model.max_context_tokens)
-    per_session = kv_cache_bytes(model, context_tokens, kv_bytes_per_element)
-    if free_for_kv <= 0:
-        max_sessions: int | None = 0
-    elif per_session <= 0:
-        max_sessions = None
-    else:
-        max_sessions = int(free_for_kv // per_session)
-    return MemoryPlan(
-        weights_gb=weights.total / GB,
-        kv_cache_gb=kv / GB,
-        runtime_overhead_gb=runtime_overhead_gb,
-        total_gb=total / GB,
-        available_gb=available / GB,
-        device_memory_gb=device_memory_gb,
-        fits=total <= available,
-        context_tokens=context_tokens,
-        sessions=sessions,
-        max_context_tokens=max_ctx,
-        max_context_memory_tokens=mem_ctx,
-        max_sessions=max_sessions,
-    )
-
-
-def kv_bytes_per_token(model: ModelSpec, kv_bytes_per_element: float, context_tokens: float | None = None) -> float:
-    """KV stored per token of context (all layers; with a context, only layers not yet window-capped)."""
-    return kv_elements_per_token(model, context_tokens) * kv_bytes_per_element
+    return Interval(low=value / factor, high=value * factor, coverage=BAND_COVERAGE)

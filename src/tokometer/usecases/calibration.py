@@ -1,6 +1,6 @@
 """Fit the efficiency model on measured rows (`tokometer calibrate`), and cross-validate it.
 
-Decode (PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
+Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
 
     t_step = X / eta_bw(quantized?) + n_layers * tau_layer + tau_step,   X = bytes_step / BW
 
@@ -24,16 +24,16 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tokometer.costmodel.levers import IDEAL
+from tokometer.catalog.efficiency import ANY, GroupKey
+from tokometer.costmodel.layout import IDEAL
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
-from tokometer.validate import (
+from tokometer.usecases.validation import (
     Case,
     CaseResult,
-    estimate_kwargs,
+    case_request,
     predict_case,
     resolve_case_hardware,
-    workload_kwargs,
 )
 
 MIN_TG_ROWS = 6
@@ -66,20 +66,19 @@ def _unit(prior: Efficiency) -> Efficiency:
 
 def features(case: Case) -> Features | None:
     """Physics at 100 % efficiency for one usable row (single device, unflagged, tg or pp)."""
-    from tokometer.api import estimate
     from tokometer.catalog import engine_catalog
     from tokometer.catalog.efficiency import efficiency_for, group_key
+    from tokometer.usecases.estimate import estimate
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
         return None
     try:
         hardware = resolve_case_hardware(case)
-        kwargs = estimate_kwargs(case)
-        engine = engine_catalog().get(kwargs.get("engine") or "llama-cpp")
-        backend = kwargs.get("backend") or hardware.backend
+        request = case_request(case, hardware)
+        engine = engine_catalog().get(request.engine or "llama-cpp")
+        backend = request.backend or hardware.backend
         prior = _default(engine.id)
-        kwargs.update(workload_kwargs(case))
-        est = estimate(hw=hardware, efficiency=_unit(efficiency_for(engine, hardware, backend)), **kwargs)
+        est = estimate(request, efficiency=_unit(efficiency_for(engine, hardware, backend)))
     except TokometerError:
         return None
     base = dict(
@@ -220,13 +219,13 @@ def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
 
 
 def band_sd(log_errors: list[float]) -> float:
-    """The log-space spread whose +-1.2816 band holds 80 % of these errors.
+    """The log-space spread whose +-Z_80 band (the named 80 % z value) holds 80 % of these errors.
 
     Errors are heavy-tailed (a few chips realise far less than their class), so the RMS would give
     a band that holds fewer than 80 % of them; the 80th percentile of |error| holds exactly 80 %.
     """
-    from tokometer.costmodel.predict import Z_80
-    from tokometer.validate import percentile
+    from tokometer.costmodel.roofline import Z_80
+    from tokometer.usecases.validation import percentile
 
     return percentile([abs(v) for v in log_errors], 0.8) / Z_80
 
@@ -262,16 +261,15 @@ def fit_table(feats: Iterable[Features], source: str = "fitted") -> dict[str, Ef
 
 
 def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
-    engine, backend, hw_class = group.split("/")
-    for key in (group, f"{engine}/{backend}/*", f"{engine}/*/{hw_class}", f"{engine}/*/*"):
+    for key in GroupKey.parse(group).fallbacks():
         if key in table:
             return table[key]
     return None
 
 
 def _keys(group: str) -> tuple[str, ...]:
-    engine, backend, _ = group.split("/")
-    return (group, f"{engine}/{backend}/*", f"{engine}/*/*")
+    engine, backend, _ = GroupKey.parse(group)
+    return (group, str(GroupKey(engine, backend, ANY)), str(GroupKey(engine, ANY, ANY)))
 
 
 def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, Efficiency]:
@@ -336,7 +334,7 @@ def leave_one_hardware_out(
 
 def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], counts: dict[str, tuple[int, int, list[str]]]) -> None:
     lines = [
-        "# Fitted efficiency per engine/backend/hardware-class (PHYSICS.md section 4).",
+        "# Fitted efficiency per engine/backend/hardware-class (docs/PHYSICS.md section 4).",
         "# Written by `tokometer calibrate`; do not edit by hand: rerun it.",
     ]
     for key, value in meta.items():
@@ -386,7 +384,6 @@ def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency]
     table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
-        engine, backend, hw_class = key.split("/")
         rows = [f for f in feats if _matches(f.group, key)]
         counts[key] = (
             sum(f.case.metric == "tg" for f in rows),
@@ -420,4 +417,4 @@ def multi_device_spread(cases: list[Case]) -> float | None:
 
 
 def _matches(group: str, key: str) -> bool:
-    return all(k == "*" or k == g for g, k in zip(group.split("/"), key.split("/"), strict=True))
+    return GroupKey.parse(group).matches(GroupKey.parse(key))

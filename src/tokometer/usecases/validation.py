@@ -10,7 +10,6 @@ aggregates. Every row comes back with its prediction or the reason it was not sc
 from __future__ import annotations
 
 import csv
-import inspect
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -18,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tokometer.costmodel.roofline import interval
 from tokometer.errors import InputError, TokometerError
-from tokometer.specs import Efficiency, HardwareSpec
+from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.units import GB, GIB
+from tokometer.usecases.request import EstimateRequest, mean_decode_depth
 
 REQUIRED_COLUMNS = ("metric", "value")
 NUMERIC_COLUMNS = (
@@ -241,7 +242,7 @@ def _parallelism(case: Case, engine_id: str | None) -> dict[str, int]:
 
 
 def estimate_kwargs(case: Case) -> dict[str, Any]:
-    """Turn a row into `api.estimate` arguments (model, weights, engine, workload)."""
+    """A row's setup as `EstimateRequest` fields (model, weights, engine, backend, parallelism)."""
     from tokometer.catalog import model_catalog, quant_catalog
 
     kwargs: dict[str, Any] = {}
@@ -280,7 +281,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     if engine:
         kwargs["engine"] = engine
     backend = case.text("backend").lower()
-    if backend in ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu"):
+    if backend in BACKENDS:
         kwargs["backend"] = backend
     kwargs.update(_parallelism(case, engine))
     return kwargs
@@ -289,12 +290,18 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
 # ---------------------------------------------------------------- prediction
 
 
+def case_request(case: Case, hardware: HardwareSpec, efficiency: Efficiency | None = None) -> EstimateRequest:
+    """A measured row as the `EstimateRequest` that predicts it: its setup and its workload."""
+    fields: dict[str, Any] = {**estimate_kwargs(case), **workload_kwargs(case)}
+    return EstimateRequest(hw=hardware, efficiency=efficiency, **fields)
+
+
 def generated_tokens(case: Case) -> int:
     return case.gen_tokens if case.gen_tokens is not None else DEFAULT_GEN_TOKENS
 
 
 def workload_kwargs(case: Case) -> dict[str, int]:
-    """What the row measured, as `api.estimate` workload arguments.
+    """What the row measured, as `EstimateRequest` workload fields.
 
     Decode (tg) averages a generation of N tokens after the prompt: its mean depth is prompt + N/2.
     Prompt processing (pp) is one prompt; aggregates keep their batch.
@@ -302,7 +309,7 @@ def workload_kwargs(case: Case) -> dict[str, int]:
     gen = generated_tokens(case)
     batch = case.batch if case.metric in ("tg_agg", "tput_out") else 1
     if case.metric in ("tg", "tg_agg"):
-        depth = int(case.prompt_tokens + gen / 2)
+        depth = int(mean_decode_depth(case.prompt_tokens, gen))
         return {"prompt_tokens": case.prompt_tokens, "output_tokens": max(1, gen), "context_tokens": depth, "batch": batch}
     prompt = max(1, case.prompt_tokens) * (case.batch if case.metric == "pp_agg" else 1)
     return {"prompt_tokens": prompt, "output_tokens": max(1, gen), "batch": batch}
@@ -312,25 +319,17 @@ Predictor = Callable[..., Any]
 
 def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str | None = None) -> CaseResult:
     """Predict one row as the metric it measured; never raises for a bad row, records why."""
-    from tokometer.api import estimate
     from tokometer.catalog.efficiency import group_key
+    from tokometer.usecases.estimate import estimate
 
     result = CaseResult(case)
     try:
         hardware = resolve_case_hardware(case)
         result.hardware_id = hardware.id
-        kwargs = estimate_kwargs(case)
-        supported = inspect.signature(estimate).parameters
-        for key in ("tp", "pp"):
-            if key in kwargs and key not in supported:
-                result.reason = f"n_devices={case.n_devices}: parallelism model unavailable"
-                return result
-        if efficiency is not None:
-            kwargs["efficiency"] = efficiency
+        request = case_request(case, hardware, efficiency=efficiency)
         gen = generated_tokens(case)
-        kwargs.update(workload_kwargs(case))
-        est = estimate(hw=hardware, **kwargs)
-        result.group = group_key(est.engine, hardware, kwargs.get("backend"))
+        est = estimate(request)
+        result.group = group_key(est.engine, hardware, request.backend)
         if case.metric in ("tg", "tg_agg"):
             value = est.estimate_tok_s
             low, high = est.estimate_interval.low, est.estimate_interval.high
@@ -348,8 +347,8 @@ def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str
                 result.reason = "baselines predict decode only"
                 return result
             value = est.prefill.tok_s
-            factor = math.exp(1.2816 * est.efficiency.prefill_residual_log_sd)
-            low, high = value / factor, value * factor
+            band = interval(value, est.efficiency.prefill_residual_log_sd)
+            low, high = band.low, band.high
         else:  # tput_out: output tokens per second across a batch of whole requests
             if est.e2e_s is None:
                 result.reason = "no prefill estimate: end-to-end throughput not predicted"
@@ -410,10 +409,10 @@ def report(results: list[CaseResult]) -> dict[str, Any]:
     return {"metrics": metrics, "subsets": subsets, "rows": [r.to_dict() for r in results]}
 
 
-def validate(cases: list[Case], *, baseline: str | None = None, loho: bool = False) -> list[CaseResult]:
-    """Predict every case; with `loho`, each hardware is predicted by a fit that never saw it."""
-    if not loho:
-        return [predict_case(c, baseline=baseline) for c in cases]
-    from tokometer.calibrate import leave_one_hardware_out
+def validate(cases: list[Case], *, baseline: str | None = None) -> list[CaseResult]:
+    """Predict every case with the shipped table (or a `baseline` peer formula).
 
-    return leave_one_hardware_out(cases)
+    Leave-one-hardware-out needs a fit, so it is `calibration.leave_one_hardware_out`: calibration
+    builds on validation, never the other way round.
+    """
+    return [predict_case(c, baseline=baseline) for c in cases]

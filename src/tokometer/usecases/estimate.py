@@ -1,0 +1,567 @@
+"""The estimate use-case: an `EstimateRequest` in, an `Estimate` (data only) out.
+
+`estimate()` resolves names and numbers into specs (`resolve.py`), applies the product defaults
+(`policy.py`), lays the model out on its devices, runs the pure cost model and gathers the result.
+It prints nothing and serialises nothing: `report/json.py` owns the JSON shape, and the curves
+around the setup are `curves.estimate_curves`, computed when asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
+from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
+from tokometer.costmodel.layout import (
+    Layout,
+    LeverStep,
+    Link,
+    Offload,
+    OffloadMode,
+    Setup,
+    gpu_layer_count,
+    host_link,
+    kv_shards,
+    layout_prefill,
+    parse_link,
+)
+from tokometer.costmodel.memory import (
+    MemoryPlan,
+    add_weights,
+    kv_cache_bytes,
+    kv_view,
+    memory_plan,
+    split_weights,
+    weight_bytes,
+)
+from tokometer.costmodel.roofline import (
+    Peak,
+    Prefill,
+    Step,
+    compute_peak,
+    interval,
+    prefill,
+    ridge_batch,
+)
+from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
+from tokometer.errors import InputError
+from tokometer.ingest.architecture import bare_spec
+from tokometer.specs import (
+    Efficiency,
+    EngineSpec,
+    HardwareSpec,
+    Interval,
+    ModelSpec,
+    ParamGroups,
+    QuantFormat,
+    Workload,
+)
+from tokometer.units import BILLION, GB
+from tokometer.usecases.policy import (
+    DEFAULT_ACCEPTANCE,
+    DEFAULT_CPU_HARDWARE,
+    DEFAULT_DRAFT_TOKENS,
+    DEFAULT_MODEL,
+    DEFAULT_QUANT,
+    QUANT_LADDER,
+    default_engine,
+    quant_runs,
+)
+from tokometer.usecases.request import EstimateRequest
+from tokometer.usecases.resolve import (
+    format_peak,
+    is_quantized,
+    resolve_hardware,
+    resolve_model,
+    resolve_quant,
+    setup_for_format,
+)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The draft model of speculative decoding and what it buys."""
+
+    model: ModelSpec
+    quant: QuantFormat | None
+    weights: ParamGroups
+    setup: Setup
+    speculation: Speculation
+
+
+@dataclass(frozen=True)
+class QuantAdvice:
+    """What to do instead of offloading or overflowing memory; `report/json.py` words it.
+
+    `no-offload-needed`: the model fits whole, all layers on the GPU run at `advised_tok_s`.
+    `drop-quant`: `quant_name` (`weights_gb`) fits whole and decodes at `advised_tok_s`.
+    `current_tok_s` is this setup's speed; `gpu_layers` its layers on the GPU when offloading.
+    """
+
+    kind: Literal["no-offload-needed", "drop-quant"]
+    hardware_name: str
+    n_layers: int
+    gpu_layers: int | None
+    advised_tok_s: float
+    current_tok_s: float
+    quant_name: str | None = None
+    weights_gb: float | None = None
+
+
+@dataclass(frozen=True)
+class OffloadPlan:
+    """Where the layers of a partially offloaded model sit, and what each side needs."""
+
+    offload: Offload
+    n_layers: int
+    gpu_weights_gb: float
+    cpu_weights_gb: float
+    gpu_kv_gb: float
+    cpu_kv_gb: float
+    cpu_available_gb: float
+    gpu_only_tok_s: float
+    cpu_only_tok_s: float
+    advice: QuantAdvice | None
+
+    @property
+    def cpu_memory_gb(self) -> float:
+        return self.cpu_weights_gb + self.cpu_kv_gb
+
+    @property
+    def fits_cpu(self) -> bool:
+        return self.cpu_memory_gb <= self.cpu_available_gb
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Everything one prediction says, with the inputs it was made from."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+    quant: QuantFormat | None
+    engine: EngineSpec
+    efficiency: Efficiency
+    workload: Workload
+    weights: ParamGroups
+    kv_dtype: QuantFormat
+    peak: Peak
+    step: Step
+    ceiling_tok_s: float
+    estimate_tok_s: float
+    estimate_interval: Interval
+    prefill: Prefill | None
+    ttft_s: float | None
+    tpot_s: float
+    e2e_s: float | None
+    memory: MemoryPlan
+    ridge_batch: float | None
+    quantized: bool = False
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    setup: Setup | None = None  # the model laid out on the devices; None: one device
+    lever_step: LeverStep | None = None
+    draft: Draft | None = None
+    offload: OffloadPlan | None = None
+    kv_model: ModelSpec | None = None  # whose KV cache the (GPU) memory holds: draft, TP copies, GPU layers
+    advice: QuantAdvice | None = None  # only when offloaded or over memory, and `advise` was on
+
+    @functools.cached_property
+    def layout_setup(self) -> Setup:
+        if self.setup is not None:
+            return self.setup
+        return Setup(
+            self.model, self.weights, self.hardware, self.efficiency, self.peak,
+            self.kv_dtype.bytes_per_weight, self.quantized,
+        )
+
+    @property
+    def bits_per_weight(self) -> float:
+        params = self.model.total_params
+        return self.weights.total * 8.0 / params if params else float("nan")
+
+
+def estimate(
+    request: EstimateRequest | str | ModelSpec | None = None,
+    hw: str | HardwareSpec | None = None,
+    /,
+    **fields: Any,
+) -> Estimate:
+    """Predict decode (ceiling and estimate), prefill/TTFT, latency and memory for one setup.
+
+    Takes an `EstimateRequest`, or its fields as arguments (`estimate("llama-3.1-8b", "rtx-4090",
+    quant="q4_k_m")`). The levers (docs/PHYSICS.md section 7), all off by default:
+    `draft`/`draft_quant`/`acceptance`/`draft_tokens`: speculative decoding;
+    `tp`/`pp`/`link`: tensor and pipeline parallelism over identical devices;
+    `gpu_layers` (a count or a share like 0.8)/`cpu_hw`/`offload_mode`: CPU offload.
+    `advise`: when it does not fit or is offloaded, look for a smaller quant that fits (docs/PHYSICS.md, section 7).
+    The curves around the setup are `usecases.curves.estimate_curves(result)`, computed on request.
+    """
+    for name, value in (("model", request), ("hw", hw)):
+        if value is not None and not isinstance(value, EstimateRequest):
+            if name in fields:
+                raise TypeError(f"estimate() got {name} twice")
+            fields[name] = value
+    if isinstance(request, EstimateRequest):
+        req = replace(request, **fields) if fields else request
+    else:
+        req = EstimateRequest(**fields)
+    warnings: list[str] = []
+    spec, fmt, weights = _model_and_weights(req)
+    hw = req.hw
+    if isinstance(hw, HardwareSpec):
+        hardware = hw
+    else:
+        hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+    prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
+
+    eng = engine_catalog().get(req.engine) if req.engine else default_engine(hardware, fmt)
+    eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
+    kv_fmt = quant_catalog().get(req.kv_dtype or eng.default_kv_dtype)
+    if kv_fmt.usage == "weights":
+        raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)", field="kv_dtype")
+    kv_el = kv_fmt.bytes_per_weight
+
+    peak = format_peak(hardware, fmt, eng)
+    quantized = is_quantized(fmt, weights, spec)
+    if peak.note:
+        warnings.append(peak.note)
+    depth = req.depth_tokens
+    workload = Workload(
+        prompt_tokens=int(prompt_tokens),
+        output_tokens=int(output_tokens),
+        context_tokens=req.context_tokens,
+        batch=int(batch),
+        sessions_context_tokens=None,
+    )
+    layout = _layout(
+        spec, hardware, eng, fmt.compute_dtype if fmt else "fp16",
+        tp=req.tp, pp=req.pp, link=req.link, gpu_layers=req.gpu_layers, cpu_hw=req.cpu_hw, offload_mode=req.offload_mode,
+    )
+    warnings += _layout_notes(spec, eng, layout)
+    setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
+    lever_step = setup.step(int(batch), depth)
+    step = lever_step.step
+    ceiling_tok_s = 1.0 / step.ceiling_time_s
+    estimate_tok_s = 1.0 / step.time_s
+    band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
+
+    pre = layout_prefill(setup, prefill(spec, weights, hardware, eff, int(prompt_tokens), peak, quantized=quantized))
+    tpot_step = setup.step(int(batch), req.mean_decode_depth_tokens).step
+    first_step = setup.step(int(batch), float(prompt_tokens)).step
+    ttft = (pre.time_s if pre else 0.0) + first_step.time_s if (pre or prompt_tokens == 0) else None
+    e2e = ttft + (output_tokens - 1) * tpot_step.time_s if ttft is not None else None
+
+    draft_info = None
+    if req.draft is not None:
+        draft_info = _draft(
+            spec, req.draft, req.draft_quant, fmt, setup, eng,
+            acceptance=DEFAULT_ACCEPTANCE if req.acceptance is None else req.acceptance,
+            draft_tokens=DEFAULT_DRAFT_TOKENS if req.draft_tokens is None else req.draft_tokens,
+            batch=int(batch), depth=depth,
+        )
+        if req.acceptance is None:
+            warnings.append(
+                f"acceptance {DEFAULT_ACCEPTANCE:g} assumed for speculative decoding; it depends on the text "
+                "(code, JSON, low temperature: higher) - measure yours and pass --acceptance"
+            )
+
+    plan_context = int(max(depth, prompt_tokens + output_tokens))
+    n_sessions = int(req.sessions or batch)
+    off = layout.offload if layout.offload and layout.offload.gpu_layers < spec.n_layers else None
+    gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
+    resident = weights
+    if off is not None:
+        resident, _ = split_weights(weights, off.gpu_layers / spec.n_layers, off.mode == "stream")
+    extras = [draft_info.model] if draft_info else []
+    kv_model = kv_view(
+        spec, layers_share=gpu_share, copies=max(1, round(layout.tp / kv_shards(spec, layout.tp))), extra=extras
+    )
+    plan = memory_plan(
+        kv_model,
+        add_weights(resident, *([draft_info.weights] if draft_info else [])),
+        hardware.memory_gb * layout.devices,
+        usable_fraction=eng.usable_memory_fraction,
+        runtime_overhead_gb=eng.runtime_overhead_gb * layout.devices,
+        context_tokens=plan_context,
+        sessions=n_sessions,
+        kv_bytes_per_element=kv_el,
+    )
+    offload_plan = None
+    if off is not None:
+        offload_plan = _offload_plan(setup, off, plan_context, n_sessions, eng, int(batch), depth)
+        if not offload_plan.fits_cpu:
+            warnings.append(
+                f"the CPU side needs {offload_plan.cpu_memory_gb:.1f} GB, {off.cpu.name} offers "
+                f"{offload_plan.cpu_available_gb:.1f} GB"
+            )
+    advice = (
+        _quant_advice(spec, setup, eng, plan_context, n_sessions, int(batch), depth, plan.fits, estimate_tok_s)
+        if req.advise
+        else None
+    )
+    if offload_plan is not None and advice is not None:
+        offload_plan = replace(offload_plan, advice=advice)
+    if not plan.fits and math.isfinite(hardware.memory_gb):
+        where = f"{layout.devices} x {hardware.name}" if layout.devices > 1 else hardware.name
+        warnings.append(
+            f"does not fit: needs {plan.total_gb:.1f} GB, {where} offers {plan.available_gb:.1f} GB "
+            f"to {eng.name}; the speed shown assumes it did"
+        )
+    return Estimate(
+        model=spec,
+        hardware=hardware,
+        quant=fmt,
+        engine=eng,
+        efficiency=eff,
+        workload=workload,
+        weights=weights,
+        kv_dtype=kv_fmt,
+        peak=peak,
+        step=step,
+        ceiling_tok_s=ceiling_tok_s,
+        estimate_tok_s=estimate_tok_s,
+        estimate_interval=band,
+        prefill=pre,
+        ttft_s=ttft,
+        tpot_s=tpot_step.time_s,
+        e2e_s=e2e,
+        memory=plan,
+        ridge_batch=ridge_batch(spec, weights, hardware, peak),
+        quantized=quantized,
+        warnings=tuple(spec.warnings) + tuple(warnings),
+        setup=setup,
+        lever_step=lever_step,
+        draft=draft_info,
+        offload=offload_plan,
+        kv_model=kv_model,
+        advice=advice if offload_plan is not None or not plan.fits else None,
+    )
+
+
+def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
+    """The model (a spec, bare numbers or a name), its weight format and the bytes of each weight class.
+
+    `weights_gb` alone makes a format from the file size; with a format it rescales that format's bytes.
+    A bare `estimate()` is the default model at the default quant.
+    """
+    model, quant, bits, weights_gb = req.model, req.quant, req.bits, req.weights_gb
+    if isinstance(model, ModelSpec):
+        spec = model
+    elif req.params_b is not None:
+        spec = bare_spec(
+            req.params_b * BILLION,
+            active_params=req.active_params_b * BILLION if req.active_params_b else None,
+            n_layers=req.n_layers,
+        )
+    else:
+        spec = resolve_model(model or DEFAULT_MODEL)
+        if model is None and quant is None and bits is None and weights_gb is None:
+            quant = DEFAULT_QUANT
+    if weights_gb is not None and bits is None and quant is None:
+        fmt: QuantFormat | None = QuantFormat(
+            id="file-size",
+            name=f"{weights_gb:g} GB of weights",
+            bits_per_weight=weights_gb * GB * 8.0 / spec.total_params,
+            usage="weights",
+            compute_dtype="fp16",
+            source="user-supplied weights size",
+            kind="file-size",
+        )
+    else:
+        fmt = resolve_quant(quant, bits, spec)
+    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
+    if weights_gb is not None and fmt is not None and fmt.kind != "file-size":
+        weights = weights.scaled(weights_gb * GB / weights.total)
+        fmt = replace(fmt, name=fmt.name + f", {weights_gb:g} GB file")
+    return spec, fmt, weights
+
+
+def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, layout: Layout) -> Interval:
+    """The estimate's 80 % band from the fit's spread (wider over several devices), capped at the ceiling."""
+    spread = efficiency.residual_log_sd
+    if layout.devices > 1:
+        spread = max(spread, multi_device_log_sd() or spread)
+    band = interval(estimate_tok_s, spread)
+    return Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
+
+
+def _layout(
+    spec: ModelSpec,
+    hardware: HardwareSpec,
+    engine: EngineSpec,
+    compute_dtype: Any,
+    *,
+    tp: int,
+    pp: int,
+    link: str | None,
+    gpu_layers: int | float | str | None,
+    cpu_hw: str | HardwareSpec | None,
+    offload_mode: OffloadMode | None,
+) -> Layout:
+    """Check the parallelism and offload inputs and build the layout (docs/PHYSICS.md section 7)."""
+    if pp > spec.n_layers:
+        raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
+    n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
+    devices = tp * pp
+    if n_gpu is None:
+        if cpu_hw is not None or offload_mode is not None:
+            raise InputError("{cpu_hw} and {offload_mode} need {gpu_layers} N (or a share like 0.8)", field="gpu_layers")
+        if link is not None and devices == 1:
+            raise InputError("{link} needs {tp} or {pp} (or {gpu_layers} with {offload_mode} stream)", field="link")
+        return Layout(tp=tp, pp=pp, link=parse_link(link, hardware) if devices > 1 else None)
+    if devices > 1:
+        raise InputError("{gpu_layers} together with {tp}/{pp} is not modelled; use one lever at a time", field="gpu_layers")
+    if hardware.kind == "cpu":
+        raise InputError(f"{{gpu_layers}} needs a GPU: {hardware.name} is a CPU memory system", field="gpu_layers")
+    cpu = cpu_hw if isinstance(cpu_hw, HardwareSpec) else hardware_catalog().get(cpu_hw or DEFAULT_CPU_HARDWARE)
+    if cpu.kind != "cpu":
+        raise InputError(
+            f"{{cpu_hw}} must be a CPU memory system (e.g. {DEFAULT_CPU_HARDWARE}), {cpu.name} is a {cpu.kind}",
+            field="cpu_hw",
+        )
+    host = parse_link(link, hardware) if link else host_link(hardware)
+    return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
+
+
+def cpu_offload(
+    engine: EngineSpec,
+    hardware: HardwareSpec,
+    compute_dtype: Any,
+    gpu_layers: int,
+    cpu: HardwareSpec | None = None,
+    mode: OffloadMode = "cpu",
+    link: Link | None = None,
+) -> Offload:
+    """`gpu_layers` on `hardware`, the rest on `cpu` (default: dual-channel DDR5) run by the same engine."""
+    cpu = cpu or hardware_catalog().get(DEFAULT_CPU_HARDWARE)
+    return Offload(
+        gpu_layers=gpu_layers,
+        cpu=cpu,
+        cpu_efficiency=efficiency_for(engine, cpu, "cpu"),
+        link=link or host_link(hardware),
+        mode=mode,
+        cpu_peak=compute_peak(cpu, compute_dtype),
+    )
+
+
+def _layout_notes(spec: ModelSpec, engine: EngineSpec, layout: Layout) -> list[str]:
+    notes = []
+    if layout.tp > 1 and spec.n_heads and spec.n_heads % layout.tp:
+        notes.append(f"{spec.n_heads} attention heads do not split evenly over --tp {layout.tp} (vLLM refuses this)")
+    if layout.tp > 1 and (engine.based_on or engine.id) == "llama-cpp":
+        notes.append(
+            "llama.cpp splits across GPUs by layer by default (that is --pp); --tp models its row split (-sm row)"
+        )
+    if layout.tp > 1 and not spec.hidden_size:
+        notes.append("bare model: no hidden size, so all-reduces cost their latency only")
+    return notes
+
+
+def _draft(
+    target: ModelSpec,
+    name: str | ModelSpec,
+    quant: str | None,
+    target_fmt: QuantFormat | None,
+    setup: Setup,
+    engine: EngineSpec,
+    *,
+    acceptance: float,
+    draft_tokens: int,
+    batch: int,
+    depth: float,
+) -> Draft:
+    """The draft on the same devices and engine; its tokenizer must be the target's."""
+    check_speculation(acceptance, draft_tokens)
+    spec = name if isinstance(name, ModelSpec) else resolve_model(name)
+    if target.tokenizer and spec.tokenizer and target.tokenizer != spec.tokenizer:
+        raise InputError(
+            f"draft {spec.name} uses the {spec.tokenizer} tokenizer but {target.name} uses {target.tokenizer}: "
+            "speculative decoding needs the same tokenizer",
+            field="draft",
+        )
+    same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
+    fmt = same if same is not None else resolve_quant(quant, None, spec)
+    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
+    draft_setup = setup_for_format(spec, fmt, weights, setup, engine, replace(setup.layout, offload=None))
+    speculation = speculate(
+        setup, draft_setup, acceptance=acceptance, draft_tokens=draft_tokens, batch=batch, depth_tokens=depth
+    )
+    return Draft(model=spec, quant=fmt, weights=weights, setup=draft_setup, speculation=speculation)
+
+
+def _offload_plan(
+    setup: Setup, off: Offload, context: int, sessions: int, engine: EngineSpec, batch: int, depth: float
+) -> OffloadPlan:
+    """Both sides of a partial offload: what each holds, and the speed at the two extremes."""
+    spec = setup.model
+    share = off.gpu_layers / spec.n_layers
+    gpu, cpu = split_weights(setup.weights, share, off.mode == "stream")
+    kv = kv_cache_bytes(spec, context, setup.kv_bytes_per_element) * sessions
+    gpu_kv = kv if off.mode == "stream" else kv * share
+    return OffloadPlan(
+        offload=off,
+        n_layers=spec.n_layers,
+        gpu_weights_gb=gpu.total / GB,
+        cpu_weights_gb=cpu.total / GB,
+        gpu_kv_gb=gpu_kv / GB,
+        cpu_kv_gb=(kv - gpu_kv) / GB,
+        cpu_available_gb=off.cpu.memory_gb * engine.usable_memory_fraction,
+        gpu_only_tok_s=1.0 / setup.with_gpu_layers(spec.n_layers).step(batch, depth).time_s,
+        cpu_only_tok_s=1.0 / setup.with_gpu_layers(0).step(batch, depth).time_s,
+        advice=None,
+    )
+
+
+def _quant_advice(
+    spec: ModelSpec,
+    setup: Setup,
+    engine: EngineSpec,
+    context: int,
+    sessions: int,
+    batch: int,
+    depth: float,
+    fits: bool,
+    tok_s: float,
+) -> QuantAdvice | None:
+    """'Drop a quant step rather than offload' (docs/PHYSICS.md, section 7), when a smaller quant of the
+    same model fits entirely on the device and decodes faster than this setup; or 'no need to offload'
+    when the model fits as it is."""
+    off = setup.layout.offload
+    offloading = off is not None and off.gpu_layers < spec.n_layers
+    hardware = setup.hardware
+    if (fits and not offloading) or setup.layout.devices > 1 or not math.isfinite(hardware.memory_gb):
+        return None
+    def fits_whole(weights: ParamGroups) -> bool:
+        return memory_plan(
+            spec,
+            weights,
+            hardware.memory_gb,
+            usable_fraction=engine.usable_memory_fraction,
+            runtime_overhead_gb=engine.runtime_overhead_gb,
+            context_tokens=context,
+            sessions=sessions,
+            kv_bytes_per_element=setup.kv_bytes_per_element,
+        ).fits
+
+    gpu_layers = off.gpu_layers if offloading and off is not None else None
+    if gpu_layers is not None and fits_whole(setup.weights):
+        whole = 1.0 / setup.with_gpu_layers(spec.n_layers).step(batch, depth).time_s
+        return QuantAdvice("no-offload-needed", hardware.name, spec.n_layers, gpu_layers, whole, tok_s)
+    bits = setup.weights.total * 8.0 / spec.total_params if spec.total_params else math.inf
+    for quant_id in QUANT_LADDER:
+        candidate = quant_catalog().get(quant_id)
+        if candidate.bits_per_weight >= bits - 1e-9 or not quant_runs(candidate, hardware, engine):
+            continue
+        weights = weight_bytes(spec, candidate.bits_per_weight, candidate.unquantized)
+        if not fits_whole(weights):
+            continue
+        smaller = setup_for_format(spec, candidate, weights, setup, engine)
+        speed = 1.0 / smaller.step(batch, depth).time_s
+        if speed <= tok_s:
+            return None
+        return QuantAdvice(
+            "drop-quant", hardware.name, spec.n_layers, gpu_layers, speed, tok_s, candidate.name, weights.total / GB
+        )
+    return None

@@ -1,0 +1,121 @@
+"""Names and numbers to specs: a model, hardware and weight format from the catalogs, a file, a Hub
+id or bare numbers, and the compute peak and setup a format gets on a device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tokometer.catalog import hardware_catalog, model_catalog, quant_catalog
+from tokometer.costmodel.layout import Layout, Setup
+from tokometer.costmodel.roofline import Peak, compute_peak
+from tokometer.errors import InputError, UnknownEntryError, require_positive
+from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
+from tokometer.usecases.policy import DEFAULT_HARDWARE
+
+
+def resolve_model(name: str) -> ModelSpec:
+    """A catalog name, else a file/folder/Hub id through `tokometer.ingest` (when installed)."""
+    preset = model_catalog().find(name)
+    if preset is not None:
+        return preset.spec
+    looks_external = Path(name).exists() or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
+    if looks_external:
+        from tokometer.ingest import load_model
+
+        spec: ModelSpec = load_model(name)
+        return spec
+    raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
+
+
+def resolve_hardware(
+    name: str | None,
+    *,
+    bandwidth_gb_per_s: float | None = None,
+    memory_gb: float | None = None,
+    tflops: float | None = None,
+) -> HardwareSpec:
+    """A catalog entry (numbers given alongside override it) or a custom device from bare numbers."""
+    require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
+    require_positive("memory_gb", memory_gb)
+    require_positive("tflops", tflops)
+    if name:
+        base = hardware_catalog().get(name)
+        changes: dict[str, Any] = {}
+        if bandwidth_gb_per_s:
+            changes["memory_bandwidth_gb_per_s"] = bandwidth_gb_per_s
+        if memory_gb:
+            changes["memory_gb"] = memory_gb
+        if tflops:
+            changes["fp16_tflops"] = tflops
+        if changes:
+            changes["name"] = base.name + " (custom numbers)"
+            changes["source"] = "user-supplied numbers over " + base.source
+        return replace(base, **changes) if changes else base
+    if bandwidth_gb_per_s is None:
+        return hardware_catalog().get(DEFAULT_HARDWARE)
+    return HardwareSpec(
+        id="custom",
+        name="custom device",
+        vendor="custom",
+        kind="gpu",
+        segment="datacenter",
+        memory_gb=memory_gb or math.inf,
+        memory_bandwidth_gb_per_s=bandwidth_gb_per_s,
+        fp16_tflops=tflops,
+        launch_year=None,
+        source="user-supplied numbers",
+    )
+
+
+def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> QuantFormat | None:
+    """`--bits` wins; then `--quant`; then the model's published dtype; None means 'exact file bytes'."""
+    require_positive("bits", bits)
+    if bits is not None:
+        if bits > 64:
+            raise InputError(f"{{bits}} must be at most 64, got {bits:g}", field="bits")
+        return QuantFormat(
+            id=f"{bits:g}bit",
+            name=f"{bits:g} bits/weight",
+            bits_per_weight=bits,
+            usage="weights",
+            compute_dtype="fp8" if bits == 8 else "fp16",
+            source="user-supplied bits per weight",
+            kind="user-bits",
+        )
+    if name:
+        return quant_catalog().get(name)
+    if model.exact_weight_bytes is not None:
+        return None
+    return quant_catalog().get(model.default_quant or "bf16")
+
+
+def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec) -> bool:
+    """Whether weights go through block-dequantizing kernels (Q4_K, GPTQ, MLC q4...) rather than plain floats."""
+    if fmt is not None and fmt.kind not in ("user-bits", "file-size"):
+        return fmt.kind in ("block", "mix", "group")
+    return model.total_params > 0 and weights.total * 8.0 / model.total_params < 12.0
+
+
+def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
+    """The compute peak a weight format runs at on this hardware under this engine."""
+    return compute_peak(hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate)
+
+
+def setup_for_format(
+    spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, base: Setup, engine: EngineSpec, layout: Layout | None = None
+) -> Setup:
+    """Another model or weight format on `base`'s hardware, efficiency and KV dtype (draft, smaller quant)."""
+    return Setup(
+        spec,
+        weights,
+        base.hardware,
+        base.efficiency,
+        format_peak(base.hardware, fmt, engine),
+        base.kv_bytes_per_element,
+        is_quantized(fmt, weights, spec),
+        layout if layout is not None else Layout(),
+    )

@@ -1,0 +1,24 @@
+"""Behaviour stays the same: `estimate --json`, `validate --json` and bench grading are byte-equal to the
+golden files written from the code before the restructure (regenerate only for an intended change:
+`PYTHONPATH=src python tests/golden.py`)."""
+
+from __future__ import annotations
+
+import pytest
+
+import golden
+
+
+@pytest.mark.parametrize("name", sorted(golden.ESTIMATE_CASES))
+def test_estimate_json_is_unchanged(name: str) -> None:
+    assert golden.estimate_json(name) == (golden.GOLDEN / f"estimate-{name}.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("mode", sorted(golden.VALIDATE_MODES))
+def test_validate_json_is_unchanged(mode: str) -> None:
+    assert golden.validate_json(mode) == (golden.GOLDEN / f"validate-{mode}.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(golden.GRADING_RUNS))
+def test_bench_grading_json_is_unchanged(name: str) -> None:
+    assert golden.grading_json(name) == (golden.GOLDEN / f"grading-{name}.json").read_text(encoding="utf-8")
