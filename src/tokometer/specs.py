@@ -265,6 +265,8 @@ class Efficiency(_Plain):
     prefill_attention_fraction: float | None = None  # eta for prefill attention FLOPs (default: matmul's max)
     prefill_residual_log_sd: float = 0.3  # spread of log(measured/predicted) prefill, for intervals
     quantized_prefill_efficiency_max: float | None = None  # eta_prefill max for block-quantized weights
+    attention_score_bytes: float = 0.0  # bytes an unfused prefill attention moves per score (0: fused)
+    prefill_batch_tokens: int | None = None  # tokens a pipeline keeps in flight per prefill batch (llama.cpp -b)
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

@@ -300,6 +300,8 @@ EFFICIENCY_SCHEMA: Schema = {
     "prefill_attention_fraction": Field(NUM),
     "prefill_residual_log_sd": Field(NUM),
     "quantized_prefill_efficiency_max": Field(NUM),
+    "attention_score_bytes": Field(NUM),
+    "prefill_batch_tokens": Field(INT),
     "source": Field(STR),
 }
 
@@ -311,7 +313,7 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
     # keys left out take `Efficiency`'s own defaults, so each default is written once
     numbers: dict[str, Any] = {
-        key: (int if key == "prefill_chunk_tokens" else float)(value) for key, value in checked.items() if key != "source"
+        key: (int if key in ("prefill_chunk_tokens", "prefill_batch_tokens") else float)(value) for key, value in checked.items() if key != "source"
     }
     return Efficiency(**numbers, source=str(checked.get("source", default_source)))
 

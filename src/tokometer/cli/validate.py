@@ -51,10 +51,13 @@ def render_report(rep: dict[str, Any], title: str) -> str:
     type=click.Choice(["ceiling", "derate"]),
     help="Score a peer formula instead: 100 % of datasheet bandwidth, or 0.55 x that ceiling.",
 )
-@click.option("--loho", is_flag=True, help="Leave-one-hardware-out: each device is predicted by a fit that never saw it.")
+@click.option(
+    "--loho", is_flag=True, help="Leave-one-hardware-out: each device (multi-device rows too) is predicted by a fit that never saw it."
+)
+@click.option("--lso", is_flag=True, help="Leave-one-source-out: each publication is predicted by a fit on the others only.")
 @click.option("--rows", "show_rows", is_flag=True, help="Also print every row with its prediction or the reason it was not scored.")
 @json_option
-def validate(cases: Path, baseline: str | None, loho: bool, show_rows: bool, as_json: bool) -> None:
+def validate(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
     CASES [default: the shipped calibration measurements.csv] follows its schema: hardware by hardware_id /
@@ -63,20 +66,31 @@ def validate(cases: Path, baseline: str | None, loho: bool, show_rows: bool, as_
     Rows flagged in their source are predicted and listed, not scored.
     """
     from tokometer.report.text import to_json
-    from tokometer.usecases.calibration import leave_one_hardware_out
+    from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
     from tokometer.usecases.validation import read_cases, report
     from tokometer.usecases.validation import validate as run
 
-    if baseline and loho:
-        raise click.UsageError("--baseline and --loho do not combine: a peer formula has nothing to fit")
+    if baseline and (loho or lso):
+        raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
+    if loho and lso:
+        raise click.UsageError("--loho and --lso are two different hold-outs: choose one")
     rows = read_cases(cases)
-    rep = report(leave_one_hardware_out(rows) if loho else run(rows, baseline=baseline))
-    rep["mode"] = {"baseline": baseline, "loho": loho, "file": str(cases)}
+    if loho:
+        results = leave_one_hardware_out(rows)
+    elif lso:
+        results = leave_one_source_out(rows)
+    else:
+        results = run(rows, baseline=baseline)
+    rep = report(results)
+    held_out = "hardware" if loho else ("source" if lso else None)
+    rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(cases)}
     if as_json:
         click.echo(to_json(rep))
         return
     title = f"{cases}: " + (
-        f"baseline {baseline}" if baseline else ("leave-one-hardware-out" if loho else "fitted model")
+        f"baseline {baseline}"
+        if baseline
+        else {"hardware": "leave-one-hardware-out", "source": "leave-one-source-out"}.get(held_out or "", "fitted model")
     )
     click.echo(render_report(rep, title))
     if show_rows:

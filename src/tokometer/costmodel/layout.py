@@ -434,10 +434,31 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     )
 
 
+def pipeline_prefill_factor(n_chunks: int, chunk_tokens: int, batch_tokens: int | None, stages: int) -> float:
+    """Prefill time over `stages` pipeline stages, as a share of the same work on one device.
+
+    A prompt split into chunks (micro-batches) flows through the stages: within a batch of m chunks
+    in flight, the stages overlap, so a batch takes (m + p - 1) stage-slots of 1/p of a chunk's
+    time instead of m whole chunks:
+
+        factor = (m + p - 1) / (m p),   m = min(chunks, batch_tokens / chunk_tokens)
+
+    One chunk (m = 1) gains nothing; llama.cpp keeps n_batch / n_ubatch = 2048 / 512 = 4 ubatches
+    in flight (its pipeline parallelism, `-b`/`-ub`), so 4 stages reach 16/7 = 2.3x at most.
+    Source: the GPipe schedule (Huang et al. 2019, arXiv:1811.06965), bubble (p - 1) / (m + p - 1).
+    """
+    if stages <= 1:
+        return 1.0
+    in_flight = max(1, (batch_tokens or chunk_tokens) // max(1, chunk_tokens))
+    m = max(1, min(n_chunks, in_flight))
+    return (m + stages - 1) / (m * stages)
+
+
 def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     """Prefill with the layout: TP splits the work `tp` ways and all-reduces `T * hidden * 2` bytes twice
-    per layer; PP adds its hops; offloaded weights cross PCIe once per chunk (llama.cpp computes large
-    batches on the GPU, copying CPU-resident weights over)."""
+    per layer; PP overlaps the chunks in flight across its stages (`pipeline_prefill_factor`) and adds
+    its hops; offloaded weights cross PCIe once per chunk (llama.cpp computes large batches on the GPU,
+    copying CPU-resident weights over)."""
     if pre is None:
         return None
     lay = setup.layout
@@ -456,16 +477,17 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     comm = pre.n_chunks * (
         2 * model.n_layers * allreduce_time_s(payload, lay.tp, lay.link) + (lay.pp - 1) * hop_time_s(payload, lay.link)
     )
-    compute = pre.compute_time_s / lay.tp
-    memory = pre.memory_time_s / lay.tp
-    time_s = max(compute, memory) + pre.overhead_time_s + comm
+    eff = setup.efficiency
+    pipe = pipeline_prefill_factor(pre.n_chunks, eff.prefill_chunk_tokens, eff.prefill_batch_tokens, lay.pp)
+    compute = pre.compute_time_s / lay.tp * pipe
+    memory = pre.memory_time_s / lay.tp * pipe
+    overhead = pre.overhead_time_s * pipe
+    time_s = max(compute, memory) + overhead + comm
     return replace(
         pre,
         compute_time_s=compute,
         memory_time_s=memory,
-        overhead_time_s=pre.overhead_time_s + comm,
+        overhead_time_s=overhead + comm,
         time_s=time_s,
         tok_s=pre.prompt_tokens / time_s,
     )
-
-

@@ -98,17 +98,36 @@ def attention_flops_per_token(model: ModelSpec, depth_tokens: float) -> float:
     )
 
 
+def _causal_pairs(window_tokens: int | None, prompt_tokens: float) -> float:
+    """Query-key pairs a causal prompt of T tokens scores: T^2 / 2, or T w - w^2 / 2 under a window w."""
+    t, w = prompt_tokens, window_tokens
+    return t * t / 2.0 if w is None or t <= w else t * w - w * w / 2.0
+
+
 def prefill_attention_flops(model: ModelSpec, prompt_tokens: float) -> float:
     """Causal prefill of T tokens: about 2 * n_heads * head_dim * T^2 per layer (window-capped)."""
-    total = 0.0
-    t = prompt_tokens
-    for g in model.attention:
-        if g.kind == "linear":
-            continue
-        w = g.window_tokens
-        pairs = t * t / 2.0 if w is None or t <= w else t * w - w * w / 2.0
-        total += 4.0 * g.n_layers * g.attention_dim * pairs
-    return total
+    return sum(
+        4.0 * g.n_layers * g.attention_dim * _causal_pairs(g.window_tokens, prompt_tokens)
+        for g in model.attention
+        if g.kind != "linear"
+    )
+
+
+def prefill_score_elements(model: ModelSpec, prompt_tokens: float) -> float:
+    """Attention scores a causal prefill produces: sum over layers of n_heads * pairs (T^2 / 2 each).
+
+    An unfused attention (llama.cpp without flash attention, eager transformers) writes this score
+    matrix to memory, reads it for the softmax, writes it back and reads it again for the value
+    product; FlashAttention keeps it on chip. Multiplied by `Efficiency.attention_score_bytes`
+    (bytes moved per score, 0 when fused) and divided by the bandwidth, it is the time the
+    unfused kernels spend in memory (docs/PHYSICS.md section 5).
+    """
+    head_dim = max(1, model.head_dim)
+    return sum(
+        g.n_layers * (g.attention_dim / head_dim) * _causal_pairs(g.window_tokens, prompt_tokens)
+        for g in model.attention
+        if g.kind != "linear"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +227,8 @@ class Prefill(_Plain):
     tok_s: float
     efficiency: float
     bound: Literal["compute", "memory"]
+    score_bytes: float = 0.0  # unfused attention's score-matrix traffic (0 under FlashAttention)
+    score_time_s: float = 0.0  # that traffic at the datasheet bandwidth, inside compute_time_s
 
 
 def prefill(
@@ -219,9 +240,17 @@ def prefill(
     peak: Peak,
     quantized: bool = False,
 ) -> Prefill | None:
-    """t_prefill(T) = max(matmul / (eta(T) peak) + attention / (eta_att peak), chunks W_read / BW) + overheads.
+    """Prompt processing of T tokens (docs/PHYSICS.md section 5), in seconds:
 
-    eta(T) = eta_max * T / (T + T_half): short prompts keep the matmul units idle.
+        t_prefill(T) = max(matmul / (eta(T) peak) + attention / (eta_att peak) + S(T) b_s / BW,
+                           chunks W_read / BW) + chunks (n_layers tau_layer + tau_step)
+        eta(T) = eta_max * c / (c + T_half),   c = min(T, chunk): the tokens one matmul sees
+
+    matmul = 2 P_active T FLOPs; attention = 4 n_heads head_dim T^2 / 2 FLOPs per layer; S(T) the
+    attention scores (`prefill_score_elements`), b_s the bytes an unfused kernel moves per score
+    (`Efficiency.attention_score_bytes`, 0 for FlashAttention). Both attention terms grow with T^2,
+    so tokens/s falls on long prompts; eta(T) makes short prompts (and small chunks) leave the matmul
+    units idle.
     """
     if prompt_tokens <= 0 or not peak.tflops:
         return None
@@ -229,13 +258,16 @@ def prefill(
     matmul_flops = 2.0 * model.matmul_params_per_token() * t
     attention_flops = prefill_attention_flops(model, t)
     flops = matmul_flops + attention_flops
-    eta = efficiency.prefill_max_for(quantized) * t / (t + efficiency.prefill_half_tokens)
-    eta_attention = efficiency.prefill_attention_fraction or efficiency.prefill_efficiency_max
-    compute_time = (matmul_flops / eta + attention_flops / eta_attention) / (peak.tflops * TFLOP)
     chunk = max(1, efficiency.prefill_chunk_tokens)
-    n_chunks = math.ceil(t / chunk)
     per_chunk = min(t, chunk)
-    bw = hardware.memory_bandwidth_gb_per_s * GB * efficiency.bandwidth_fraction_for(quantized)
+    eta = efficiency.prefill_max_for(quantized) * per_chunk / (per_chunk + efficiency.prefill_half_tokens)
+    eta_attention = efficiency.prefill_attention_fraction or efficiency.prefill_efficiency_max
+    datasheet_bw = hardware.memory_bandwidth_gb_per_s * GB
+    score_bytes = efficiency.attention_score_bytes * prefill_score_elements(model, t)
+    score_time = score_bytes / datasheet_bw
+    compute_time = (matmul_flops / eta + attention_flops / eta_attention) / (peak.tflops * TFLOP) + score_time
+    n_chunks = math.ceil(t / chunk)
+    bw = datasheet_bw * efficiency.bandwidth_fraction_for(quantized)
     memory_time = n_chunks * weight_bytes_read(model, weights, per_chunk) / bw
     overhead = n_chunks * (model.n_layers * efficiency.layer_overhead_us + efficiency.step_overhead_us) * US
     time_s = max(compute_time, memory_time) + overhead
@@ -252,7 +284,22 @@ def prefill(
         tok_s=t / time_s,
         efficiency=eta,
         bound="compute" if compute_time >= memory_time else "memory",
+        score_bytes=score_bytes,
+        score_time_s=score_time,
     )
+
+
+DERIVED_PEAK_LOG_SD = 0.25  # extra log spread of a peak computed from units x clock x FLOPs/cycle
+
+
+def prefill_log_sd(efficiency: Efficiency, peak: Peak) -> float:
+    """Log spread of the prefill band: the fit's, widened in quadrature when the peak is derived.
+
+    A derived peak (`compute_peak_derived`) can be off by a clock or an issue-rate assumption
+    (about +-30 % at 80 %: exp(1.28 * 0.25) = 1.38), on top of the engine's own spread.
+    """
+    sd = efficiency.prefill_residual_log_sd
+    return math.hypot(sd, DERIVED_PEAK_LOG_SD) if peak.derived else sd
 
 
 def interval(value: float, log_sd: float, coverage_z: float = Z_80) -> Interval:

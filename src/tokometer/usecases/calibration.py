@@ -26,8 +26,10 @@ from typing import Any
 
 from tokometer.catalog.efficiency import ANY, GroupKey
 from tokometer.costmodel.layout import IDEAL
+from tokometer.costmodel.roofline import prefill_score_elements
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
+from tokometer.units import GB
 from tokometer.usecases.validation import (
     Case,
     CaseResult,
@@ -55,8 +57,14 @@ class Features:
     n_layers: int = 0
     matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
     attention_s: float = 0.0
+    score_s: float = 0.0  # attention scores / datasheet bandwidth: seconds per byte moved per score
     prompt_tokens: int = 0
     n_chunks: int = 1
+
+    @property
+    def chunk_tokens(self) -> float:
+        """Tokens one prefill matmul sees: the prompt, or the engine's chunk of it."""
+        return self.prompt_tokens / max(1, self.n_chunks)
 
 
 def _unit(prior: Efficiency) -> Efficiency:
@@ -100,6 +108,7 @@ def features(case: Case) -> Features | None:
         t_measured_s=case.prompt_tokens / case.value,
         matmul_s=est.prefill.matmul_flops / peak,
         attention_s=est.prefill.attention_flops / peak,
+        score_s=prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
         **base,  # type: ignore[arg-type]
@@ -182,8 +191,9 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         [
             (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
             (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
-            f.matmul_s / f.prompt_tokens / f.t_measured_s,
+            f.matmul_s / f.chunk_tokens / f.t_measured_s,
             f.attention_s / f.t_measured_s,
+            f.score_s / f.t_measured_s,
         ]
         for f in usable
     ]
@@ -191,8 +201,14 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
     u0 = 1.0 / prior.prefill_efficiency_max
     uq0 = 1.0 / (prior.quantized_prefill_efficiency_max or prior.prefill_efficiency_max)
     w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
-    # the T_half term is shared: eta(T) = eta_max * T / (T + T_half), with v = T_half / eta_max(plain)
-    x = _bounded_lstsq(a, target, [u0, uq0, prior.prefill_half_tokens * u0, w0], [1.0, 1.0, 0.0, 1.0])
+    # the T_half term is shared: eta(T) = eta_max * T / (T + T_half), with v = T_half / eta_max(plain);
+    # the score term's coefficient is the bytes moved per score (0 and held there for fused kernels)
+    x = _bounded_lstsq(
+        a,
+        target,
+        [u0, uq0, prior.prefill_half_tokens * u0, w0, prior.attention_score_bytes],
+        [1.0, 1.0, 0.0, 1.0, 0.0],
+    )
     eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
     eta_quant = 1.0 / x[1] if has_quant else eta_plain
     return {
@@ -200,15 +216,17 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         "quantized_prefill_efficiency_max": eta_quant,
         "prefill_half_tokens": x[2] / x[0],
         "prefill_attention_fraction": 1.0 / x[3],
+        "attention_score_bytes": x[4],
     }
 
 
 def _predicted_time(f: Features, eff: Efficiency) -> float:
     if f.case.metric == "tg":
         return f.memory_s / eff.bandwidth_fraction_for(f.quantized) + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
-    eta = eff.prefill_max_for(f.quantized) * f.prompt_tokens / (f.prompt_tokens + eff.prefill_half_tokens)
+    eta = eff.prefill_max_for(f.quantized) * f.chunk_tokens / (f.chunk_tokens + eff.prefill_half_tokens)
     eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
-    return f.matmul_s / eta + f.attention_s / eta_att + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+    score = f.score_s * eff.attention_score_bytes
+    return f.matmul_s / eta + f.attention_s / eta_att + score + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
 
 
 def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
@@ -304,32 +322,76 @@ def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, E
     return table
 
 
+def case_group(case: Case) -> str | None:
+    """The efficiency group (engine/backend/hardware class) a row is predicted with, any device count."""
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import group_key
+
+    try:
+        hardware = resolve_case_hardware(case)
+        request = case_request(case, hardware)
+        engine = engine_catalog().get(request.engine or "llama-cpp")
+    except TokometerError:
+        return None
+    return group_key(engine, hardware, request.backend or hardware.backend)
+
+
+def case_source(case: Case) -> str:
+    """The publication a row comes from (`source_id`), the unit leave-one-source-out holds out."""
+    return case.text("source_id") or "(no source_id)"
+
+
+def _case_hardware_id(case: Case) -> str | None:
+    try:
+        return resolve_case_hardware(case).id
+    except TokometerError:
+        return None
+
+
+def cross_validate(
+    cases: list[Case],
+    fold_of: Callable[[Case], str | None],
+    fit: Callable[..., dict[str, Efficiency]] = fit_with_bands,
+    only: list[Case] | None = None,
+) -> list[CaseResult]:
+    """Each row is predicted by a table fitted without any row of its fold (bands included).
+
+    `fold_of` names what is held out (a device, a source); every row is predicted that way,
+    single- and multi-device alike, so no figure is in-sample. `only`: predict just these cases
+    (the fits still use every usable row of `cases`).
+    """
+    feats = [(c, features(c)) for c in cases]
+    usable = [(fold_of(c), f) for c, f in feats if f is not None]
+    folds: dict[str, dict[str, Efficiency]] = {}
+    results = []
+    for case in cases if only is None else only:
+        fold = fold_of(case)
+        group = case_group(case)
+        if fold is None or group is None:
+            results.append(predict_case(case))
+            continue
+        if fold not in folds:
+            folds[fold] = fit([f for k, f in usable if k != fold], source=f"fit without {fold}")
+        results.append(predict_case(case, efficiency=lookup(folds[fold], group), strict=True))
+    return results
+
+
 def leave_one_hardware_out(
     cases: list[Case],
     fit: Callable[..., dict[str, Efficiency]] = fit_with_bands,
     only: list[Case] | None = None,
 ) -> list[CaseResult]:
-    """Each hardware is predicted by a table fitted without any of its rows (bands included).
+    """Each device is predicted by a table fitted without any of its rows (multi-device rows too)."""
+    return cross_validate(cases, _case_hardware_id, fit=fit, only=only)
 
-    `only`: predict just these cases (the fit still uses every usable row of `cases`).
-    """
-    feats = {c.row_id: features(c) for c in cases}
-    usable = [f for f in feats.values() if f is not None]
-    folds: dict[str, dict[str, Efficiency]] = {}
-    results = []
-    for case in cases if only is None else only:
-        try:
-            hw_id = resolve_case_hardware(case).id
-        except TokometerError:
-            results.append(predict_case(case))
-            continue
-        if hw_id not in folds:
-            folds[hw_id] = fit([f for f in usable if f.hardware_id != hw_id], source=f"fit without {hw_id}")
-        f = feats.get(case.row_id)
-        group = f.group if f is not None else None
-        eff = lookup(folds[hw_id], group) if group else None
-        results.append(predict_case(case, efficiency=eff))
-    return results
+
+def leave_one_source_out(
+    cases: list[Case],
+    fit: Callable[..., dict[str, Efficiency]] = fit_with_bands,
+    only: list[Case] | None = None,
+) -> list[CaseResult]:
+    """Each publication is predicted by a table fitted on the others only."""
+    return cross_validate(cases, case_source, fit=fit, only=only)
 
 
 def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], counts: dict[str, tuple[int, int, list[str]]]) -> None:
@@ -353,6 +415,8 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "prefill_half_tokens",
             "prefill_attention_fraction",
             "prefill_chunk_tokens",
+            "attention_score_bytes",
+            "prefill_batch_tokens",
             "decode_compute_fraction",
             "residual_log_sd",
             "prefill_residual_log_sd",

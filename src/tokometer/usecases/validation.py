@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokometer.costmodel.roofline import interval
+from tokometer.costmodel.roofline import interval, prefill_log_sd
 from tokometer.errors import InputError, TokometerError
 from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.units import GB, GIB
@@ -317,8 +317,16 @@ def workload_kwargs(case: Case) -> dict[str, int]:
 Predictor = Callable[..., Any]
 
 
-def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str | None = None) -> CaseResult:
-    """Predict one row as the metric it measured; never raises for a bad row, records why."""
+def predict_case(
+    case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False
+) -> CaseResult:
+    """Predict one row as the metric it measured; never raises for a bad row, records why.
+
+    `strict` (cross-validation): with no `efficiency` the row gets its engine's documented default,
+    never the shipped table, which was fitted on this very row.
+    """
+    from dataclasses import replace
+
     from tokometer.catalog.efficiency import group_key
     from tokometer.usecases.estimate import estimate
 
@@ -329,6 +337,8 @@ def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str
         request = case_request(case, hardware, efficiency=efficiency)
         gen = generated_tokens(case)
         est = estimate(request)
+        if strict and efficiency is None:
+            est = estimate(replace(request, efficiency=est.engine.efficiency))
         result.group = group_key(est.engine, hardware, request.backend)
         if case.metric in ("tg", "tg_agg"):
             value = est.estimate_tok_s
@@ -347,7 +357,7 @@ def predict_case(case: Case, efficiency: Efficiency | None = None, baseline: str
                 result.reason = "baselines predict decode only"
                 return result
             value = est.prefill.tok_s
-            band = interval(value, est.efficiency.prefill_residual_log_sd)
+            band = interval(value, prefill_log_sd(est.efficiency, est.peak))
             low, high = band.low, band.high
         else:  # tput_out: output tokens per second across a batch of whole requests
             if est.e2e_s is None:
