@@ -49,18 +49,125 @@ HEADER = "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,n
     [
         ("", "empty file"),
         ("row_id,value\nr1,3\n", "missing column(s) metric"),
-        (HEADER + "r1,tg,fast,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,0,128,1\n", "line 2, column 'value'"),
-        (HEADER + "r1,tg,100,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,zero,128,1\n", "line 2, column 'prompt_tokens'"),
-        (HEADER + "r1,speed,100,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,0,128,1\n", "column 'metric'"),
     ],
 )
-def test_malformed_csv_names_row_and_column(tmp_path: Path, text: str, message: str) -> None:
+def test_a_file_without_its_columns_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "cases.csv"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         read_cases(path)
     r = run_cli("validate", str(path))
     assert r.code == 2 and "Traceback" not in r.err
+
+
+GOOD_ROW = "r0,tg,100,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,0,128,1\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ("r1,tg,fast,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,0,128,1\n", "column 'value'"),
+        ("r1,tg,100,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,zero,128,1\n", "column 'prompt_tokens'"),
+        ("r1,speed,100,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,0,128,1\n", "metric 'speed' is not scored"),
+        ("r1,tg,100,Llama 3.1 8B,nvidia_rtx_4090,Q4_K_M,0,128,1,extra\n", "more fields"),
+    ],
+)
+def test_a_bad_row_is_left_unscored_with_its_reason_never_fatal(tmp_path: Path, row: str, reason: str) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(HEADER + GOOD_ROW + row, encoding="utf-8")
+    good, bad = validate(read_cases(path))
+    assert good.scored and not bad.scored and reason in (bad.reason or "")
+    r = run_cli("validate", str(path), "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["rows_total"] == 2 and data["rows_scored"] == 1
+    assert sum(data["not_scored"].values()) == 1 and reason in next(iter(data["not_scored"]))
+
+
+def test_an_unreadable_batch_cell_leaves_only_that_row_unscored(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,engine\n"
+        "a,tg,100,Llama 3.1 8B,h100-sxm,fp16,0,128,1,vllm\n"
+        'b,tput_out,20000,Llama 3.1 8B,h100-sxm,fp16,128,128,"max (offline, all requests queued)",vllm\n',
+        encoding="utf-8",
+    )
+    first, second = validate(read_cases(path))
+    assert first.scored
+    assert not second.scored and "batch_size" in (second.reason or "")
+
+
+def test_ttft_ms_is_scored_as_prefill_plus_the_first_step(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,engine\n"
+        "t1,ttft_ms,400,Llama 3.1 8B,rtx-4090,Q4_K_M,2048,128,1,llama.cpp\n"
+        "t2,ttft_ms,3000,Llama 3.1 8B,rtx-4090,Q4_K_M,12000,128,1,llama.cpp\n"
+        "t3,ttft_ms,400,Llama 3.1 8B,rtx-4090,Q4_K_M,2048,128,4,llama.cpp\n",
+        encoding="utf-8",
+    )
+    short, long, batched = validate(read_cases(path))
+    assert short.scored and long.scored and short.predicted and long.predicted
+    # prefill grows faster than the prompt (attention is quadratic): 6x the tokens, more than 6x the time
+    assert long.predicted > 6 * short.predicted
+    assert short.low is not None and short.low < short.predicted < (short.high or 0)
+    assert not batched.scored and "batch 1" in (batched.reason or "")
+    assert report([short, long])["metrics"]["ttft_ms"]["scored"] == 2
+
+
+def test_spec_columns_override_numbers_of_the_catalog_device_not_its_memory(tmp_path: Path) -> None:
+    from tokometer.usecases.validation import resolve_case_hardware
+
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,mem_bandwidth_gbps,memory_type,prompt_tokens\n"
+        "h,tg,100,Llama 3.1 8B,nvidia_h100_pcie,fp16,1900,,0\n"
+        "n,tg,100,Llama 3.1 8B,mystery-card,fp16,1500,HBM3,0\n"
+        "g,tg,100,Llama 3.1 8B,mystery-card,fp16,1500,,0\n",
+        encoding="utf-8",
+    )
+    h, n, g = (resolve_case_hardware(c) for c in read_cases(path))
+    assert h.id == "h100-pcie" and h.memory_bandwidth_gb_per_s == 1900
+    assert h.hardware_class == "hbm-gpu" and h.fp16_tflops  # the catalog's peak survives
+    assert n.hardware_class == "hbm-gpu" and g.hardware_class == "gddr-gpu"
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected"),
+    [
+        ("AutoAWQ (HF transformers)", "transformers"),
+        ("AutoGPTQ", "transformers"),
+        ("HF transformers", "transformers"),
+        ("llama.cpp (llama-bench)", "llama-cpp"),
+        ("vLLM", "vllm"),
+    ],
+)
+def test_engine_names_map_to_their_engine(tmp_path: Path, engine: str, expected: str) -> None:
+    from tokometer.usecases.validation import estimate_kwargs
+
+    path = tmp_path / "cases.csv"
+    path.write_text(HEADER.strip() + ",engine\n" + GOOD_ROW.strip() + f',"{engine}"\n', encoding="utf-8")
+    assert estimate_kwargs(read_cases(path)[0])["engine"] == expected
+
+
+def test_an_unknown_engine_leaves_the_row_unscored(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(HEADER.strip() + ",engine\n" + GOOD_ROW.strip() + ",WarpDrive 9000\n", encoding="utf-8")
+    (result,) = validate(read_cases(path))
+    assert not result.scored and "WarpDrive 9000" in (result.reason or "")
+
+
+def test_leave_one_hardware_out_holds_out_multi_device_rows_too() -> None:
+    from tokometer.usecases.calibration import leave_one_source_out
+
+    cases = read_cases(MEASUREMENTS)
+    multi = [c for c in cases if c.n_devices > 1 and c.metric == "tg" and not c.flag][::20]
+    held = leave_one_hardware_out(cases, only=multi)
+    fitted = validate(multi)
+    changed = [a for a, b in zip(held, fitted, strict=True) if a.predicted != b.predicted]
+    assert len(changed) >= len(multi) // 2, "multi-device rows are still predicted by the shipped (in-sample) table"
+    by_source = leave_one_source_out(cases, only=multi)
+    assert all(r.scored or r.reason for r in by_source)
 
 
 def test_rows_with_their_own_specs_and_bare_counts(tmp_path: Path) -> None:

@@ -33,14 +33,12 @@ def render_report(rep: dict[str, Any], title: str) -> str:
                 _fmt(m["interval_coverage"]),
             ]
         )
-    unscored: dict[str, int] = {}
-    for row in rep["rows"]:
-        if not row["scored"]:
-            unscored[row["reason"] or "?"] = unscored.get(row["reason"] or "?", 0) + 1
+    unscored: dict[str, int] = rep["not_scored"]
     lines = [title, "", table(rows, ["metric", "rows", "scored", "median err", "p90 err", "within 15%", "80% band holds"])]
+    lines += ["", f"{rep['rows_scored']} of {rep['rows_total']} rows scored"]
     if unscored:
         lines += ["", "not scored:"]
-        lines += [f"  {count:4d}  {reason}" for reason, count in sorted(unscored.items(), key=lambda kv: -kv[1])]
+        lines += [f"  {count:4d}  {reason}" for reason, count in unscored.items()]
     return "\n".join(lines)
 
 

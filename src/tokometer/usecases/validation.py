@@ -13,7 +13,7 @@ import csv
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ NUMERIC_COLUMNS = (
     "fp8_dense_tflops",
     "int8_dense_tops",
 )
-METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out")
+METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out", "ttft_ms")
 DEFAULT_GEN_TOKENS = 200  # gpt-fast's default max_new_tokens, when a source does not say
 
 
@@ -58,13 +58,17 @@ class Case:
     prompt_tokens: int
     gen_tokens: int | None
     flag: str
+    problem: str | None = None  # why the row cannot be scored as written (kept, counted, never fatal)
 
     def text(self, key: str) -> str:
         return (self.raw.get(key) or "").strip()
 
     def number(self, key: str) -> float | None:
         text = self.text(key)
-        return float(text) if text else None
+        try:
+            return float(text) if text else None
+        except ValueError:
+            return None  # read_cases recorded the unreadable cell as the row's problem
 
 
 @dataclass
@@ -93,7 +97,7 @@ class CaseResult:
             "row_id": self.case.row_id,
             "line": self.case.line,
             "metric": self.case.metric,
-            "measured": self.case.value,
+            "measured": self.case.value if math.isfinite(self.case.value) else None,
             "predicted": self.predicted,
             "interval": [self.low, self.high] if self.low is not None else None,
             "ape": self.ape,
@@ -109,11 +113,35 @@ class CaseResult:
 
 def _integer(row: dict[str, str], column: str, default: int | None) -> int | None:
     text = row.get(column, "").strip()
-    return int(float(text)) if text else default
+    try:
+        return int(float(text)) if text else default
+    except ValueError:
+        return default
+
+
+def row_problem(clean: dict[str, str]) -> str | None:
+    """Why a row cannot be scored as written (an unreadable cell, an unknown metric), or None."""
+    for column in NUMERIC_COLUMNS:
+        value = clean.get(column, "").strip()
+        if not value:
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            return f"column {column!r}: {value!r} is not a number"
+        if not math.isfinite(number) or number < 0:
+            return f"column {column!r}: {value!r} must be a finite number >= 0"
+    metric = clean.get("metric", "").strip()
+    if metric not in METRICS:
+        return f"metric {metric!r} is not scored (scored: {', '.join(METRICS)})"
+    if float(clean["value"].strip() or 0) <= 0:
+        return "column 'value': a positive measurement is required"
+    return None
 
 
 def read_cases(path: str | Path) -> list[Case]:
-    """Parse a measurements CSV; errors name the line and the column."""
+    """Parse a measurements CSV. A file without the columns a row needs is an error naming them; a
+    row that cannot be scored (unreadable cell, unknown metric) is kept with its reason."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -123,8 +151,11 @@ def read_cases(path: str | Path) -> list[Case]:
         raise InputError(f"{path}: not UTF-8 text") from None
     if not text.strip():
         raise InputError(f"{path}: empty file (expected a header row and measurements)")
-    reader = csv.DictReader(text.splitlines())
-    header = reader.fieldnames or []
+    try:
+        rows = list(csv.DictReader(text.splitlines()))
+        header = list(rows[0].keys()) if rows else next(csv.reader(text.splitlines()), [])
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a readable CSV: {exc}") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)} in the header")
@@ -133,43 +164,35 @@ def read_cases(path: str | Path) -> list[Case]:
     if not any(c in header for c in ("hardware_id", "hardware_as_stated", "mem_bandwidth_gbps")):
         raise InputError(f"{path}: needs a 'hardware_id', 'hardware_as_stated' or 'mem_bandwidth_gbps' column")
     cases = []
-    for index, row in enumerate(reader):
+    for index, row in enumerate(rows):
         line = index + 2
-        if None in row:
-            raise InputError(f"{path}: line {line}: more fields than the header has columns")
-        clean = {k: (v or "") for k, v in row.items()}
-        for column in NUMERIC_COLUMNS:
-            value = clean.get(column, "").strip()
-            if value:
-                try:
-                    number = float(value)
-                except ValueError:
-                    raise InputError(f"{path}: line {line}, column {column!r}: {value!r} is not a number") from None
-                if not math.isfinite(number) or number < 0:
-                    raise InputError(f"{path}: line {line}, column {column!r}: {value!r} must be a finite number >= 0")
-        metric = clean["metric"].strip()
-        if metric not in METRICS:
-            raise InputError(f"{path}: line {line}, column 'metric': {metric!r} is not one of {', '.join(METRICS)}")
-        value_text = clean["value"].strip()
-        if not value_text or float(value_text) <= 0:
-            raise InputError(f"{path}: line {line}, column 'value': a positive measurement is required")
-
-
+        clean = {k: (v or "") for k, v in row.items() if isinstance(k, str)}
+        problem = "more fields than the header has columns" if None in row else row_problem(clean)
+        value = _number(clean.get("value", ""))
         cases.append(
             Case(
                 row_id=clean.get("row_id", "").strip() or f"line{line}",
                 line=line,
                 raw=clean,
-                metric=metric,
-                value=float(value_text),
+                metric=clean["metric"].strip(),
+                value=value if value and value > 0 else math.nan,
                 n_devices=max(1, _integer(clean, "n_devices", 1) or 1),
                 batch=max(1, _integer(clean, "batch_size", 1) or 1),
                 prompt_tokens=_integer(clean, "prompt_tokens", 0) or 0,
                 gen_tokens=_integer(clean, "gen_tokens", None),
                 flag=clean.get("flag", "").strip(),
+                problem=problem,
             )
         )
     return cases
+
+
+def _number(text: str) -> float | None:
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 # ---------------------------------------------------------------- resolution
@@ -185,11 +208,47 @@ def _calibration_index() -> dict[str, HardwareSpec]:
     return index
 
 
-def resolve_case_hardware(case: Case) -> HardwareSpec:
-    """Catalog by calibration id, catalog id or name; else the row's own spec columns."""
+SPEC_COLUMNS = {  # row column -> HardwareSpec field it overrides
+    "mem_bandwidth_gbps": "memory_bandwidth_gb_per_s",
+    "memory_gb": "memory_gb",
+    "fp16_dense_tflops": "fp16_tflops",
+    "fp8_dense_tflops": "fp8_tflops",
+    "int8_dense_tops": "int8_tops",
+}
+
+
+def _catalog_hardware(case: Case) -> HardwareSpec | None:
     from tokometer.catalog import hardware_catalog
 
-    bandwidth = case.number("mem_bandwidth_gbps")
+    for column in ("hardware_id", "hardware_as_stated"):
+        name = case.text(column)
+        if name:
+            found = _calibration_index().get(name) or hardware_catalog().find(name)
+            if found is not None:
+                return found
+    return None
+
+
+def resolve_case_hardware(case: Case) -> HardwareSpec:
+    """The catalog's device first (id, calibration id or name, normalised); the row's spec columns
+    override its numbers only, never its memory technology or anything the row does not state.
+    A device the catalog does not know is built from the spec columns (`memory_type` read when given).
+    """
+    from tokometer.catalog import hardware_catalog
+
+    found = _catalog_hardware(case)
+    stated = {field: case.number(column) for column, field in SPEC_COLUMNS.items() if case.number(column)}
+    memory_type = case.text("memory_type") or None
+    if found is not None:
+        changes: dict[str, Any] = dict(stated)
+        if memory_type:
+            changes["memory_type"] = memory_type
+        if not changes:
+            return found
+        if "fp16_tflops" in changes:
+            changes["fp16_acc16_tflops"] = None  # the row's figure replaces the datasheet's pair
+        return replace(found, **changes, source=f"{found.source}; numbers from the row's spec columns")
+    bandwidth = stated.get("memory_bandwidth_gb_per_s")
     if bandwidth:
         return HardwareSpec(
             id=case.text("hardware_id") or "row-spec",
@@ -197,37 +256,35 @@ def resolve_case_hardware(case: Case) -> HardwareSpec:
             vendor=case.text("vendor").lower() or "custom",
             kind="gpu",
             segment="datacenter",
-            memory_gb=case.number("memory_gb") or math.inf,
+            memory_gb=stated.get("memory_gb") or math.inf,
             memory_bandwidth_gb_per_s=bandwidth,
-            fp16_tflops=case.number("fp16_dense_tflops"),
-            fp8_tflops=case.number("fp8_dense_tflops"),
-            int8_tops=case.number("int8_dense_tops"),
+            memory_type=memory_type,
+            fp16_tflops=stated.get("fp16_tflops"),
+            fp8_tflops=stated.get("fp8_tflops"),
+            int8_tops=stated.get("int8_tops"),
             backend=(case.text("backend") or "cuda").lower(),
             launch_year=None,
             source="spec columns of the measurement row",
         )
-    hid = case.text("hardware_id")
-    if hid:
-        found = _calibration_index().get(hid) or hardware_catalog().find(hid)
-        if found is not None:
-            return found
-    stated = case.text("hardware_as_stated")
-    if stated:
-        return hardware_catalog().get(stated)
-    return hardware_catalog().get(hid or "(none)")
+    return hardware_catalog().get(case.text("hardware_id") or case.text("hardware_as_stated") or "(none)")
 
 
 def _engine_id(case: Case) -> str | None:
+    """The engine a row names: the whole name, then its words before and inside parentheses
+    ("AutoAWQ (HF transformers)" is transformers' engine). A name none of them resolves is an error."""
+    import re
+
     from tokometer.catalog import engine_catalog
 
     name = case.text("engine")
     if not name:
         return None
-    found = engine_catalog().find(name)
-    if found is None:
-        base = name.split("(")[0].strip()
-        found = engine_catalog().find(base)
-    return found.id if found else None
+    candidates = [name, name.split("(")[0].strip(), *re.findall(r"\(([^)]*)\)", name)]
+    for candidate in candidates:
+        found = engine_catalog().find(candidate) if candidate else None
+        if found is not None:
+            return found.id
+    raise InputError(f"engine {name!r} is not in the engine catalog")
 
 
 def _parallelism(case: Case, engine_id: str | None) -> dict[str, int]:
@@ -325,12 +382,13 @@ def predict_case(
     `strict` (cross-validation): with no `efficiency` the row gets its engine's documented default,
     never the shipped table, which was fitted on this very row.
     """
-    from dataclasses import replace
-
     from tokometer.catalog.efficiency import group_key
     from tokometer.usecases.estimate import estimate
 
     result = CaseResult(case)
+    if case.problem:
+        result.reason = case.problem
+        return result
     try:
         hardware = resolve_case_hardware(case)
         result.hardware_id = hardware.id
@@ -357,6 +415,19 @@ def predict_case(
                 result.reason = "baselines predict decode only"
                 return result
             value = est.prefill.tok_s
+            band = interval(value, prefill_log_sd(est.efficiency, est.peak))
+            low, high = band.low, band.high
+        elif case.metric == "ttft_ms":
+            if case.batch != 1:
+                result.reason = "ttft_ms is scored at batch 1 only"
+                return result
+            if est.ttft_s is None or est.prefill is None:
+                result.reason = f"no compute peak for {hardware.name}: TTFT not predicted"
+                return result
+            if baseline is not None:
+                result.reason = "baselines predict decode only"
+                return result
+            value = est.ttft_s * 1000.0
             band = interval(value, prefill_log_sd(est.efficiency, est.peak))
             low, high = band.low, band.high
         else:  # tput_out: output tokens per second across a batch of whole requests
@@ -416,7 +487,18 @@ def report(results: list[CaseResult]) -> dict[str, Any]:
         "pp_single_device": summarise(single, "pp"),
         "pp_multi_device": summarise(multi, "pp"),
     }
-    return {"metrics": metrics, "subsets": subsets, "rows": [r.to_dict() for r in results]}
+    not_scored: dict[str, int] = {}
+    for r in results:
+        if not r.scored:
+            not_scored[r.reason or "?"] = not_scored.get(r.reason or "?", 0) + 1
+    return {
+        "metrics": metrics,
+        "subsets": subsets,
+        "rows_total": len(results),
+        "rows_scored": sum(r.scored for r in results),
+        "not_scored": dict(sorted(not_scored.items(), key=lambda kv: -kv[1])),
+        "rows": [r.to_dict() for r in results],
+    }
 
 
 def validate(cases: list[Case], *, baseline: str | None = None) -> list[CaseResult]:
