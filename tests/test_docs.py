@@ -55,3 +55,16 @@ def test_docstrings_cite_sections_of_our_own_physics_page() -> None:
                 assert n in sections, f"{path.name} cites docs/PHYSICS.md section {n}, which does not exist"
                 cited += 1
     assert cited >= 20
+
+
+def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
+    """The README's accuracy tables are `scripts/accuracy_tables.py`'s output from the validate runs."""
+    spec = importlib.util.spec_from_file_location("accuracy_tables", ROOT / "scripts" / "accuracy_tables.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tables = module.render(module.reports())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert tables in readme, "README accuracy tables are stale: run `python scripts/accuracy_tables.py`"
+    for held_out in ("nothing (in-sample)", "every row of the device, multi-device rows too", "every row of the publication"):
+        assert held_out in tables
