@@ -101,8 +101,8 @@ def features(case: Case) -> Features | None:
     )
     if case.metric == "tg":
         return Features(t_measured_s=1.0 / case.value, memory_s=est.step.memory_time_s, **base)  # type: ignore[arg-type]
-    if est.prefill is None or not est.peak.tflops or est.peak.note:
-        return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit
+    if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
+        return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
     peak = est.peak.tflops * 1e12
     return Features(
         t_measured_s=case.prompt_tokens / case.value,
