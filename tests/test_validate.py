@@ -97,6 +97,21 @@ def test_an_unreadable_batch_cell_leaves_only_that_row_unscored(tmp_path: Path) 
     assert not second.scored and "batch_size" in (second.reason or "")
 
 
+def test_served_or_batchless_throughput_is_left_unscored(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,concurrency,engine\n"
+        "s,tput_out,4000,Llama 3.1 8B,h100-sxm,fp16,128,128,,64,vllm\n"
+        "b,tput_out,4000,Llama 3.1 8B,h100-sxm,fp16,128,128,,,vllm\n"
+        "k,tput_out,4000,Llama 3.1 8B,h100-sxm,fp16,128,128,32,,vllm\n",
+        encoding="utf-8",
+    )
+    served, batchless, static = validate(read_cases(path))
+    assert not served.scored and "concurrency" in (served.reason or "")
+    assert not batchless.scored and "batch_size" in (batchless.reason or "")
+    assert static.scored
+
+
 def test_ttft_ms_is_scored_as_prefill_plus_the_first_step(tmp_path: Path) -> None:
     path = tmp_path / "cases.csv"
     path.write_text(

@@ -374,6 +374,16 @@ def workload_kwargs(case: Case) -> dict[str, int]:
 Predictor = Callable[..., Any]
 
 
+def unsupported_setup(case: Case) -> str | None:
+    """Why a readable row is outside what one estimate predicts, or None."""
+    served = [c for c in ("request_rate", "concurrency") if case.text(c)]
+    if case.metric == "tput_out" and served:
+        return f"served workload ({', '.join(served)} stated): a serving simulation, not one estimate"
+    if case.metric in ("tput_out", "tg_agg", "pp_agg") and not case.text("batch_size"):
+        return f"{case.metric} without a batch_size: the batch is not known"
+    return None
+
+
 def predict_case(
     case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False
 ) -> CaseResult:
@@ -386,8 +396,8 @@ def predict_case(
     from tokometer.usecases.estimate import estimate
 
     result = CaseResult(case)
-    if case.problem:
-        result.reason = case.problem
+    result.reason = case.problem or unsupported_setup(case)
+    if result.reason:
         return result
     try:
         hardware = resolve_case_hardware(case)
