@@ -227,3 +227,15 @@ def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> 
         for name, value in shipped[key].items():
             if isinstance(value, float):
                 assert fresh[key][name] == pytest.approx(value, rel=1e-4), (key, name)
+
+
+def test_validate_cli_holds_out_a_source_and_says_so() -> None:
+    r = run_cli("validate", "--lso", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["mode"]["held_out"] == "source" and data["mode"]["lso"] is True
+    assert data["subsets"]["tg_single_device"]["scored"] >= 150
+    both = run_cli("validate", "--loho", "--lso")
+    assert both.code == 2 and "choose one" in both.err and "Traceback" not in both.err
+    peer = run_cli("validate", "--lso", "--baseline", "ceiling")
+    assert peer.code == 2 and "Traceback" not in peer.err
