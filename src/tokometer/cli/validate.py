@@ -61,7 +61,9 @@ def validate(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows
     CASES [default: the shipped calibration measurements.csv] follows its schema: hardware by hardware_id /
     hardware_as_stated (or the spec columns mem_bandwidth_gbps, memory_gb, fp16_dense_tflops...),
     the model by name or total_params_b/active_params_b with quant/bits_per_weight/model_size.
-    Rows flagged in their source are predicted and listed, not scored.
+    Metrics scored: tg, pp, ttft_ms (batch 1), tg_agg, pp_agg, tput_out. A row that cannot be read
+    or predicted (unknown metric or engine, unreadable cell, served workload) and a row flagged in
+    its source are listed with the reason and counted, never fatal.
     """
     from tokometer.report.text import to_json
     from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out

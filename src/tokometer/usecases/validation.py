@@ -1,10 +1,12 @@
 """`tokometer validate`: predict measured rows and report the error honestly.
 
-Rows follow the schema of `shared/calibration/measurements.csv`. Each row is resolved (hardware by
-catalog id, calibration id, name or its own spec columns; model by preset or bare parameter
-counts; weights by file size, bits per weight or format) and predicted as what it measured:
-`tg` single-stream decode averaged over its generation, `pp` prompt tokens/s, aggregates as
-aggregates. Every row comes back with its prediction or the reason it was not scored.
+Rows follow the schema of the shipped `calibration_data/measurements.csv`. Each row is resolved
+(hardware through the catalog first, its spec columns overriding numbers only; model by preset or
+bare parameter counts; weights by file size, bits per weight or format; engine by name) and
+predicted as what it measured: `tg` single-stream decode averaged over its generation, `pp` prompt
+tokens/s, `ttft_ms` time to first token at batch 1, aggregates as aggregates. A file without the
+columns rows need is an error; a row that cannot be read or predicted is never fatal: it comes
+back unscored with its reason, and the report counts them.
 """
 
 from __future__ import annotations
