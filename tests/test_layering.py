@@ -18,6 +18,7 @@ LAYERS = {
     "costmodel": 2,
     "catalog": 3, "ingest": 3, "bench": 4, "store": 5,
     "api": 4, "validate": 5, "calibrate": 5, "explore": 5, "report": 6,
+    "usecases": 5,
     "cli": 9, "web": 8, "__main__": 10, "__init__": 10,
 }
 IO_MODULES = {"httpx", "sqlite3", "socket", "subprocess", "urllib", "huggingface_hub", "requests", "os"}

@@ -319,6 +319,8 @@ class Replica:
             self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
 
     def _admissible(self, req: Request) -> bool:
+        if self.policy.static and self.n_running:
+            return False
         return self.n_running < self.policy.max_num_seqs and self.kv_used + req.prompt + self.frag <= self.capacity
 
     def _finish(self, req: Request, now: float) -> None:
