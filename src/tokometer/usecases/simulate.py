@@ -91,6 +91,7 @@ def deploy(
     est = estimate(model, hw, quant=quant, engine=serving.engine.id, kv_dtype=kv_dtype, tp=tp, pp=pp, advise=False)
     eff = efficiency or serving_efficiency(serving.id)
     setup = est.setup
+    assert setup is not None
     pol = serving.policy
     cap = kv_capacity_tokens(
         setup, memory_fraction=pol.memory_fraction, memory_of=pol.memory_of,
