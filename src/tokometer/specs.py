@@ -65,6 +65,10 @@ class HardwareSpec(_Plain):
     calibration_ids: tuple[str, ...] = ()
     spec_source: str | None = None
     notes: str | None = None
+    # serving cost (issue 11): on-demand cloud list price per device-hour, its source and date
+    price_per_hour_usd: float | None = None
+    price_source: str | None = None
+    price_date: str | None = None
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Dense peak for `dtype`; None when the datasheet gives none (never derived)."""

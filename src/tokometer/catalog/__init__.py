@@ -160,6 +160,10 @@ HARDWARE_SCHEMA: Schema = {
     "source": Field(STR, True),
     "spec_source": Field(STR),
     "notes": Field(STR),
+    # serving cost (issue 11)
+    "price_per_hour_usd": Field(NUM),
+    "price_source": Field(STR),
+    "price_date": Field(STR),
 }
 
 _KINDS = {"gpu", "apu", "soc", "cpu"}
@@ -205,7 +209,21 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         source=raw["source"],
         spec_source=raw.get("spec_source"),
         notes=raw.get("notes"),
+        **_price(raw),
     )
+
+
+def _price(raw: dict[str, Any]) -> dict[str, Any]:
+    """A price needs its source and date (serving cost, issue 11)."""
+    if "price_per_hour_usd" not in raw:
+        return {}
+    if not raw.get("price_source") or not raw.get("price_date"):
+        raise CatalogError("price_per_hour_usd needs price_source and price_date")
+    return {
+        "price_per_hour_usd": float(raw["price_per_hour_usd"]),
+        "price_source": raw["price_source"],
+        "price_date": raw["price_date"],
+    }
 
 
 QUANT_SCHEMA: Schema = {

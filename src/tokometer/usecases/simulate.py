@@ -280,16 +280,18 @@ def read_trace(path: str) -> tuple[tuple[float, int, int], ...]:
     tk, pk, ok = (_key(keys, c, path, what) for c, what in ((TIME_KEYS, "arrival time"), (PROMPT_KEYS, "prompt tokens"), (OUTPUT_KEYS, "output tokens")))
     out: list[tuple[float, int, int]] = []
     t0: float | None = None
+    last = -math.inf
     for i, row in enumerate(rows, start=2 if not text.lstrip().startswith("{") else 1):
         t = _time(row.get(tk), path, i)
         p = _count(row.get(pk), path, i, pk)
         o = _count(row.get(ok), path, i, ok)
+        if t < last:
+            raise InputError(f"{path}, line {i}: arrival time {row.get(tk)!r} is before the previous request's")
+        last = t
         t0 = t if t0 is None else t0
         out.append((t - t0, p, o))
     from tokometer.costmodel.serving.workload import check_trace
 
-    if any(t < 0 for t, _, _ in out):
-        raise InputError(f"{path}: an arrival time is earlier than the first request's; times must not go back")
     check_trace(out)
     return tuple(out)
 

@@ -69,6 +69,7 @@ class Replica:
         self.policy = policy
         self.capacity = kv_capacity_tokens
         self.frag = policy.block_size_tokens / 2.0
+        self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
         self.on_finish = on_finish
         self.slo_ttft = slo_ttft_s if slo_ttft_s is not None else math.inf
         self.slo_tpot = slo_tpot_s if slo_tpot_s is not None else math.inf
@@ -202,7 +203,7 @@ class Replica:
         if not static or self.n_running == 0:
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
-            capacity = self.capacity
+            capacity = self.capacity - self.watermark
             frag = self.frag
             while waiting and budget > 0 and self.n_running < max_seqs:
                 req = waiting[0]

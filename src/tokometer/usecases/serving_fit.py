@@ -1,0 +1,199 @@
+"""Fit the serving efficiency per engine on published serving data, reproducibly.
+
+Parameters per engine (`ServingEfficiency`): the batched-compute efficiency curve
+`eta_c(T) = f_max * T / (T + T_half)` and the fixed cost of one engine step. They are fitted on the
+offline and static-batch rows (`tput_out`, and `ttft_*_mean` of static batches), whose schedules do
+not depend on step times: every request is there at t = 0, so which tokens each step carries is
+fixed by the scheduler and the KV cache alone. Each such run is simulated once with recording; a
+step's time under other parameters is then
+
+    t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
+
+and the run's throughput and mean TTFT follow in numpy. The loss is the sum of squared log errors;
+coordinate descent over fixed grids (deterministic: same data, same values). A pooled entry `*`
+fitted on every engine's rows serves engines without data of their own, and leave-one-source-out
+cross-validation refits without each source and scores it with what remains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokometer.costmodel.serving import ServingEfficiency
+from tokometer.usecases.serving_validate import (
+    METRIC,
+    UNIT_S,
+    RowResult,
+    Run,
+    deploy_run,
+    group_runs,
+    predict,
+    read_rows,
+    sized_workload,
+)
+
+PRIOR = ServingEfficiency()
+GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
+GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
+ROUNDS = 4
+
+
+@dataclass
+class Recording:
+    """One offline/static run's steps under the prior, and the rows it is scored on."""
+
+    engine: str
+    source: str
+    tokens: np.ndarray
+    memory_s: np.ndarray
+    flops_s: np.ndarray  # FLOPs / peak: compute time at efficiency 1
+    fixed_s: np.ndarray  # per-layer launches and communication (not the engine step overhead)
+    out_tokens: float
+    first_tokens: np.ndarray
+    targets: list[tuple[str, float]]  # ("tput_out", tok/s) or ("ttft_mean", s)
+
+    def predict(self, eff: ServingEfficiency) -> dict[str, float]:
+        t = np.maximum(self.memory_s, self.flops_s * (self.tokens + eff.compute_half_tokens) / (eff.compute_fraction_max * self.tokens))
+        t = t + self.fixed_s + eff.step_overhead_us * 1e-6
+        total = float(t.sum())
+        out = {"tput_out": self.out_tokens / total if total > 0 else math.nan}
+        n_first = float(self.first_tokens.sum())
+        if n_first:
+            out["ttft_mean"] = float((np.cumsum(t) * self.first_tokens).sum() / n_first)
+        return out
+
+
+def record_run(run: Run) -> Recording | None:
+    from tokometer.costmodel.serving import simulate
+
+    targets: list[tuple[str, float]] = []
+    for row in run.rows:
+        if row.metric == "tput_out":
+            targets.append(("tput_out", row.value))
+        m = METRIC.match(row.metric)
+        if m and m.group(1) == "ttft" and m.group(3) == "mean" and run.rows[0].scenario == "static-batch":
+            targets.append(("ttft_mean", row.value * UNIT_S[m.group(2)]))
+    if not targets or run.reason is not None or run.workload is None:
+        return None
+    dep = deploy_run(run, PRIOR)
+    steps: list[tuple[float, float, float, int, int]] = []
+    simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), record=steps,
+             max_context_tokens=dep.max_context_tokens)
+    if not steps:
+        return None
+    a = np.array(steps, dtype=float)
+    tokens = a[:, 0]
+    eta = PRIOR.compute_fraction_max * tokens / (tokens + PRIOR.compute_half_tokens)
+    c = dep.cost
+    fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
+    return Recording(
+        engine=run.engine, source=run.source, tokens=tokens, memory_s=a[:, 1], flops_s=a[:, 2] * eta,
+        fixed_s=fixed, out_tokens=float(a[:, 3].sum() + a[:, 4].sum()), first_tokens=a[:, 4], targets=targets,
+    )
+
+
+def loss(recs: Sequence[Recording], eff: ServingEfficiency) -> float:
+    total = 0.0
+    for rec in recs:
+        pred = rec.predict(eff)
+        for name, measured in rec.targets:
+            value = pred.get(name)
+            if value is None or not (value > 0):
+                total += 25.0
+            else:
+                total += math.log(value / measured) ** 2
+    return total
+
+
+def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
+    """Coordinate descent over the grids, from the prior; deterministic."""
+    best = replace(PRIOR, source=source)
+    if not recs:
+        return best
+    best_loss = loss(recs, best)
+    grids: tuple[tuple[str, tuple[float, ...]], ...] = (
+        ("step_overhead_us", GRID_OVERHEAD_US), ("compute_fraction_max", GRID_F), ("compute_half_tokens", GRID_HALF),
+    )
+    for _ in range(ROUNDS):
+        improved = False
+        for name, grid in grids:
+            for value in grid:
+                cand = replace(best, **{name: value})
+                cand_loss = loss(recs, cand)
+                if cand_loss < best_loss - 1e-12:
+                    best, best_loss, improved = cand, cand_loss, True
+        if not improved:
+            break
+    return best
+
+
+def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
+    engines = sorted({r.engine for r in recs})
+    table = {e: fit([r for r in recs if r.engine == e], f"fitted on {e} rows") for e in engines}
+    table["*"] = fit(recs, "pooled fit over every engine's rows")
+    return table
+
+
+def lookup(table: dict[str, ServingEfficiency]) -> Callable[[str], ServingEfficiency]:
+    return lambda engine: table.get(engine) or table["*"]
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], data: Path) -> dict[str, Any]:
+    entries = {}
+    for key, eff in table.items():
+        mine = [r for r in recs if key == "*" or r.engine == key]
+        entries[key] = {
+            "compute_fraction_max": eff.compute_fraction_max,
+            "compute_half_tokens": eff.compute_half_tokens,
+            "step_overhead_us": eff.step_overhead_us,
+            "n_runs": len(mine),
+            "n_rows": sum(len(r.targets) for r in mine),
+            "rms_log_error": round(math.sqrt(loss(mine, eff) / max(1, sum(len(r.targets) for r in mine))), 4),
+        }
+    return {
+        "data": "calibration_data/serving.csv",
+        "data_sha256": file_sha256(data),
+        "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean), "
+        "squared log error, coordinate descent over fixed grids from the prior",
+        "entries": entries,
+    }
+
+
+def recordings(path: Path) -> tuple[list[Run], list[Recording]]:
+    rows, _ = read_rows(path)
+    runs = group_runs(rows)
+    recs = [r for r in (record_run(run) for run in runs) if r is not None]
+    return runs, recs
+
+
+def calibrate_serving(path: Path, out: Path | None = None) -> dict[str, Any]:
+    """Fit every engine and the pooled entry; write the JSON table when `out` is given."""
+    _, recs = recordings(path)
+    table = fit_table(recs)
+    data = table_json(table, recs, path)
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return data
+
+
+def leave_one_source_out(runs: Sequence[Run], recs: Sequence[Recording]) -> list[RowResult]:
+    """Fit without each source, predict that source's rows with what remains (its engine falls back to `*`)."""
+    out: list[RowResult] = []
+    for source in sorted({run.source for run in runs}):
+        table = fit_table([r for r in recs if r.source != source])
+        held = [run for run in runs if run.source == source]
+        out += predict(held, lookup(table), naive=False)
+    return out
