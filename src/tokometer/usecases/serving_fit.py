@@ -9,7 +9,9 @@ step's time under other parameters is then
 
     t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
 
-and the run's throughput and mean TTFT follow in numpy. The loss is the sum of squared log errors;
+and the run's throughput and mean TTFT follow in numpy. Runs of up to 32 consecutive steps carrying
+the same number of tokens are kept as one block with their mean bytes and FLOPs (first tokens are
+counted at the block's end), which keeps the fit to seconds. The loss is the sum of squared log errors;
 coordinate descent over fixed grids (deterministic: same data, same values). A pooled entry `*`
 fitted on every engine's rows serves engines without data of their own, and leave-one-source-out
 cross-validation refits without each source and scores it with what remains.
@@ -45,6 +47,7 @@ GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
 GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
 ROUNDS = 4
+BLOCK_STEPS = 32  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
 
 
 @dataclass
@@ -53,23 +56,38 @@ class Recording:
 
     engine: str
     source: str
-    tokens: np.ndarray
-    memory_s: np.ndarray
-    flops_s: np.ndarray  # FLOPs / peak: compute time at efficiency 1
-    fixed_s: np.ndarray  # per-layer launches and communication (not the engine step overhead)
+    tokens: np.ndarray  # per block of steps: tokens each step carries
+    steps: np.ndarray  # steps in the block
+    memory_s: np.ndarray  # mean per step
+    flops_s: np.ndarray  # mean per step: FLOPs / peak, the compute time at efficiency 1
+    fixed_s: np.ndarray  # whole block: per-layer launches and communication (not the engine step overhead)
     out_tokens: float
     first_tokens: np.ndarray
     targets: list[tuple[str, float]]  # ("tput_out", tok/s) or ("ttft_mean", s)
 
     def predict(self, eff: ServingEfficiency) -> dict[str, float]:
-        t = np.maximum(self.memory_s, self.flops_s * (self.tokens + eff.compute_half_tokens) / (eff.compute_fraction_max * self.tokens))
-        t = t + self.fixed_s + eff.step_overhead_us * 1e-6
+        per = np.maximum(self.memory_s, self.flops_s * (self.tokens + eff.compute_half_tokens) / (eff.compute_fraction_max * self.tokens))
+        t = self.steps * (per + eff.step_overhead_us * 1e-6) + self.fixed_s
         total = float(t.sum())
         out = {"tput_out": self.out_tokens / total if total > 0 else math.nan}
         n_first = float(self.first_tokens.sum())
         if n_first:
             out["ttft_mean"] = float((np.cumsum(t) * self.first_tokens).sum() / n_first)
         return out
+
+
+def _blocks(tokens: np.ndarray, limit: int = BLOCK_STEPS) -> np.ndarray:
+    """Start indices of blocks of consecutive steps with the same token count, at most `limit` long."""
+    change = np.flatnonzero(np.diff(tokens) != 0) + 1
+    starts = [0]
+    for edge in [*change.tolist(), len(tokens)]:
+        last = starts[-1]
+        while edge - last > limit:
+            last += limit
+            starts.append(last)
+        if edge < len(tokens):
+            starts.append(edge)
+    return np.array(starts, dtype=np.int64)
 
 
 def record_run(run: Run) -> Recording | None:
@@ -95,9 +113,13 @@ def record_run(run: Run) -> Recording | None:
     eta = PRIOR.compute_fraction_max * tokens / (tokens + PRIOR.compute_half_tokens)
     c = dep.cost
     fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
+    starts = _blocks(tokens)
+    n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(
-        engine=run.engine, source=run.source, tokens=tokens, memory_s=a[:, 1], flops_s=a[:, 2] * eta,
-        fixed_s=fixed, out_tokens=float(a[:, 3].sum() + a[:, 4].sum()), first_tokens=a[:, 4], targets=targets,
+        engine=run.engine, source=run.source, tokens=tokens[starts], steps=n,
+        memory_s=np.add.reduceat(a[:, 1], starts) / n, flops_s=np.add.reduceat(a[:, 2] * eta, starts) / n,
+        fixed_s=np.add.reduceat(fixed, starts), out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
+        first_tokens=np.add.reduceat(a[:, 4], starts), targets=targets,
     )
 
 
@@ -127,13 +149,21 @@ def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
         improved = False
         for name, grid in grids:
             for value in grid:
-                cand = replace(best, **{name: value})
+                cand = _with(best, name, value)
                 cand_loss = loss(recs, cand)
                 if cand_loss < best_loss - 1e-12:
                     best, best_loss, improved = cand, cand_loss, True
         if not improved:
             break
     return best
+
+
+def _with(eff: ServingEfficiency, name: str, value: float) -> ServingEfficiency:
+    if name == "step_overhead_us":
+        return replace(eff, step_overhead_us=value)
+    if name == "compute_fraction_max":
+        return replace(eff, compute_fraction_max=value)
+    return replace(eff, compute_half_tokens=value)
 
 
 def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:

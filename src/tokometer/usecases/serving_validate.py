@@ -164,7 +164,7 @@ class Run:
 
     @property
     def engine(self) -> str:
-        return self.deploy_kwargs.get("engine", "")
+        return str(self.deploy_kwargs.get("engine", ""))
 
 
 def _engine(row: Row) -> str | None:
