@@ -12,7 +12,8 @@ step's time under other parameters is then
 and the run's throughput and mean TTFT follow in numpy. Runs of up to 32 consecutive steps carrying
 the same number of tokens are kept as one block with their mean bytes and FLOPs (first tokens are
 counted at the block's end), which keeps the fit to seconds. The loss is the sum of squared log errors;
-coordinate descent over fixed grids (deterministic: same data, same values). A pooled entry `*`
+a full grid over the three parameters, then a finer overhead scan
+(deterministic: same data, same values). A pooled entry `*`
 fitted on every engine's rows serves engines without data of their own, and leave-one-source-out
 cross-validation refits without each source and scores it with what remains.
 """
@@ -46,7 +47,7 @@ PRIOR = ServingEfficiency()
 GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
 GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
-ROUNDS = 4
+GRID_OVERHEAD_COARSE_US = tuple(float(x) for x in range(0, 15001, 1000))
 BLOCK_STEPS = 32  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
 
 
@@ -136,34 +137,37 @@ def loss(recs: Sequence[Recording], eff: ServingEfficiency) -> float:
     return total
 
 
+def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray) -> np.ndarray:
+    """`loss` for many candidates at once (arrays of equal length), broadcast over each run's blocks."""
+    total = np.zeros(len(f))
+    f_, h_, o_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6
+    for rec in recs:
+        per = np.maximum(rec.memory_s, rec.flops_s * (rec.tokens + h_) / (f_ * rec.tokens))
+        t = rec.steps * (per + o_) + rec.fixed_s
+        pred = {"tput_out": rec.out_tokens / t.sum(axis=1)}
+        n_first = float(rec.first_tokens.sum())
+        if n_first:
+            pred["ttft_mean"] = (np.cumsum(t, axis=1) * rec.first_tokens).sum(axis=1) / n_first
+        for name, measured in rec.targets:
+            value = pred.get(name)
+            if value is None:
+                total += 25.0
+            else:
+                total += np.log(np.maximum(value, 1e-30) / measured) ** 2
+    return total
+
+
 def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
-    """Coordinate descent over the grids, from the prior; deterministic."""
+    """Full grid over (f_max, T_half, step overhead), then one finer overhead scan; deterministic."""
     best = replace(PRIOR, source=source)
     if not recs:
         return best
-    best_loss = loss(recs, best)
-    grids: tuple[tuple[str, tuple[float, ...]], ...] = (
-        ("step_overhead_us", GRID_OVERHEAD_US), ("compute_fraction_max", GRID_F), ("compute_half_tokens", GRID_HALF),
-    )
-    for _ in range(ROUNDS):
-        improved = False
-        for name, grid in grids:
-            for value in grid:
-                cand = _with(best, name, value)
-                cand_loss = loss(recs, cand)
-                if cand_loss < best_loss - 1e-12:
-                    best, best_loss, improved = cand, cand_loss, True
-        if not improved:
-            break
-    return best
-
-
-def _with(eff: ServingEfficiency, name: str, value: float) -> ServingEfficiency:
-    if name == "step_overhead_us":
-        return replace(eff, step_overhead_us=value)
-    if name == "compute_fraction_max":
-        return replace(eff, compute_fraction_max=value)
-    return replace(eff, compute_half_tokens=value)
+    f, h, o = (a.ravel() for a in np.meshgrid(GRID_F, GRID_HALF, GRID_OVERHEAD_COARSE_US, indexing="ij"))
+    i = int(np.argmin(losses(recs, f, h, o)))
+    best = replace(best, compute_fraction_max=float(f[i]), compute_half_tokens=float(h[i]), step_overhead_us=float(o[i]))
+    fine = np.array(GRID_OVERHEAD_US)
+    j = int(np.argmin(losses(recs, np.full(len(fine), best.compute_fraction_max), np.full(len(fine), best.compute_half_tokens), fine)))
+    return replace(best, step_overhead_us=float(fine[j]))
 
 
 def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
@@ -197,7 +201,7 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
         "data": "calibration_data/serving.csv",
         "data_sha256": file_sha256(data),
         "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean), "
-        "squared log error, coordinate descent over fixed grids from the prior",
+        "squared log error, full grid over the three parameters then a finer overhead scan",
         "entries": entries,
     }
 
