@@ -9,11 +9,11 @@ step's time under other parameters is then
 
     t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
 
-and the run's throughput and mean TTFT follow in numpy. Runs of up to 32 consecutive steps carrying
+and the run's throughput and mean TTFT follow in numpy. Runs of up to 256 consecutive steps carrying
 the same number of tokens are kept as one block with their mean bytes and FLOPs (first tokens are
 counted at the block's end), which keeps the fit to seconds. The loss is the sum of squared log errors;
-a full grid over the three parameters, then a finer overhead scan
-(deterministic: same data, same values). A pooled entry `*`
+a coarse grid over the three parameters, then a finer grid around its
+best (deterministic: same data, same values). A pooled entry `*`
 fitted on every engine's rows serves engines without data of their own, and leave-one-source-out
 cross-validation refits without each source and scores it with what remains.
 """
@@ -47,8 +47,8 @@ PRIOR = ServingEfficiency()
 GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
 GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
-GRID_OVERHEAD_COARSE_US = tuple(float(x) for x in range(0, 15001, 1000))
-BLOCK_STEPS = 32  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
+CHUNK = 64  # candidates evaluated together (bounds memory: CHUNK x blocks per run)
+BLOCK_STEPS = 256  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
 
 
 @dataclass
@@ -139,6 +139,10 @@ def loss(recs: Sequence[Recording], eff: ServingEfficiency) -> float:
 
 def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray) -> np.ndarray:
     """`loss` for many candidates at once (arrays of equal length), broadcast over each run's blocks."""
+    if len(f) > CHUNK:
+        return np.concatenate([
+            losses(recs, f[i : i + CHUNK], half[i : i + CHUNK], overhead_us[i : i + CHUNK]) for i in range(0, len(f), CHUNK)
+        ])
     total = np.zeros(len(f))
     f_, h_, o_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6
     for rec in recs:
@@ -158,16 +162,22 @@ def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_
 
 
 def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
-    """Full grid over (f_max, T_half, step overhead), then one finer overhead scan; deterministic."""
+    """A coarse grid over (f_max, T_half, step overhead), then a finer grid around its best; deterministic."""
     best = replace(PRIOR, source=source)
     if not recs:
         return best
-    f, h, o = (a.ravel() for a in np.meshgrid(GRID_F, GRID_HALF, GRID_OVERHEAD_COARSE_US, indexing="ij"))
-    i = int(np.argmin(losses(recs, f, h, o)))
-    best = replace(best, compute_fraction_max=float(f[i]), compute_half_tokens=float(h[i]), step_overhead_us=float(o[i]))
-    fine = np.array(GRID_OVERHEAD_US)
-    j = int(np.argmin(losses(recs, np.full(len(fine), best.compute_fraction_max), np.full(len(fine), best.compute_half_tokens), fine)))
-    return replace(best, step_overhead_us=float(fine[j]))
+
+    def search(fs: Sequence[float], hs: Sequence[float], os_: Sequence[float]) -> tuple[float, float, float]:
+        f, h, o = (a.ravel() for a in np.meshgrid(fs, hs, os_, indexing="ij"))
+        i = int(np.argmin(losses(recs, f, h, o)))
+        return float(f[i]), float(h[i]), float(o[i])
+
+    f0, h0, o0 = search(GRID_F[::2], GRID_HALF, GRID_OVERHEAD_US[::6])
+    fine_f = [x for x in GRID_F if abs(x - f0) <= 0.051]
+    fine_h = [x for x in GRID_HALF if h0 / 2.01 <= x <= h0 * 2.01] or [h0]
+    fine_o = [x for x in GRID_OVERHEAD_US if abs(x - o0) <= 1000.0]
+    f1, h1, o1 = search(fine_f, fine_h, fine_o)
+    return replace(best, compute_fraction_max=f1, compute_half_tokens=h1, step_overhead_us=o1)
 
 
 def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
@@ -201,7 +211,7 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
         "data": "calibration_data/serving.csv",
         "data_sha256": file_sha256(data),
         "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean), "
-        "squared log error, full grid over the three parameters then a finer overhead scan",
+        "squared log error, coarse grid over the three parameters then a finer grid around the best",
         "entries": entries,
     }
 
