@@ -146,3 +146,11 @@ def test_unmeetable_slo_says_so_with_the_best_p99(capsys: pytest.CaptureFixture[
 def test_bad_price(capsys: pytest.CaptureFixture[str]) -> None:
     one_line_error(capsys, "plan", "llama-3.1-8b", "--rate", "5", "--slo-ttft-p99", "500", "--slo-tpot-p99", "50",
                    "--price", "h100-sxm=cheap", match="--price")
+
+
+def test_estimate_batch_says_its_aggregate_is_one_decode_step(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "estimate", "llama-2-7b", "--hw", "a100-80gb-sxm", "-q", "fp16", "-e", "tensorrt-llm",
+                       "--batch", "384", "--prompt", "128", "--output", "128", "--json")
+    decode = json.loads(out)["decode"]
+    assert code == 0 and "one decode step" in decode["aggregate_basis"]
+    assert decode["aggregate_tok_s"] == pytest.approx(decode["estimate_tok_s"] * 384)

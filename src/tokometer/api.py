@@ -458,6 +458,8 @@ class Estimate:
                 "realised_fraction": self.estimate_tok_s / self.ceiling_tok_s,
                 "aggregate_tok_s": self.estimate_tok_s * batch,
                 "aggregate_ceiling_tok_s": self.ceiling_tok_s * batch,
+                # issue 11: say what the aggregate is; the steady state of B streams is `tokometer simulate`
+                "aggregate_basis": "one decode step of the batch at the prompt depth; prefill not charged, KV not grown",
                 "batch": batch,
                 "depth_tokens": s.depth_tokens,
                 "bytes_per_token": s.bytes / batch,
