@@ -10,8 +10,8 @@ step's time under other parameters is then
     t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
 
 and the run's throughput and mean TTFT follow in numpy. Runs of up to 256 consecutive steps carrying
-the same number of tokens are kept as one block with their mean bytes and FLOPs (first tokens are
-counted at the block's end), which keeps the fit to seconds. The loss is the sum of squared log errors;
+the same number of tokens are kept as one block with their mean bytes and FLOPs (a step that emits
+first tokens closes its block), which keeps the fit to seconds. The loss is the sum of squared log errors;
 a coarse grid over the three parameters, then a finer grid around its
 best (deterministic: same data, same values). A pooled entry `*`
 fitted on every engine's rows serves engines without data of their own, and leave-one-source-out
@@ -77,9 +77,10 @@ class Recording:
         return out
 
 
-def _blocks(tokens: np.ndarray, limit: int = BLOCK_STEPS) -> np.ndarray:
-    """Start indices of blocks of consecutive steps with the same token count, at most `limit` long."""
-    change = np.flatnonzero(np.diff(tokens) != 0) + 1
+def _blocks(tokens: np.ndarray, firsts: np.ndarray, limit: int = BLOCK_STEPS) -> np.ndarray:
+    """Start indices of blocks of consecutive steps with the same token count, at most `limit` long;
+    a step that emits first tokens ends its block (so TTFTs are counted at the right time)."""
+    change = np.union1d(np.flatnonzero(np.diff(tokens) != 0) + 1, np.flatnonzero(firsts[:-1] > 0) + 1)
     starts = [0]
     for edge in [*change.tolist(), len(tokens)]:
         last = starts[-1]
@@ -114,7 +115,7 @@ def record_run(run: Run) -> Recording | None:
     eta = PRIOR.compute_fraction_max * tokens / (tokens + PRIOR.compute_half_tokens)
     c = dep.cost
     fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
-    starts = _blocks(tokens)
+    starts = _blocks(tokens, a[:, 4])
     n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(
         engine=run.engine, source=run.source, tokens=tokens[starts], steps=n,

@@ -176,7 +176,7 @@ class Replica:
         decode_now = n_dec > 0
         if not pol.mixed_batches and (prefilling or (waiting and self._admissible(waiting[0]))):
             decode_now = False
-        tokens = n_dec if decode_now else 0
+        tokens = decode_tokens = n_dec if decode_now else 0
         budget -= tokens
         kv_read = self.depth_sum if decode_now else 0.0
         pairs = kv_read
@@ -210,8 +210,8 @@ class Replica:
                 if self.kv_used + req.prompt + frag > capacity:
                     break
                 todo = req.prompt if not hit else max(1, int(req.prompt * (1.0 - hit)))
-                if todo > budget and not chunked and tokens > 0:
-                    break
+                if todo > budget and not chunked and tokens > decode_tokens:
+                    break  # unchunked: a prompt over the budget runs as the step's only prefill
                 waiting.popleft()
                 if req.admitted < 0:
                     req.admitted = self.clock
@@ -222,6 +222,7 @@ class Replica:
                 req.done = req.prompt - todo
                 req.todo = todo
                 c = todo if (todo <= budget or not chunked) else budget
+                budget = max(budget, c)  # an unchunked prompt may overrun the budget alone
                 budget -= c
                 tokens += c
                 kv_read += req.done
