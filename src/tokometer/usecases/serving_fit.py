@@ -14,7 +14,7 @@ the same number of tokens are kept as one block with their mean bytes and FLOPs 
 first tokens closes its block), which keeps the fit to seconds. The loss is the sum of squared log errors;
 a coarse grid over the three parameters, then a finer grid around its
 best (deterministic: same data, same values). A pooled entry `*`
-fitted on every engine's rows serves engines without data of their own, and leave-one-source-out
+fitted on every engine's rows serves engines without data of their own (fewer than 8 rows), and leave-one-source-out
 cross-validation refits without each source and scores it with what remains.
 """
 
@@ -47,6 +47,7 @@ PRIOR = ServingEfficiency()
 GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
 GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
+MIN_ENGINE_ROWS = 8  # fewer rows than this: the engine uses the pooled entry (2 rows would fit anything)
 CHUNK = 64  # candidates evaluated together (bounds memory: CHUNK x blocks per run)
 BLOCK_STEPS = 256  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
 
@@ -183,7 +184,11 @@ def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
 
 def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
     engines = sorted({r.engine for r in recs})
-    table = {e: fit([r for r in recs if r.engine == e], f"fitted on {e} rows") for e in engines}
+    table: dict[str, ServingEfficiency] = {}
+    for e in engines:
+        mine = [r for r in recs if r.engine == e]
+        if sum(len(r.targets) for r in mine) >= MIN_ENGINE_ROWS:
+            table[e] = fit(mine, f"fitted on {e} rows")
     table["*"] = fit(recs, "pooled fit over every engine's rows")
     return table
 
