@@ -180,14 +180,14 @@ def _fractions(points: int) -> list[float]:
 
 
 def knee(points: Sequence[CurvePoint]) -> CurvePoint | None:
-    """Highest rate that is still served: completed >= 95 % of offered, p99 TTFT within 3x the lightest load's."""
+    """Highest rate still served: completed >= 90 % of offered (a finite run ends with a drain), p99 TTFT within 3x the lightest load's."""
     if not points:
         return None
     ordered = sorted(points, key=lambda p: p.rate_per_s)
     base = ordered[0].result.ttft_s.p99 or 0.0
     best = None
     for p in ordered:
-        served = p.result.req_per_s >= 0.95 * p.rate_per_s
+        served = p.result.req_per_s >= 0.9 * p.rate_per_s
         p99 = p.result.ttft_s.p99
         if served and p99 is not None and p99 <= 3.0 * max(base, 1e-3):
             best = p
