@@ -167,3 +167,33 @@ def test_stream_percentiles_within_one_percent() -> None:
         assert stat.quantile(q) == pytest.approx(exact, rel=0.015)
     assert stat.mean == pytest.approx(sum(values) / len(values))
     assert len(stat.buckets) < 2000
+
+
+@pytest.mark.parametrize("scale", [1.5, 2.0, 4.0])
+def test_more_bandwidth_is_never_slower(setup, scale: float) -> None:  # type: ignore[no-untyped-def]
+    wl = Workload(num_requests=300, prompt=LengthDist("uniform", 50, 2000), output=LengthDist("uniform", 10, 400))
+    base = simulate(step_cost(setup, EFF), VLLM, 1e6, wl, seed=5)
+    fast_hw = replace(setup.hardware, memory_bandwidth_gb_per_s=setup.hardware.memory_bandwidth_gb_per_s * scale)
+    fast = simulate(step_cost(replace(setup, hardware=fast_hw), EFF), VLLM, 1e6, wl, seed=5)
+    assert fast.tput_out_tok_s >= base.tput_out_tok_s
+    assert (fast.e2e_s.mean or 0) <= (base.e2e_s.mean or 0)
+
+
+def test_serving_engine_catalog_is_sourced_and_strict(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tokometer.catalog.serving import serving_engine, serving_engines
+    from tokometer.errors import CatalogError
+
+    table = serving_engines()
+    assert {"vllm", "sglang", "tensorrt-llm", "lmdeploy", "llama-cpp", "static"} <= set(table)
+    assert all(e.policy.source.startswith(("http", "static")) for e in table.values())
+    assert serving_engine("trtllm", max_num_seqs=7).policy.max_num_seqs == 7
+    bad = tmp_path / "serving_engines.toml"
+    bad.write_text(
+        '[x]\nengine = "vllm"\nsource = "s"\nmax_num_seqs = 1\nmax_num_batched_tokens = 1\n'
+        'memory_fraction = 0.9\nmemory_of = "total"\nspeed = 3\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(CatalogError, match="unknown key 'speed'"):
+        serving_engines.__wrapped__(bad)
+    with pytest.raises(InputError, match="max_num_seqs"):
+        serving_engine("vllm", max_num_seqs=0)

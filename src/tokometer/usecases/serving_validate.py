@@ -12,7 +12,8 @@ rate, concurrency, batch) are simulated once; each row's metric is read from tha
 
 ShareGPT runs do not print their length distribution. Their mean lengths come from the same
 source's own throughput rows (output tokens per request = tput_out / req_per_s, input = (tput_total
-- tput_out) / req_per_s); the shape is a lognormal with sigma 1 (ShareGPT is heavy-tailed).
+- tput_out) / req_per_s); the shape is a lognormal with sigma 1 (ShareGPT is heavy-tailed), each length capped at 1024
+tokens as the benchmark scripts' filters do (prompt <= 1024, prompt + output <= 2048).
 
 A row that cannot be predicted (model not in the catalog, unknown metric, a statistic the
 simulator does not produce) comes back with its reason; nothing is dropped and nothing is fatal.
@@ -49,6 +50,7 @@ MAX_SIM_REQUESTS = 2000
 WAVES = 4  # offline runs simulate this many full batches of requests (fewer when the source ran fewer)
 MIN_OFFLINE_REQUESTS = 64
 SIGMA_SHAREGPT = 1.0
+SHAREGPT_MAX_TOKENS = 1024  # the benchmark scripts drop prompts > 1024 and prompt + output > 2048 tokens
 # mean (input, output) tokens per request of each source's ShareGPT runs, from its own rows
 SHAREGPT_MEANS = {
     "LMDEPLOY-A100-V010": (265.0, 249.0),  # (tput_total - tput_out) / req_per_s, tput_out / req_per_s
@@ -242,8 +244,8 @@ def _lengths(row: Row, prompt: float | None, gen: float | None) -> tuple[LengthD
     if "sharegpt" in row.text("dataset").lower() and row.source in SHAREGPT_MEANS:
         mean_in, mean_out = SHAREGPT_MEANS[row.source]
         shrink = math.exp(SIGMA_SHAREGPT**2 / 2.0)
-        return (LengthDist("lognormal", mean_in / shrink, SIGMA_SHAREGPT),
-                LengthDist("lognormal", mean_out / shrink, SIGMA_SHAREGPT))
+        return (LengthDist("lognormal", mean_in / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS),
+                LengthDist("lognormal", mean_out / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS))
     return None
 
 

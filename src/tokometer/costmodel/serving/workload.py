@@ -32,6 +32,7 @@ class LengthDist(_Plain):
     a: float = 0.0
     b: float = 0.0
     values: tuple[int, ...] = ()
+    max_tokens: int | None = None  # samples are capped here (benchmark scripts filter long ShareGPT turns)
 
     def __post_init__(self) -> None:
         if self.kind not in LENGTH_KINDS:
@@ -61,6 +62,10 @@ class LengthDist(_Plain):
         return sum(self.values) / len(self.values)
 
     def sample(self, rng: random.Random) -> int:
+        value = self._draw(rng)
+        return value if self.max_tokens is None or value <= self.max_tokens else self.max_tokens
+
+    def _draw(self, rng: random.Random) -> int:
         kind = self.kind
         if kind == "fixed":
             return int(self.a)
