@@ -197,3 +197,12 @@ def test_serving_engine_catalog_is_sourced_and_strict(tmp_path) -> None:  # type
         serving_engines.__wrapped__(bad)
     with pytest.raises(InputError, match="max_num_seqs"):
         serving_engine("vllm", max_num_seqs=0)
+
+
+def test_multi_step_scheduling_streams_tokens_in_bursts(cost) -> None:  # type: ignore[no-untyped-def]
+    wl = Workload(arrival="poisson", rate_per_s=4, num_requests=300, prompt=fixed(300), output=fixed(200))
+    one = simulate(cost, VLLM, 1e6, wl, seed=2)
+    ten = simulate(cost, replace(VLLM, scheduler_steps=10), 1e6, wl, seed=2)
+    assert ten.itl_s.p50 == pytest.approx(10 * one.itl_s.p50, rel=0.3)
+    assert ten.tpot_s.mean == pytest.approx(one.tpot_s.mean, rel=0.2)
+    assert ten.ttft_s.mean > one.ttft_s.mean  # a new request waits for the scheduler's next turn

@@ -38,6 +38,7 @@ POLICY_SCHEMA: Schema = {
     "memory_of": Field(STR, True),
     "contiguous_context_tokens": Field(INT),
     "prefix_cache_hit_fraction": Field(NUM),
+    "scheduler_steps": Field(INT),
 }
 
 
@@ -62,7 +63,7 @@ def _policy(entry_id: str, raw: dict[str, Any], path: Path) -> SchedulerPolicy:
 
 def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
     """Knobs a user can override: whole numbers >= 1, fractions in range."""
-    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens"):
+    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps"):
         value = getattr(policy, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a whole number, 1 or more, got {value!r}")

@@ -63,6 +63,7 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--max-num-batched-tokens", type=int, help="Scheduler: tokens per engine step.")
 @click.option("--memory-fraction", type=float, help="Scheduler: share of memory for weights+KV (or of free memory, per engine).")
 @click.option("--prefix-cache-hit", type=float, help="Share of each prompt served from the prefix cache (0-0.99).")
+@click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
 @json_option
@@ -71,7 +72,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
              max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
-             prefix_cache_hit: float | None, seed: int, plot_file: str | None, as_json: bool) -> None:
+             prefix_cache_hit: float | None, scheduler_steps: int | None, seed: int, plot_file: str | None, as_json: bool) -> None:
     """Simulate MODEL served on --hw by an engine's scheduler, step by step on the roofline.
 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
@@ -106,7 +107,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         raise InputError(f"the number of requests must be at least 1, got {n}")
     dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
                  max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
-                 prefix_cache_hit_fraction=prefix_cache_hit)
+                 prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
     arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
     base = Workload("offline", n, p_dist, o_dist)

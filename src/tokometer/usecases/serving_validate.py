@@ -203,6 +203,9 @@ def plan_run(rows: list[Row]) -> Run:
         kwargs["kv_dtype"] = "fp8"
     if engine == "tensorrt-llm":
         kwargs["memory_fraction"] = 0.95  # kv_cache_free_gpu_mem_fraction stated by the source
+    multi = re.search(r"--num-scheduler-steps[ =](\d+)", row.text("backend"))
+    if multi:
+        kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
     scenario = row.scenario
     prompt, gen = row.number("prompt_tokens"), row.number("gen_tokens")
     n = int(row.number("num_requests") or 1000)

@@ -199,8 +199,9 @@ class Replica:
                 prefilling.pop(i)
             else:
                 i += 1
-        # admit new prompts
-        if not static or self.n_running == 0:
+        # admit new prompts (with multi-step scheduling, only when the scheduler runs)
+        steps_k = pol.scheduler_steps
+        if (not static or self.n_running == 0) and (steps_k == 1 or self.n_dec == 0 or self.k % steps_k == 0):
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
             capacity = self.capacity - self.watermark
@@ -279,8 +280,11 @@ class Replica:
             self.depth_sum += n_dec
             self.kv_used += n_dec
             self.tokens_out += n_dec
-            self.itl.add(dt + self.pause_s, n_dec)
-            self.pause_s = 0.0
+            if pol.scheduler_steps == 1 or k % pol.scheduler_steps == 0:
+                self.itl.add(dt + self.pause_s, n_dec)  # tokens reach the client now (in a burst)
+                self.pause_s = 0.0
+            else:
+                self.pause_s += dt
             bucket = self.buckets.pop(k, None)
             if bucket:
                 for req in bucket:

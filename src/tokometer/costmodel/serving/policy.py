@@ -36,6 +36,8 @@ class SchedulerPolicy(_Plain):
       `kv_cache_free_gpu_mem_fraction`, LMDeploy `cache_max_entry_count`).
     - `contiguous_context_tokens`: llama.cpp reserves this many tokens per slot up front (no paging).
     - `prefix_cache_hit_fraction`: share of each prompt served from the prefix cache (0 = off).
+    - `scheduler_steps`: vLLM 0.6 `--num-scheduler-steps`: the scheduler runs (and admits) once
+      every k decode steps, and tokens reach the client in bursts of k.
     """
 
     engine: str
@@ -49,6 +51,7 @@ class SchedulerPolicy(_Plain):
     memory_of: str = "total"
     contiguous_context_tokens: int | None = None
     prefix_cache_hit_fraction: float = 0.0
+    scheduler_steps: int = 1
     source: str = ""
 
 
