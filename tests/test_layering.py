@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tokometer"
 BOTTOM, COSTMODEL, ADAPTERS, USECASES, REPORT, ENTRY = range(6)
 # a dotted key overrides its package's layer
 LAYERS = {
-    "units": BOTTOM, "errors": BOTTOM, "home": BOTTOM, "specs": BOTTOM, "runrecord": BOTTOM,
+    "units": BOTTOM, "errors": BOTTOM, "home": BOTTOM, "specs": BOTTOM, "serving_specs": BOTTOM, "runrecord": BOTTOM,
     "costmodel": COSTMODEL,
     "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
     "usecases": USECASES,

@@ -78,6 +78,10 @@ class HardwareSpec(_Plain):
     notes: str | None = None
     compute_source: str | None = None  # where the compute peaks come from
     compute_peak_derived: bool = False  # peaks computed (units x clock x FLOPs/cycle), not a datasheet figure
+    # serving cost (issue 11): on-demand cloud list price per device-hour, its source and date
+    price_per_hour_usd: float | None = None
+    price_source: str | None = None
+    price_date: str | None = None
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Dense peak for `dtype`; None when the catalog gives none (`compute_peak_derived` says how sure)."""

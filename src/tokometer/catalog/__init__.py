@@ -186,6 +186,10 @@ HARDWARE_SCHEMA: Schema = {
     "notes": Field(STR),
     "compute_source": Field(STR),
     "compute_peak_derived": Field(BOOL),
+    # serving cost (issue 11)
+    "price_per_hour_usd": Field(NUM),
+    "price_source": Field(STR),
+    "price_date": Field(STR),
 }
 
 # Vendor and brand words a device name may lead with (`nvidia_h100_pcie`, `AMD Radeon RX 7900 XTX`).
@@ -236,7 +240,21 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         notes=raw.get("notes"),
         compute_source=raw.get("compute_source"),
         compute_peak_derived=bool(raw.get("compute_peak_derived", False)),
+        **_price(raw),
     )
+
+
+def _price(raw: dict[str, Any]) -> dict[str, Any]:
+    """A price needs its source and date (serving cost, issue 11)."""
+    if "price_per_hour_usd" not in raw:
+        return {}
+    if not raw.get("price_source") or not raw.get("price_date"):
+        raise CatalogError("price_per_hour_usd needs price_source and price_date")
+    return {
+        "price_per_hour_usd": float(raw["price_per_hour_usd"]),
+        "price_source": raw["price_source"],
+        "price_date": raw["price_date"],
+    }
 
 
 QUANT_SCHEMA: Schema = {

@@ -33,6 +33,11 @@ COMMANDS: dict[str, str] = {
     "probe": "tokometer.cli.bench:probe",
     "serve": "tokometer.cli.web:serve",
     "feel": "tokometer.cli.web:feel",
+    # serving (issue 11)
+    "simulate": "tokometer.cli.simulate:simulate",
+    "plan": "tokometer.cli.plan:plan",
+    "validate-serving": "tokometer.cli.simulate:validate_serving",
+    "calibrate-serving": "tokometer.cli.simulate:calibrate_serving",
 }
 
 

@@ -129,6 +129,7 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
             f"({_tok(top['per_stream_tok_s'])} each)"
             + (f"; compute-bound from batch {ridge:,}" if ridge else "")
             + (f"; {bat['experts_touched']:.1f} of {bat['n_experts']} experts read per layer" if bat["n_experts"] else "")
+            + " (one decode step, prefill not charged: `tokometer simulate --concurrency B` for the steady state)"
         )
     return lines
 

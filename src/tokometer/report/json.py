@@ -169,6 +169,8 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
             "realised_fraction": e.estimate_tok_s / e.ceiling_tok_s,
             "aggregate_tok_s": e.estimate_tok_s * batch,
             "aggregate_ceiling_tok_s": e.ceiling_tok_s * batch,
+            # what the aggregate is; the steady state of B streams is `tokometer simulate`
+            "aggregate_basis": "one decode step of the batch at the prompt depth; prefill not charged, KV not grown",
             "batch": batch,
             "depth_tokens": s.depth_tokens,
             "bytes_per_token": s.bytes / batch,

@@ -1,0 +1,46 @@
+"""Speed of `tokometer plan`: the whole search, analytic pruning plus simulated finalists.
+
+Llama 3.1 8B at 100 requests/s of 1,000-in/200-out, p99 TTFT <= 500 ms and p99 TPOT <= 50 ms,
+over the nine priced datacenter GPUs x bf16/fp8/awq-int4 x TP 1, 2, 4, 8 x the replicas each needs
+(catalogs loaded before timing, as a CLI call pays that once). Target: <= 10 s.
+Prints the plan's size and best row and, as its last line, `plan_s=<seconds>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    from tokometer.catalog import hardware_catalog, model_catalog, quant_catalog
+    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS, plan
+
+    hardware_catalog(), quant_catalog(), model_catalog()
+
+    def once() -> object:
+        return plan("llama-3.1-8b", rate=100.0, prompt=1000, output=200, slo_ttft_s=0.5, slo_tpot_s=0.05,
+                    hardware=DEFAULT_HARDWARE, quants=DEFAULT_QUANTS)
+
+    times = []
+    result = None
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        result = once()
+        times.append(time.perf_counter() - start)
+    assert result is not None
+    best = result.rows[0] if result.rows else None  # type: ignore[attr-defined]
+    print(f"search: {len(DEFAULT_HARDWARE)} hardware x {len(DEFAULT_QUANTS)} formats x TP 1-8 = "
+          f"{result.considered} deployments, {len(result.rows)} confirmed")  # type: ignore[attr-defined]
+    if best is not None:
+        c = best.candidate
+        print(f"cheapest: {c.replicas} x {c.tp} {c.hardware} {c.quant}, ${c.usd_per_hour:.2f}/h")
+    print(f"plan_s={min(times):.2f}")
+
+
+if __name__ == "__main__":
+    main()

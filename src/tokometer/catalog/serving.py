@@ -1,0 +1,131 @@
+"""Serving catalogs: scheduler defaults per engine and the fitted serving efficiency.
+
+`serving_engines.toml` gives each engine's scheduler knobs with their source (validated like the
+other catalogs: unknown keys and missing sources are errors naming the file and the key).
+`serving_efficiency.json` holds what `tokometer calibrate --serving` fitted on published serving
+data (`calibration_data/serving.csv`): per engine, the batched-compute efficiency curve and the
+per-step overhead, with the data and method they came from.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tokometer.catalog import DATA_DIR, engine_catalog
+from tokometer.catalog.schema import BOOL, INT, NUM, STR, Field, Schema, check_entry
+from tokometer.errors import CatalogError, InputError, UnknownEntryError
+from tokometer.serving_specs import MEMORY_OF, SchedulerPolicy, ServingEfficiency
+from tokometer.specs import EngineSpec
+
+SERVING_ENGINES_FILE = DATA_DIR / "serving_engines.toml"
+SERVING_EFFICIENCY_FILE = DATA_DIR / "serving_efficiency.json"
+
+POLICY_SCHEMA: Schema = {
+    "engine": Field(STR, True),
+    "source": Field(STR, True),
+    "max_num_seqs": Field(INT, True),
+    "max_num_batched_tokens": Field(INT, True),
+    "chunked_prefill": Field(BOOL),
+    "mixed_batches": Field(BOOL),
+    "static": Field(BOOL),
+    "block_size_tokens": Field(INT),
+    "memory_fraction": Field(NUM, True),
+    "memory_of": Field(STR, True),
+    "contiguous_context_tokens": Field(INT),
+    "prefix_cache_hit_fraction": Field(NUM),
+    "scheduler_steps": Field(INT),
+}
+
+
+@dataclass(frozen=True)
+class ServingEngine:
+    """A scheduler policy with the engine (memory habits, single-stream efficiency) it runs on."""
+
+    id: str
+    engine: EngineSpec
+    policy: SchedulerPolicy
+
+
+def _policy(entry_id: str, raw: dict[str, Any], path: Path) -> SchedulerPolicy:
+    checked = check_entry(path, entry_id, raw, POLICY_SCHEMA)
+    if checked["memory_of"] not in MEMORY_OF:
+        raise CatalogError(f"{path}: entry {entry_id!r}: memory_of must be one of {', '.join(MEMORY_OF)}")
+    if not 0 < checked["memory_fraction"] <= 1:
+        raise CatalogError(f"{path}: entry {entry_id!r}: memory_fraction must be in (0, 1]")
+    fields = {k: v for k, v in checked.items() if k != "engine"}
+    return check_policy(SchedulerPolicy(engine=entry_id, **fields))
+
+
+def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
+    """Knobs a user can override: whole numbers >= 1, fractions in range."""
+    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps"):
+        value = getattr(policy, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"{name} must be a whole number, 1 or more, got {value!r}")
+    if not 0 < policy.memory_fraction <= 1:
+        raise InputError(f"the memory fraction must be in (0, 1], got {policy.memory_fraction!r}")
+    if not 0 <= policy.prefix_cache_hit_fraction < 1:
+        raise InputError(f"the prefix-cache hit fraction must be in [0, 1), got {policy.prefix_cache_hit_fraction!r}")
+    return policy
+
+
+@functools.cache
+def serving_engines(path: Path = SERVING_ENGINES_FILE) -> dict[str, ServingEngine]:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
+    out: dict[str, ServingEngine] = {}
+    for entry_id, entry in raw.items():
+        if not isinstance(entry, dict):
+            raise CatalogError(f"{path}: entry {entry_id!r} must be a table")
+        policy = _policy(entry_id, entry, path)
+        out[entry_id] = ServingEngine(entry_id, engine_catalog().get(entry["engine"]), policy)
+    return out
+
+
+def serving_engine(name: str, **overrides: Any) -> ServingEngine:
+    """An engine's scheduler by id or engine alias, with knobs overridden (None keeps the default)."""
+    table = serving_engines()
+    key = name.strip().lower()
+    found = table.get(key)
+    if found is None:
+        spec = engine_catalog().find(name)
+        found = next((e for e in table.values() if spec is not None and e.engine.id == spec.id), None)
+    if found is None:
+        raise UnknownEntryError("engine", name, list(table))
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    if changes:
+        found = ServingEngine(found.id, found.engine, check_policy(replace(found.policy, **changes)))
+    return found
+
+
+@functools.cache
+def serving_efficiency_table(path: Path = SERVING_EFFICIENCY_FILE) -> dict[str, Any]:
+    if not path.is_file():
+        return {"entries": {}}
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{path}: not valid JSON: {exc}") from None
+    return data
+
+
+def serving_efficiency(engine_id: str) -> ServingEfficiency:
+    """The fitted values for `engine_id`, else the pooled fit over every engine, else the defaults."""
+    table = serving_efficiency_table()
+    entries = table.get("entries", {})
+    entry = entries.get(engine_id) or entries.get("*")
+    if not entry:
+        return ServingEfficiency()
+    return ServingEfficiency(
+        compute_fraction_max=float(entry["compute_fraction_max"]),
+        compute_half_tokens=float(entry["compute_half_tokens"]),
+        step_overhead_us=float(entry["step_overhead_us"]),
+        source=f"fitted {table.get('fitted_on', '')} on {table.get('data', 'serving.csv')} ({'engine' if engine_id in entries else 'pooled'})",
+    )

@@ -1,0 +1,78 @@
+"""`tokometer plan`: the cheapest hardware x format x TP x replicas meeting p99 TTFT/TPOT objectives."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from tokometer.cli.options import json_option
+from tokometer.errors import InputError
+
+
+def parse_prices(values: tuple[str, ...]) -> dict[str, float]:
+    from tokometer.catalog import hardware_catalog
+
+    out: dict[str, float] = {}
+    for text in values:
+        name, sep, price = text.partition("=")
+        try:
+            value = float(price.strip().lstrip("$"))
+        except ValueError:
+            value = math.nan
+        if not sep or not (value > 0 and math.isfinite(value)):
+            raise InputError(f"--price takes HW=USD_PER_HOUR, e.g. h100-sxm=2.5, got {text!r}")
+        out[hardware_catalog().get(name.strip()).id] = value
+    return out
+
+
+@click.command()
+@click.argument("model")
+@click.option("--rate", type=float, required=True, help="Requests per second to serve.")
+@click.option("--prompt", type=int, default=1000, show_default=True, help="Prompt tokens per request.")
+@click.option("--output", type=int, default=200, show_default=True, help="Output tokens per request.")
+@click.option("--slo-ttft-p99", type=float, required=True, help="p99 time-to-first-token objective, ms.")
+@click.option("--slo-tpot-p99", type=float, required=True, help="p99 time-per-output-token objective, ms.")
+@click.option("--hw", "hw_list", help="Hardware to consider, comma-separated [default: the priced datacenter GPUs].")
+@click.option("-q", "--quant", "quant_list", help="Weight formats, comma-separated [default: bf16,fp8,awq-int4].")
+@click.option("-e", "--engine", default="vllm", show_default=True, help="Scheduler (vllm, sglang, tensorrt-llm, lmdeploy).")
+@click.option("--price", "prices", multiple=True, help="Override a price: HW=USD per device-hour (repeatable).")
+@click.option("--top", type=int, default=5, show_default=True, help="How many configurations to print.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float, slo_tpot_p99: float, hw_list: str | None,
+         quant_list: str | None, engine: str, prices: tuple[str, ...], top: int, seed: int, as_json: bool) -> None:
+    """Find the cheapest deployments of MODEL that serve --rate within the p99 objectives (simulated)."""
+    from tokometer.report.text import table, to_json
+    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
+    from tokometer.usecases.plan import plan as make_plan
+
+    hardware = tuple(h.strip() for h in hw_list.split(",")) if hw_list else DEFAULT_HARDWARE
+    quants = tuple(q.strip() for q in quant_list.split(",")) if quant_list else DEFAULT_QUANTS
+    result = make_plan(
+        model, rate=rate, prompt=prompt, output=output, slo_ttft_s=slo_ttft_p99 / 1e3, slo_tpot_s=slo_tpot_p99 / 1e3,
+        hardware=hardware, quants=quants, engine=engine, prices=parse_prices(prices), seed=seed, top=top,
+    )
+    if not result.rows:
+        best = ", ".join(
+            f"{name} {value * 1e3:,.0f} ms" for name, value in (("p99 TTFT", result.best_ttft_p99_s), ("p99 TPOT", result.best_tpot_p99_s))
+            if value is not None
+        )
+        raise InputError(
+            f"no configuration among {result.considered} meets p99 TTFT <= {slo_ttft_p99:g} ms and p99 TPOT <= "
+            f"{slo_tpot_p99:g} ms at {rate:g} req/s" + (f"; the best achievable is {best}" if best else "")
+        )
+    dicts = [r.to_dict(rate, output) for r in result.rows]
+    if as_json:
+        click.echo(to_json({"configs": dicts, "considered": result.considered, "pruned": result.pruned}))
+        return
+    rows = [
+        [d["hardware"], d["quant"], str(d["tp"]), str(d["replicas"]), str(d["gpus"]), f"${d['usd_per_hour']:,.2f}",
+         f"${d['usd_per_million_output_tokens']:,.2f}", f"{(d['ttft_p99_s'] or 0) * 1e3:,.0f}",
+         f"{(d['tpot_p99_s'] or 0) * 1e3:,.1f}", d["binding"]]
+        for d in dicts
+    ]
+    click.echo(f"{rate:g} req/s of {prompt}-in/{output}-out, p99 TTFT <= {slo_ttft_p99:g} ms, p99 TPOT <= {slo_tpot_p99:g} ms")
+    click.echo(table(rows, ["hardware", "quant", "tp", "replicas", "GPUs", "$/hour", "$/M out tok", "TTFT p99 ms", "TPOT p99 ms", "binding"]))
+    click.echo(f"considered {result.considered} (hardware x format x TP); pruned: "
+               + ", ".join(f"{n} {why}" for why, n in sorted(result.pruned.items(), key=lambda kv: -kv[1])))

@@ -1,0 +1,210 @@
+"""`tokometer simulate` (a served workload, step by step), `tokometer plan` (cheapest setup meeting
+SLOs) and the serving validation commands. Entry points only: the work is in `usecases/`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tokometer.cli.options import json_option
+from tokometer.errors import InputError
+
+
+def parse_rates(text: str) -> list[float]:
+    rates = []
+    for part in text.split(","):
+        try:
+            value = float(part.strip())
+        except ValueError:
+            raise InputError(f"--rate must be a positive number of requests per second (or a list like 1,2,4), got {part.strip()!r}") from None
+        if not (value > 0 and math.isfinite(value)):
+            raise InputError(f"--rate must be a positive number of requests per second, got {part.strip()!r}")
+        rates.append(value)
+    return rates
+
+
+def _ms(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{name} must be a positive number of milliseconds, got {value!r}")
+    return value / 1e3
+
+
+@click.command()
+@click.argument("model")
+@click.option("--hw", required=True, help="Hardware id or name (`tokometer hardware list`).")
+@click.option("-q", "--quant", help="Weight format (fp16, bf16, fp8, awq...).")
+@click.option("-e", "--engine", default="vllm", show_default=True, help="Scheduler: vllm, sglang, tensorrt-llm, lmdeploy, llama-cpp, static.")
+@click.option("--kv-dtype", help="KV-cache dtype (default: the engine's).")
+@click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel devices per replica.")
+@click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages per replica.")
+@click.option("--replicas", type=int, default=1, show_default=True, help="Engine replicas behind the router.")
+@click.option("--router", type=click.Choice(["round-robin", "least-outstanding"]), default="round-robin", show_default=True)
+@click.option("--rate", help="Requests per second (Poisson); a list like 1,2,4,8 draws the latency-throughput curve.")
+@click.option("--sweep-rate", is_flag=True, help="Sweep rates from 10 % to 120 % of saturation and find the knee.")
+@click.option("--burstiness", type=float, default=1.0, show_default=True, help="Gamma arrivals: 1 is Poisson, below 1 burstier.")
+@click.option("--constant-rate", is_flag=True, help="Evenly spaced arrivals instead of Poisson.")
+@click.option("--concurrency", type=int, help="Closed loop: N users, each sends again when answered.")
+@click.option("--think-s", type=float, default=0.0, show_default=True, help="Closed loop: seconds a user waits before the next request.")
+@click.option("--offline", type=int, help="N requests all at t = 0 (max throughput).")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Replay a JSONL/CSV trace (arrival time, prompt, output; Azure LLM trace columns work).")
+@click.option("--prompt", default="1000", show_default=True, help="Prompt tokens: N or a distribution (uniform:LO:HI, normal:MEAN:SD, lognormal:MEDIAN:SIGMA, file:PATH).")
+@click.option("--output", default="200", show_default=True, help="Output tokens: N or a distribution, as --prompt.")
+@click.option("--lengths", help="PROMPT_DIST,OUTPUT_DIST in one option (overrides --prompt/--output).")
+@click.option("-n", "--num-requests", type=int, default=1000, show_default=True, help="Requests to simulate (rate and concurrency runs).")
+@click.option("--slo-ttft", type=float, help="TTFT objective in ms (goodput).")
+@click.option("--slo-tpot", type=float, help="TPOT objective in ms (goodput).")
+@click.option("--max-num-seqs", type=int, help="Scheduler: sequences running at once.")
+@click.option("--max-num-batched-tokens", type=int, help="Scheduler: tokens per engine step.")
+@click.option("--memory-fraction", type=float, help="Scheduler: share of memory for weights+KV (or of free memory, per engine).")
+@click.option("--prefix-cache-hit", type=float, help="Share of each prompt served from the prefix cache (0-0.99).")
+@click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
+@json_option
+def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, replicas: int,
+             router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
+             concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
+             output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
+             max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
+             prefix_cache_hit: float | None, scheduler_steps: int | None, seed: int, plot_file: str | None, as_json: bool) -> None:
+    """Simulate MODEL served on --hw by an engine's scheduler, step by step on the roofline.
+
+    Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
+    """
+    from tokometer.costmodel.serving import Workload
+    from tokometer.report.serving import curve_dict, plot_serving, render_curve, render_result
+    from tokometer.report.text import to_json
+    from tokometer.usecases.simulate import (
+        auto_rates,
+        deploy,
+        knee,
+        parse_lengths,
+        read_trace,
+        run,
+        sweep_rates,
+    )
+
+    chosen = [n for n, v in (("--rate", rate), ("--sweep-rate", sweep_rate or None), ("--concurrency", concurrency),
+                             ("--offline", offline), ("--trace", trace_file)) if v is not None]
+    if len(chosen) != 1:
+        raise InputError("give exactly one workload: --rate R, --sweep-rate, --concurrency N, --offline N or --trace FILE"
+                         + (f" (got {', '.join(chosen)})" if chosen else ""))
+    slo = (_ms("--slo-ttft", slo_ttft), _ms("--slo-tpot", slo_tpot))
+    if lengths:
+        parts = lengths.split(",")
+        if len(parts) != 2:
+            raise InputError("--lengths takes PROMPT_DIST,OUTPUT_DIST, e.g. lognormal:800:0.6,uniform:50:400")
+        prompt, output = parts
+    p_dist, o_dist = parse_lengths(prompt), parse_lengths(output)
+    n = offline if offline is not None else num_requests
+    if isinstance(n, int) and n < 1:
+        raise InputError(f"the number of requests must be at least 1, got {n}")
+    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
+                 max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
+                 prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
+    kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
+    arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
+    base = Workload("offline", n, p_dist, o_dist)
+    if rate is not None or sweep_rate:
+        rates = parse_rates(rate) if rate is not None else auto_rates(dep, base, **kwargs)
+        base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=burstiness)
+        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=burstiness)  # checks the inputs
+        if len(rates) > 1:
+            points = sweep_rates(dep, base, rates, **kwargs)
+            k = knee(points)
+            if plot_file:
+                plot_serving(plot_file, points=points, slo_ttft_s=slo[0])
+            if as_json:
+                click.echo(to_json({"deployment": dep.to_dict(), **curve_dict(points, k)}))
+            else:
+                click.echo(dep.label)
+                click.echo(render_curve(points, k))
+            return
+        workload = base
+    elif concurrency is not None:
+        workload = Workload("closed", n, p_dist, o_dist, concurrency=concurrency, think_s=think_s)
+    elif trace_file is not None:
+        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(trace_file))
+    else:
+        workload = base
+    result = run(dep, workload, **kwargs)
+    if plot_file:
+        plot_serving(plot_file, result=result)
+    if as_json:
+        click.echo(to_json({"deployment": dep.to_dict(), "workload": workload.to_dict() | {"trace": len(workload.trace)},
+                            "result": result.to_dict(), "binding": result.binding}))
+    else:
+        click.echo(render_result(dep, result, slo=slo))
+
+
+@click.command("validate-serving")
+@click.argument("rows", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--loso", is_flag=True, help="Also leave each source out: fit without it, score it.")
+@json_option
+def validate_serving(rows: Path | None, loso: bool, as_json: bool) -> None:
+    """Predict every serving row (default: the shipped serving.csv) through the simulator."""
+    from tokometer.catalog.serving import serving_efficiency
+    from tokometer.report.text import table, to_json
+    from tokometer.usecases.serving_validate import (
+        default_data_path,
+        group_runs,
+        predict,
+        read_rows,
+        report,
+    )
+
+    path = rows or default_data_path()
+    parsed, bad = read_rows(path)
+    runs = group_runs(parsed)
+    rep = report(predict(runs, serving_efficiency) + bad)
+    if loso:
+        from tokometer.usecases.serving_fit import leave_one_source_out, record_run
+
+        recs = [r for r in (record_run(run) for run in runs) if r is not None]
+        cv = report(leave_one_source_out(runs, recs))
+        rep["loso"] = {"metrics": cv["metrics"], "scenarios": cv["scenarios"]}
+    if as_json:
+        rep.pop("results")
+        click.echo(to_json(rep))
+        return
+    out = []
+    for scenario, metrics in rep["scenarios"].items():
+        for metric, m in metrics.items():
+            cv_m = rep.get("loso", {}).get("scenarios", {}).get(scenario, {}).get(metric, {})
+            out.append([scenario, metric, str(m["n"]), str(m["scored"]), _pct(m["median_ape"]), _pct(m["p90_ape"]),
+                        _pct(m["within_15"]), _pct(cv_m.get("median_ape")), _pct(m["naive_median_ape"])])
+    click.echo(table(out, ["scenario", "metric", "rows", "scored", "median err", "p90 err", "within 15%", "LOSO median", "naive median"]))
+    reasons: dict[str, int] = {}
+    for r in rep["unpredictable"]:
+        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        click.echo(f"not scored ({count}): {reason}")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+@click.command("calibrate-serving")
+@click.argument("rows", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--write", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the fitted table (JSON) here.")
+@json_option
+def calibrate_serving(rows: Path | None, out: Path | None, as_json: bool) -> None:
+    """Fit the serving efficiency per engine (batched-compute curve, step overhead) on serving rows."""
+    from tokometer.report.text import to_json
+    from tokometer.usecases.serving_fit import calibrate_serving as fit
+    from tokometer.usecases.serving_validate import default_data_path
+
+    data = fit(rows or default_data_path(), out)
+    if as_json:
+        click.echo(to_json(data))
+        return
+    for key, e in data["entries"].items():
+        click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  "
+                   f"step overhead {e['step_overhead_us']:,.0f} us  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")

@@ -1,0 +1,139 @@
+"""The time of one engine step from the roofline of the mixed batch it carries.
+
+One step carries T tokens: one per decoding sequence plus the prefill chunks scheduled with them.
+
+    bytes  = W_read(T) + kv_token_bytes * (sum of decode depths + prefix tokens of each chunk)
+             + kv_token_bytes * T                                   (new K/V written)
+    flops  = 2 * P_matmul * T + 4 * A * (sum of decode depths + prefill pairs)
+    t_step = max(bytes / (eta_bw * BW), flops / (eta_c(T) * peak)) + tau_layers + tau_step + comm(T)
+
+W_read is docs/PHYSICS.md section 1 (weights once per step, embedding rows per token, MoE experts
+touched by T tokens), the attention FLOPs section 3 (a prefill chunk of c tokens after `done`
+tokens attends to `c * done + c**2 / 2` pairs), eta_c(T) the fitted batched-compute efficiency
+(`ServingEfficiency`), comm(T) the tensor-parallel all-reduces (two per layer, ring algorithm, as
+in `costmodel.levers`) and pipeline hops. Under TP each device reads 1/tp of the weights and its
+KV-head share; under PP a step is one stage's share plus the hops (micro-batches keep the stages
+busy, so a step's throughput is that of one stage). Sliding-window caps are not applied to the
+per-token KV read here (the full-attention layers dominate the models served in practice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokometer.costmodel.layout import (
+    ACTIVATION_BYTES,
+    ALLREDUCE_LAUNCH_US,
+    Setup,
+    kv_shards,
+)
+from tokometer.costmodel.memory import kv_elements_per_token
+from tokometer.serving_specs import ServingEfficiency
+from tokometer.specs import _Plain
+from tokometer.units import GB, TFLOP, US
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost(_Plain):
+    """Per-device coefficients of one step's bytes, FLOPs and fixed costs; `time_s` evaluates them."""
+
+    weight_fixed_bytes: float  # LM head + dense layers, read once per step
+    embedding_row_bytes: float  # per token
+    routed_bytes: float  # all routed experts (MoE); the touched share is read
+    experts_k_over_e: float
+    kv_token_bytes: float  # K+V of one token of context, this device's share
+    matmul_flops_per_token: float
+    attention_flops_per_pair: float  # 4 * sum(n_layers * n_heads * head_dim), this device's share
+    bandwidth_bytes_per_s: float  # eta_bw * BW
+    peak_flops: float  # 0: compute time not modelled
+    compute_fraction_max: float
+    compute_half_tokens: float
+    overhead_s: float  # per-layer launches + engine step overhead
+    comm_fixed_s: float  # all-reduce launches and hops per step
+    comm_per_token_s: float  # all-reduce and hop payload per token
+
+    def weight_bytes(self, tokens: float) -> float:
+        routed = self.routed_bytes * (1.0 - (1.0 - self.experts_k_over_e) ** tokens) if self.routed_bytes else 0.0
+        return self.weight_fixed_bytes + self.embedding_row_bytes * tokens + routed
+
+    def split(self, tokens: float, kv_tokens_read: float, attention_pairs: float) -> tuple[float, float, float]:
+        """(memory time, compute time, fixed time) of a step, seconds."""
+        memory = (self.weight_bytes(tokens) + self.kv_token_bytes * (kv_tokens_read + tokens)) / self.bandwidth_bytes_per_s
+        compute = 0.0
+        if self.peak_flops and tokens > 0:
+            flops = self.matmul_flops_per_token * tokens + self.attention_flops_per_pair * attention_pairs
+            eta = self.compute_fraction_max * tokens / (tokens + self.compute_half_tokens)
+            compute = flops / (eta * self.peak_flops)
+        fixed = self.overhead_s + self.comm_fixed_s + self.comm_per_token_s * tokens
+        return memory, compute, fixed
+
+    def time_s(self, tokens: float, kv_tokens_read: float, attention_pairs: float) -> float:
+        memory, compute, fixed = self.split(tokens, kv_tokens_read, attention_pairs)
+        return max(memory, compute) + fixed
+
+
+def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
+    """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/PP layout)."""
+    model = setup.model
+    weights = setup.weights
+    lay = setup.layout
+    tp, pp = lay.tp, lay.pp
+    split = float(tp * pp)
+    head = weights.embedding if model.tied_embeddings else weights.lm_head
+    rows = weights.embedding / model.vocab_size if model.vocab_size else 0.0
+    routed = weights.routed_experts if model.is_moe else 0.0
+    k_over_e = model.n_experts_per_token / model.n_experts if model.is_moe else 0.0
+    kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp)
+    attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
+    eff = setup.efficiency
+    comm_fixed = 0.0
+    comm_token = 0.0
+    link = lay.link
+    if link is not None and tp > 1:
+        ring = 2.0 * (tp - 1)
+        comm_fixed += 2 * model.n_layers * (ALLREDUCE_LAUNCH_US * US + ring * link.hop_latency_us * US)
+        comm_token += 2 * model.n_layers * ring / tp * model.hidden_size * ACTIVATION_BYTES / link.effective_bytes_per_s
+    if link is not None and pp > 1:
+        comm_fixed += (pp - 1) * link.hop_latency_us * US
+        comm_token += (pp - 1) * model.hidden_size * ACTIVATION_BYTES / link.effective_bytes_per_s
+    return StepCost(
+        weight_fixed_bytes=(head + weights.dense) / split,
+        embedding_row_bytes=rows / split,
+        routed_bytes=routed / split,
+        experts_k_over_e=k_over_e,
+        kv_token_bytes=kv_token,
+        matmul_flops_per_token=2.0 * model.matmul_params_per_token() / split,
+        attention_flops_per_pair=attention / split,
+        bandwidth_bytes_per_s=eff.bandwidth_fraction_for(setup.quantized) * setup.hardware.memory_bandwidth_gb_per_s * GB,
+        peak_flops=(setup.peak.tflops or 0.0) * TFLOP,
+        compute_fraction_max=serving.compute_fraction_max,
+        compute_half_tokens=serving.compute_half_tokens,
+        overhead_s=(model.n_layers / pp * eff.layer_overhead_us + serving.step_overhead_us) * US,
+        comm_fixed_s=comm_fixed,
+        comm_per_token_s=comm_token,
+    )
+
+
+def kv_token_bytes_total(setup: Setup) -> float:
+    """K+V bytes one token of context occupies across the whole replica (heads replicated under TP)."""
+    tp = setup.layout.tp
+    copies = max(1, round(tp / kv_shards(setup.model, tp)))
+    return kv_elements_per_token(setup.model) * setup.kv_bytes_per_element * copies
+
+
+def kv_capacity_tokens(
+    setup: Setup, *, memory_fraction: float, memory_of: str, runtime_overhead_gb: float
+) -> float:
+    """Tokens of KV cache the engine can hold on one replica.
+
+    "total": `fraction * device_memory - weights - runtime` (vLLM `gpu_memory_utilization`);
+    "free": `fraction * (device_memory - weights - runtime)` (TensorRT-LLM, LMDeploy).
+    """
+    devices = setup.layout.tp * setup.layout.pp
+    memory = setup.hardware.memory_gb * GB * devices
+    held = setup.weights.total + runtime_overhead_gb * GB * devices
+    free = memory * memory_fraction - held if memory_of == "total" else (memory - held) * memory_fraction
+    per_token = kv_token_bytes_total(setup)
+    if per_token <= 0:
+        return float("inf") if free > 0 else 0.0
+    return max(0.0, free / per_token)

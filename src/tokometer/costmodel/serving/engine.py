@@ -1,0 +1,344 @@
+"""One engine replica stepping through time: the scheduler, the paged KV cache and the stats.
+
+Each call to `Replica.step()` is one engine iteration: the scheduler fills a batch (running
+decodes first, one token each; then prefill chunks of admitted prompts; then new admissions from
+the waiting queue while sequences, tokens and KV blocks allow), the step's time comes from
+`StepCost`, and then every decode emits a token, prompts that finished prefill emit their first
+token, and sequences that reached their output length leave.
+
+Per-step work is O(1) amortised in the number of running sequences: the decode set is never
+walked. It keeps running sums (sequences, total depth, KV tokens in use), and each sequence's
+finishing step is known when it starts decoding (every step emits one token per decode), so
+finishes sit in buckets keyed by the decode-step counter. A preempted sequence is dropped from
+its bucket lazily (its `finish_k` no longer matches).
+
+KV accounting is in tokens: a sequence holds its prompt plus generated tokens plus, on average,
+half a block of fragmentation. When the next step's decode tokens would not fit, the most recently
+admitted decoding sequence is preempted (recompute, vLLM's default): it frees its blocks and goes
+back to the head of the queue with its prompt extended by what it had generated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+
+from tokometer.costmodel.serving.cost import StepCost
+from tokometer.costmodel.serving.stats import StreamStat, Trace
+from tokometer.serving_specs import SchedulerPolicy
+
+BIG_BUDGET = 1 << 60
+
+
+class Request:
+    """One request in flight; mutable, slots only (the simulator creates one per request)."""
+
+    __slots__ = (
+        "admitted", "arrival", "done", "finish_k", "first", "generated", "join_k", "output", "prompt", "todo",
+    )
+
+    def __init__(self, arrival: float, prompt: int, output: int) -> None:
+        self.arrival = arrival
+        self.prompt = prompt  # tokens to (re)compute before the next token
+        self.output = output
+        self.todo = prompt  # prompt tokens still to prefill
+        self.done = 0  # prompt tokens already prefilled
+        self.generated = 0
+        self.first = -1.0
+        self.admitted = -1.0
+        self.join_k = 0
+        self.finish_k = -1
+
+
+class Replica:
+    """A single engine instance (one replica: TP x PP devices) with its queue and statistics."""
+
+    def __init__(
+        self,
+        cost: StepCost,
+        policy: SchedulerPolicy,
+        kv_capacity_tokens: float,
+        *,
+        on_finish: Callable[[float], None] | None = None,
+        slo_ttft_s: float | None = None,
+        slo_tpot_s: float | None = None,
+        record: list[tuple[float, float, float, int, int]] | None = None,
+    ) -> None:
+        self.cost = cost
+        self.policy = policy
+        self.capacity = kv_capacity_tokens
+        self.frag = policy.block_size_tokens / 2.0
+        self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
+        self.on_finish = on_finish
+        self.slo_ttft = slo_ttft_s if slo_ttft_s is not None else math.inf
+        self.slo_tpot = slo_tpot_s if slo_tpot_s is not None else math.inf
+        self.record = record
+        self.clock = 0.0
+        self.waiting: deque[Request] = deque()
+        self.prefilling: list[Request] = []
+        self.order: list[Request] = []  # admission order, for LIFO preemption (compacted lazily)
+        self.buckets: dict[int, list[Request]] = {}
+        self.k = 0  # decode steps so far
+        self.n_dec = 0
+        self.n_running = 0
+        self.depth_sum = 0.0
+        self.kv_used = 0.0
+        self.pause_s = 0.0  # time since the last decode step (prefill-only steps)
+        # statistics
+        self.ttft = StreamStat()
+        self.tpot = StreamStat()
+        self.itl = StreamStat()
+        self.e2e = StreamStat()
+        self.queue = StreamStat()
+        self.batch_trace = Trace()
+        self.kv_trace = Trace()
+        self.completed = 0
+        self.good = 0
+        self.rejected = 0
+        self.preemptions = 0
+        self.steps = 0
+        self.tokens_out = 0
+        self.tokens_in = 0
+        self.busy_s = 0.0
+        self.prefill_s = 0.0
+        self.decode_s = 0.0
+        self.bound_s = {"memory": 0.0, "compute": 0.0, "overhead": 0.0}
+        self.batch_time = 0.0  # integral of running sequences over time
+        self.kv_time = 0.0  # integral of KV tokens used over time
+        self.first_arrival = math.inf
+        self.last_finish = 0.0
+
+    # ---------------------------------------------------------------- queue
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.waiting) + self.n_running
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting) or self.n_running > 0
+
+    def submit(self, arrival: float, prompt: int, output: int) -> None:
+        if arrival < self.first_arrival:
+            self.first_arrival = arrival
+        need = prompt + output + self.frag
+        slot = self.policy.contiguous_context_tokens
+        if need > self.capacity or (slot is not None and prompt + output > slot):
+            self.rejected += 1
+            return
+        if not self.busy and self.clock < arrival:
+            self.clock = arrival
+        self.waiting.append(Request(arrival, max(1, prompt), output))
+
+    # ---------------------------------------------------------------- one step
+
+    def _preempt(self) -> bool:
+        """Preempt the most recently admitted decoding sequence (recompute); False if none decodes."""
+        order = self.order
+        for idx in range(len(order) - 1, -1, -1):
+            req = order[idx]
+            if req.finish_k < 0:
+                if req.todo == 0:
+                    del order[idx]  # finished: forget it
+                continue
+            del order[idx]
+            decoded = self.k - req.join_k
+            held = req.prompt + decoded
+            self.depth_sum -= held
+            self.kv_used -= held + self.frag
+            self.n_dec -= 1
+            self.n_running -= 1
+            req.finish_k = -1
+            req.prompt = held + 1
+            req.todo = req.prompt
+            req.done = 0
+            req.generated += decoded
+            self.preemptions += 1
+            self.waiting.appendleft(req)
+            return True
+        return False
+
+    def step(self) -> None:
+        """One engine iteration; the caller makes sure there is work (`busy`)."""
+        pol = self.policy
+        cost = self.cost
+        n_dec = self.n_dec
+        while n_dec and self.kv_used + n_dec > self.capacity:
+            if not self._preempt():
+                break
+            n_dec = self.n_dec
+        static = pol.static
+        chunked = pol.chunked_prefill
+        budget = BIG_BUDGET if static else pol.max_num_batched_tokens
+        waiting = self.waiting
+        prefilling = self.prefilling
+        decode_now = n_dec > 0
+        if not pol.mixed_batches and (prefilling or (waiting and self._admissible(waiting[0]))):
+            decode_now = False
+        tokens = decode_tokens = n_dec if decode_now else 0
+        budget -= tokens
+        kv_read = self.depth_sum if decode_now else 0.0
+        pairs = kv_read
+        completing: list[Request] = []
+        # continue prompts already admitted
+        i = 0
+        while i < len(prefilling) and budget > 0:
+            req = prefilling[i]
+            c = req.todo if req.todo <= budget else (budget if chunked else 0)
+            if c == 0:
+                break
+            budget -= c
+            tokens += c
+            kv_read += req.done
+            pairs += c * req.done + c * c * 0.5
+            req.done += c
+            req.todo -= c
+            if req.todo == 0:
+                completing.append(req)
+                prefilling.pop(i)
+            else:
+                i += 1
+        # admit new prompts (with multi-step scheduling, only when the scheduler runs)
+        steps_k = pol.scheduler_steps
+        if (not static or self.n_running == 0) and (steps_k == 1 or self.n_dec == 0 or self.k % steps_k == 0):
+            max_seqs = pol.max_num_seqs
+            hit = pol.prefix_cache_hit_fraction
+            capacity = self.capacity - self.watermark
+            frag = self.frag
+            while waiting and budget > 0 and self.n_running < max_seqs:
+                req = waiting[0]
+                if self.kv_used + req.prompt + frag > capacity:
+                    break
+                todo = req.prompt if not hit else max(1, int(req.prompt * (1.0 - hit)))
+                if todo > budget and not chunked and tokens > decode_tokens:
+                    break  # unchunked: a prompt over the budget runs as the step's only prefill
+                waiting.popleft()
+                if req.admitted < 0:
+                    req.admitted = self.clock
+                    self.queue.add(self.clock - req.arrival)
+                self.kv_used += req.prompt + frag
+                self.n_running += 1
+                self.order.append(req)
+                req.done = req.prompt - todo
+                req.todo = todo
+                c = todo if (todo <= budget or not chunked) else budget
+                budget = max(budget, c)  # an unchunked prompt may overrun the budget alone
+                budget -= c
+                tokens += c
+                kv_read += req.done
+                pairs += c * req.done + c * c * 0.5
+                req.done += c
+                req.todo -= c
+                if req.todo == 0:
+                    completing.append(req)
+                else:
+                    prefilling.append(req)
+        if tokens == 0:
+            # nothing could run (KV full with no decodes): drop the head request as unservable
+            if waiting and not self.n_running:
+                waiting.popleft()
+                self.rejected += 1
+            return
+        # the step's time
+        routed = cost.routed_bytes
+        weights = cost.weight_fixed_bytes + cost.embedding_row_bytes * tokens
+        if routed:
+            weights += routed * (1.0 - (1.0 - cost.experts_k_over_e) ** tokens)
+        memory = (weights + cost.kv_token_bytes * (kv_read + tokens)) / cost.bandwidth_bytes_per_s
+        compute = 0.0
+        if cost.peak_flops:
+            compute = (
+                (cost.matmul_flops_per_token * tokens + cost.attention_flops_per_pair * pairs)
+                * (tokens + cost.compute_half_tokens)
+                / (cost.compute_fraction_max * tokens * cost.peak_flops)
+            )
+        fixed = cost.overhead_s + cost.comm_fixed_s + cost.comm_per_token_s * tokens
+        roof = memory if memory >= compute else compute
+        dt = roof + fixed
+        if self.record is not None:
+            self.record.append((tokens, memory, compute, n_dec if decode_now else 0, len(completing)))
+        bound = "overhead" if fixed > roof else ("memory" if memory >= compute else "compute")
+        self.bound_s[bound] += dt
+        self.batch_time += self.n_running * dt
+        self.kv_time += self.kv_used * dt
+        self.clock += dt
+        now = self.clock
+        self.steps += 1
+        self.busy_s += dt
+        prefill_tokens = tokens - (n_dec if decode_now else 0)
+        share = prefill_tokens / tokens
+        self.prefill_s += dt * share
+        self.decode_s += dt - dt * share
+        if self.steps & 63 == 0:
+            self.batch_trace.add(now, self.n_running)
+            self.kv_trace.add(now, self.kv_used / self.capacity if self.capacity else 0.0)
+        # decodes emit a token each
+        if decode_now:
+            self.k += 1
+            k = self.k
+            self.depth_sum += n_dec
+            self.kv_used += n_dec
+            self.tokens_out += n_dec
+            if pol.scheduler_steps == 1 or k % pol.scheduler_steps == 0:
+                self.itl.add(dt + self.pause_s, n_dec)  # tokens reach the client now (in a burst)
+                self.pause_s = 0.0
+            else:
+                self.pause_s += dt
+            bucket = self.buckets.pop(k, None)
+            if bucket:
+                for req in bucket:
+                    if req.finish_k == k:
+                        held = req.prompt + (k - req.join_k)
+                        self.depth_sum -= held
+                        self.kv_used -= held + self.frag
+                        self.n_dec -= 1
+                        self.n_running -= 1
+                        req.finish_k = -1
+                        self._finish(req, now)
+        elif n_dec:
+            self.pause_s += dt
+        # prompts that finished prefill emit their first (or next) token
+        for req in completing:
+            req.generated += 1
+            self.tokens_out += 1
+            if req.first < 0:
+                req.first = now
+                self.ttft.add(now - req.arrival)
+                self.tokens_in += req.prompt
+            left = req.output - req.generated
+            if left <= 0:
+                self.kv_used -= req.prompt + self.frag
+                self.n_running -= 1
+                self._finish(req, now)
+                continue
+            req.join_k = self.k
+            req.finish_k = self.k + left
+            self.n_dec += 1
+            self.depth_sum += req.prompt
+            bucket = self.buckets.get(req.finish_k)
+            if bucket is None:
+                self.buckets[req.finish_k] = [req]
+            else:
+                bucket.append(req)
+        if len(self.order) > 2 * self.n_running + 64:
+            self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
+
+    def _admissible(self, req: Request) -> bool:
+        if self.policy.static and self.n_running:
+            return False
+        return self.n_running < self.policy.max_num_seqs and self.kv_used + req.prompt + self.frag <= self.capacity
+
+    def _finish(self, req: Request, now: float) -> None:
+        self.completed += 1
+        self.last_finish = now
+        e2e = now - req.arrival
+        self.e2e.add(e2e)
+        ttft = req.first - req.arrival
+        tpot = (now - req.first) / (req.output - 1) if req.output > 1 else 0.0
+        if req.output > 1:
+            self.tpot.add(tpot)
+        if ttft <= self.slo_ttft and tpot <= self.slo_tpot:
+            self.good += 1
+        if self.on_finish is not None:
+            self.on_finish(now)

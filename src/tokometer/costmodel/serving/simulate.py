@@ -1,0 +1,219 @@
+"""Drive replicas through a workload: arrivals, routing, closed-loop users, and the result.
+
+With one replica the loop alternates "admit every arrival up to the replica's clock" and "run one
+step". With several, the replica furthest behind in time steps next, and an arrival is routed only
+once every busy replica has reached its time (round-robin, or least outstanding requests), so the
+router sees each replica's state at the moment of arrival. Closed-loop users send their next
+request `think_s` after the previous one finished (a heap of pending arrivals).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tokometer.costmodel.serving.cost import StepCost
+from tokometer.costmodel.serving.engine import Replica
+from tokometer.costmodel.serving.stats import StreamStat, Summary
+from tokometer.costmodel.serving.workload import Workload, open_loop
+from tokometer.errors import InputError
+from tokometer.serving_specs import SchedulerPolicy
+from tokometer.specs import _Plain
+
+ROUTERS = ("round-robin", "least-outstanding")
+MAX_REQUESTS = 10_000_000  # a run simulates about 10^5 requests per second; beyond this, refuse
+
+
+@dataclass(frozen=True, slots=True)
+class ServingResult(_Plain):
+    """What a simulated serving run measured: throughput, latencies, queueing, KV and why."""
+
+    requests: int
+    completed: int
+    rejected: int
+    duration_s: float
+    req_per_s: float
+    tput_out_tok_s: float
+    tput_in_tok_s: float
+    tput_total_tok_s: float
+    ttft_s: Summary
+    tpot_s: Summary
+    itl_s: Summary
+    e2e_s: Summary
+    queue_s: Summary
+    goodput_share: float | None
+    goodput_req_per_s: float | None
+    mean_batch: float
+    mean_kv_utilisation: float
+    kv_capacity_tokens: float
+    preemptions: int
+    steps: int
+    time_prefill_s: float
+    time_decode_s: float
+    time_idle_s: float
+    bound_s: dict[str, float]
+    batch_over_time: tuple[tuple[float, float], ...]
+    kv_over_time: tuple[tuple[float, float], ...]
+    replicas: int
+
+    @property
+    def binding(self) -> str:
+        """The resource that bound the most step time."""
+        return max(self.bound_s, key=lambda k: self.bound_s[k]) if self.bound_s else "none"
+
+
+class _Users:
+    """Closed-loop users: `concurrency` of them, each sends again `think_s` after a finish."""
+
+    def __init__(self, workload: Workload, rng: random.Random) -> None:
+        self.workload = workload
+        self.rng = rng
+        self.left = workload.num_requests
+        self.heap: list[float] = []
+        for _ in range(min(workload.concurrency or 1, self.left)):
+            heapq.heappush(self.heap, 0.0)
+        self.left -= len(self.heap)
+
+    def on_finish(self, now: float) -> None:
+        if self.left > 0:
+            self.left -= 1
+            heapq.heappush(self.heap, now + self.workload.think_s)
+
+
+def simulate(
+    cost: StepCost,
+    policy: SchedulerPolicy,
+    kv_capacity_tokens: float,
+    workload: Workload,
+    *,
+    replicas: int = 1,
+    router: str = "round-robin",
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    max_context_tokens: int | None = None,
+    record: list[tuple[float, float, float, int, int]] | None = None,
+) -> ServingResult:
+    """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`."""
+    if router not in ROUTERS:
+        raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
+    if isinstance(replicas, bool) or replicas < 1:
+        raise InputError(f"--replicas must be a whole number, 1 or more, got {replicas!r}")
+    if workload.total_requests > MAX_REQUESTS:
+        raise InputError(
+            f"{workload.total_requests:,} requests is more than the simulator takes in one run "
+            f"({MAX_REQUESTS:,}, about two minutes); steady-state figures settle within 10^4-10^5 requests"
+        )
+    rng = random.Random(seed)
+    users = _Users(workload, rng) if workload.arrival == "closed" else None
+    on_finish = users.on_finish if users is not None else None
+    pool = [
+        Replica(
+            cost, policy, kv_capacity_tokens, on_finish=on_finish,
+            slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, record=record if replicas == 1 else None,
+        )
+        for _ in range(replicas)
+    ]
+    arrivals: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if users is None else None
+    nxt = next(arrivals, None) if arrivals is not None else None
+    too_long = 0
+    rr = 0
+    limit = max_context_tokens or math.inf
+    while True:
+        # the next arrival time
+        if users is not None:
+            t_next = users.heap[0] if users.heap else math.inf
+        else:
+            t_next = nxt[0] if nxt is not None else math.inf
+        # the replica furthest behind that has work
+        rep = None
+        for r in pool:
+            if r.busy and (rep is None or r.clock < rep.clock):
+                rep = r
+        if rep is not None and rep.clock < t_next:
+            rep.step()
+            continue
+        if t_next == math.inf:
+            break
+        # route one arrival
+        if users is not None:
+            t = heapq.heappop(users.heap)
+            p, o = workload.prompt.sample(rng), workload.output.sample(rng)
+        else:
+            assert nxt is not None and arrivals is not None
+            t, p, o = nxt
+            nxt = next(arrivals, None)
+        if p + o > limit:
+            too_long += 1
+            if users is not None:
+                users.on_finish(t)
+            continue
+        if replicas == 1:
+            target = pool[0]
+        elif router == "round-robin":
+            target = pool[rr % replicas]
+            rr += 1
+        else:
+            target = min(pool, key=lambda r: r.outstanding)
+        before = target.rejected
+        target.submit(t, p, o)
+        if users is not None and target.rejected > before:
+            users.on_finish(t)
+    return _result(pool, workload, too_long, kv_capacity_tokens)
+
+
+def _merged(pool: list[Replica], name: str) -> StreamStat:
+    out = StreamStat()
+    for r in pool:
+        out.merge(getattr(r, name))
+    return out
+
+
+def _result(pool: list[Replica], workload: Workload, too_long: int, capacity: float) -> ServingResult:
+    completed = sum(r.completed for r in pool)
+    start = min((r.first_arrival for r in pool), default=0.0)
+    start = 0.0 if start == math.inf else start
+    end = max((r.last_finish for r in pool), default=0.0)
+    duration = max(end - start, 0.0)
+    out = sum(r.tokens_out for r in pool)
+    tin = sum(r.tokens_in for r in pool)
+
+    def rate(x: float) -> float:
+        return x / duration if duration > 0 else 0.0
+
+    busy = sum(r.busy_s for r in pool)
+    good = sum(r.good for r in pool)
+    bound = {k: sum(r.bound_s[k] for r in pool) for k in ("memory", "compute", "overhead")}
+    trace = pool[0]
+    return ServingResult(
+        requests=workload.total_requests,
+        completed=completed,
+        rejected=too_long + sum(r.rejected for r in pool),
+        duration_s=duration,
+        req_per_s=rate(completed),
+        tput_out_tok_s=rate(out),
+        tput_in_tok_s=rate(tin),
+        tput_total_tok_s=rate(out + tin),
+        ttft_s=_merged(pool, "ttft").summary(),
+        tpot_s=_merged(pool, "tpot").summary(),
+        itl_s=_merged(pool, "itl").summary(),
+        e2e_s=_merged(pool, "e2e").summary(),
+        queue_s=_merged(pool, "queue").summary(),
+        goodput_share=good / completed if completed else None,
+        goodput_req_per_s=rate(good) if completed else None,
+        mean_batch=sum(r.batch_time for r in pool) / busy if busy else 0.0,
+        mean_kv_utilisation=(sum(r.kv_time for r in pool) / busy / capacity) if busy and capacity else 0.0,
+        kv_capacity_tokens=capacity,
+        preemptions=sum(r.preemptions for r in pool),
+        steps=sum(r.steps for r in pool),
+        time_prefill_s=sum(r.prefill_s for r in pool),
+        time_decode_s=sum(r.decode_s for r in pool),
+        time_idle_s=max(0.0, duration * len(pool) - busy),
+        bound_s=bound,
+        batch_over_time=tuple(trace.batch_trace.points),
+        kv_over_time=tuple(trace.kv_trace.points),
+        replicas=len(pool),
+    )

@@ -1,0 +1,114 @@
+"""Text and figures for `tokometer simulate`: the serving report, the latency-throughput curve.
+
+The JSON shape is `ServingResult.to_dict()` plus the deployment; the text shows throughput, the
+latency percentiles, queueing, KV use, preemptions and the why (what bound the steps, where the
+time went). matplotlib is imported only when a plot is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tokometer.report.plots import _pyplot
+from tokometer.report.text import table
+
+if TYPE_CHECKING:
+    from tokometer.costmodel.serving import ServingResult, Summary
+    from tokometer.usecases.simulate import CurvePoint, Deployment
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:,.1f}"
+
+
+def _row(name: str, s: Summary) -> list[str]:
+    return [name, _ms(s.mean), _ms(s.p50), _ms(s.p90), _ms(s.p99)]
+
+
+def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None, float | None] = (None, None)) -> str:
+    lines = [
+        f"{dep.label} · KV cache {dep.kv_capacity_tokens:,.0f} tokens"
+        + (f" · {r.replicas} replicas" if r.replicas > 1 else ""),
+        "",
+        f"requests: {r.completed:,} completed of {r.requests:,}"
+        + (f", {r.rejected:,} rejected (longer than the context or the KV cache)" if r.rejected else "")
+        + f" in {r.duration_s:,.1f} s",
+        f"throughput: {r.req_per_s:,.2f} req/s · {r.tput_out_tok_s:,.0f} output tok/s · "
+        f"{r.tput_in_tok_s:,.0f} input tok/s · {r.tput_total_tok_s:,.0f} total tok/s",
+        "",
+        table(
+            [_row("time to first token", r.ttft_s), _row("time per output token", r.tpot_s),
+             _row("inter-token latency", r.itl_s), _row("end-to-end", r.e2e_s), _row("queueing", r.queue_s)],
+            ["latency (ms)", "mean", "p50", "p90", "p99"],
+        ),
+        "",
+        f"batch: {r.mean_batch:,.1f} sequences on average · KV cache {r.mean_kv_utilisation:.0%} used on average"
+        f" · {r.preemptions:,} preemptions · {r.steps:,} engine steps",
+    ]
+    if r.goodput_share is not None and (slo[0] is not None or slo[1] is not None):
+        parts = [f"TTFT <= {slo[0] * 1e3:g} ms" if slo[0] is not None else "", f"TPOT <= {slo[1] * 1e3:g} ms" if slo[1] is not None else ""]
+        lines.append(
+            f"goodput: {r.goodput_share:.0%} of requests meet {' and '.join(p for p in parts if p)} "
+            f"({r.goodput_req_per_s or 0:,.2f} req/s)"
+        )
+    busy = r.time_prefill_s + r.time_decode_s
+    if busy > 0:
+        share = {k: v / busy for k, v in r.bound_s.items() if v > 0}
+        bound = ", ".join(f"{k} {v:.0%}" for k, v in sorted(share.items(), key=lambda kv: -kv[1]))
+        lines.append(f"why: engine steps were bound by {bound} of their time")
+        lines.append(
+            f"why: step time went {r.time_prefill_s / busy:.0%} to prefill tokens and {r.time_decode_s / busy:.0%} "
+            f"to decode tokens; mean queueing {_ms(r.queue_s.mean)} ms of a {_ms(r.e2e_s.mean)} ms mean request"
+        )
+    return "\n".join(lines)
+
+
+def render_curve(points: Sequence[CurvePoint], knee: CurvePoint | None) -> str:
+    rows = [
+        [f"{p.rate_per_s:g}", f"{p.result.req_per_s:,.2f}", f"{p.result.tput_out_tok_s:,.0f}", _ms(p.result.ttft_s.p50),
+         _ms(p.result.ttft_s.p99), _ms(p.result.tpot_s.mean), _ms(p.result.e2e_s.p99), "knee" if p is knee else ""]
+        for p in points
+    ]
+    text = table(rows, ["offered req/s", "served req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT mean", "E2E p99", ""])
+    tail = (
+        f"knee: {knee.rate_per_s:g} req/s is the highest rate served with p99 TTFT within 3x of light load"
+        if knee else "knee: no rate was served with p99 TTFT within 3x of light load"
+    )
+    return text + "\n" + tail
+
+
+def curve_dict(points: Sequence[CurvePoint], knee: CurvePoint | None) -> dict[str, Any]:
+    return {
+        "points": [{"rate_per_s": p.rate_per_s, **p.result.to_dict()} for p in points],
+        "knee_rate_per_s": knee.rate_per_s if knee else None,
+    }
+
+
+def plot_serving(path: str | Path, result: ServingResult | None = None, points: Sequence[CurvePoint] = (),
+                 slo_ttft_s: float | None = None) -> Path:
+    """A latency-throughput curve for a sweep; batch and KV use over time for one run."""
+    plt, target = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    if points:
+        x = [p.result.tput_out_tok_s for p in points]
+        ax.plot(x, [(p.result.ttft_s.p99 or 0) * 1e3 for p in points], "o-", label="TTFT p99")
+        ax.plot(x, [(p.result.tpot_s.mean or 0) * 1e3 for p in points], "s-", label="TPOT mean")
+        if slo_ttft_s is not None:
+            ax.axhline(slo_ttft_s * 1e3, color="red", linestyle="--", label="TTFT SLO")
+        ax.set_xlabel("output tokens/s")
+        ax.set_ylabel("ms")
+        ax.set_yscale("log")
+    elif result is not None:
+        ax.plot([t for t, _ in result.batch_over_time], [b for _, b in result.batch_over_time], label="running sequences")
+        ax2 = ax.twinx()
+        ax2.plot([t for t, _ in result.kv_over_time], [k * 100 for _, k in result.kv_over_time], color="orange", label="KV used (%)")
+        ax2.set_ylabel("KV cache used (%)")
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("sequences")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(target)
+    plt.close(fig)
+    return target

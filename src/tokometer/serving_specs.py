@@ -1,0 +1,72 @@
+"""The knobs of an engine's scheduler, as one parameterised policy (not one copy per engine).
+
+Every engine the simulator knows is a `SchedulerPolicy`: how many sequences may run at once, how
+many tokens one engine step may carry, whether long prompts are split into chunks, whether prefill
+and decode share a step, whether the batch is static, and how the KV cache memory is sized. The
+defaults per engine, with their sources, live in `catalog/data/serving_engines.toml`.
+
+`ServingEfficiency` is what the fit on published serving data adjusts: how batched GEMMs approach
+the compute peak as a step carries more tokens, and a fixed cost per engine step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tokometer.specs import _Plain
+
+MEMORY_OF = ("total", "free")  # fraction of device memory, or of what is free after weights
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerPolicy(_Plain):
+    """One engine's scheduler.
+
+    - `max_num_seqs`: sequences running at once (vLLM `max_num_seqs`, TensorRT-LLM `max_batch_size`,
+      SGLang `max_running_requests`, llama.cpp `--parallel` slots).
+    - `max_num_batched_tokens`: tokens one step may carry, decode + prefill (vLLM
+      `max_num_batched_tokens`, TensorRT-LLM `max_num_tokens`, SGLang `chunked_prefill_size`).
+    - `chunked_prefill`: a prompt longer than the remaining budget is split over steps; without it
+      a prompt waits until it fits whole (one longer than the whole budget runs alone).
+    - `mixed_batches`: decode and prefill tokens share a step; without it (SGLang's default) a
+      prefill step pauses every running decode.
+    - `static`: a new batch is admitted only when the previous one has finished.
+    - `memory_fraction` of `memory_of` ("total": of device memory, vLLM `gpu_memory_utilization`;
+      "free": of what is left after weights and runtime, TensorRT-LLM
+      `kv_cache_free_gpu_mem_fraction`, LMDeploy `cache_max_entry_count`).
+    - `contiguous_context_tokens`: llama.cpp reserves this many tokens per slot up front (no paging).
+    - `prefix_cache_hit_fraction`: share of each prompt served from the prefix cache (0 = off).
+    - `scheduler_steps`: vLLM 0.6 `--num-scheduler-steps`: the scheduler runs (and admits) once
+      every k decode steps, and tokens reach the client in bursts of k.
+    """
+
+    engine: str
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool = True
+    mixed_batches: bool = True
+    static: bool = False
+    block_size_tokens: int = 16
+    memory_fraction: float = 0.9
+    memory_of: str = "total"
+    contiguous_context_tokens: int | None = None
+    prefix_cache_hit_fraction: float = 0.0
+    scheduler_steps: int = 1
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ServingEfficiency(_Plain):
+    """Fitted per engine: batched-compute efficiency curve and the fixed cost of one engine step.
+
+        eta_c(T) = compute_fraction_max * T / (T + compute_half_tokens)
+
+    where T is the number of tokens the step carries (MFU grows with tokens per step: small GEMMs
+    leave tensor cores idle). `step_overhead_us` is scheduling, sampling, detokenisation and
+    launches per step, on top of the single-stream per-layer overhead.
+    """
+
+    compute_fraction_max: float = 0.6
+    compute_half_tokens: float = 64.0
+    step_overhead_us: float = 2000.0
+    source: str = "default (not fitted)"

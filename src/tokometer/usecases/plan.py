@@ -1,0 +1,179 @@
+"""`tokometer plan`: the cheapest deployments that serve a request rate within latency objectives.
+
+Search hardware x weight format x TP (1, 2, 4, 8) x replicas. Each (hardware, format, TP) is first
+bounded analytically from the cost model, without simulating:
+
+- its KV cache must hold one request, and one request alone must meet the objectives:
+  TTFT >= the prompt's prefill step, TPOT >= one decode step at batch 1 (both lower bounds);
+- its saturation rate per replica is at most `B / (out * t_step(B) + B * t_prefill_tokens)` where B is
+  the largest batch the scheduler and the KV cache allow and `t_step(B)` the decode step at the mean
+  depth (an upper bound on what a replica can serve);
+- replicas = ceil(rate / (headroom * saturation)), cost = replicas x TP x price per device-hour.
+
+The cheapest candidates are then confirmed with the simulator at the asked rate (Poisson, seeded);
+a candidate that misses an objective gets one more replica and is simulated again. What is
+printed has been simulated: p99 TTFT and p99 TPOT within the objectives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tokometer.costmodel.serving import ServingResult, Workload, fixed
+from tokometer.errors import InputError, TokometerError
+from tokometer.usecases.simulate import Deployment, deploy, run
+
+DEFAULT_HARDWARE = ("h100-sxm", "h200", "a100-80gb-sxm", "a100-40gb-sxm", "l40s", "l4", "a10g", "mi300x", "b200")
+DEFAULT_QUANTS = ("bf16", "fp8", "awq-int4")
+TP_CHOICES = (1, 2, 4, 8)
+HEADROOM = 0.8  # plan replicas for 80 % of the bound: queues grow steeply near saturation
+FINALISTS = 6
+MAX_REPLICAS = 512
+
+
+@dataclass(frozen=True)
+class Candidate:
+    hardware: str
+    quant: str
+    tp: int
+    replicas: int
+    price_per_device_hour_usd: float
+    saturation_req_per_s: float
+    ttft_floor_s: float
+    tpot_floor_s: float
+    deployment: Deployment
+
+    @property
+    def devices(self) -> int:
+        return self.replicas * self.tp
+
+    @property
+    def usd_per_hour(self) -> float:
+        return self.devices * self.price_per_device_hour_usd
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    candidate: Candidate
+    result: ServingResult
+    binding: str
+
+    def to_dict(self, rate: float, output_tokens: int) -> dict[str, Any]:
+        c = self.candidate
+        tokens_per_hour = rate * output_tokens * 3600.0
+        return {
+            "hardware": c.hardware, "quant": c.quant, "tp": c.tp, "replicas": c.replicas, "gpus": c.devices,
+            "usd_per_hour": c.usd_per_hour, "usd_per_million_output_tokens": c.usd_per_hour / tokens_per_hour * 1e6,
+            "ttft_p99_s": self.result.ttft_s.p99, "tpot_p99_s": self.result.tpot_s.p99,
+            "req_per_s": self.result.req_per_s, "binding": self.binding,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    rows: tuple[PlanRow, ...]
+    considered: int
+    pruned: dict[str, int]
+    best_ttft_p99_s: float | None
+    best_tpot_p99_s: float | None
+
+
+def candidates(
+    model: Any, *, rate: float, prompt: int, output: int, slo_ttft_s: float, slo_tpot_s: float,
+    hardware: Sequence[str], quants: Sequence[str], engine: str, prices: dict[str, float],
+) -> tuple[list[Candidate], dict[str, int], float | None, float | None]:
+    """Every (hardware, quant, TP) that fits and can meet the objectives alone, with its analytic replica count."""
+    from tokometer.catalog import hardware_catalog, quant_catalog
+    from tokometer.usecases.policy import quant_runs
+
+    out: list[Candidate] = []
+    pruned: dict[str, int] = {}
+    best_ttft = best_tpot = math.inf
+
+    def prune(why: str) -> None:
+        pruned[why] = pruned.get(why, 0) + 1
+
+    for hw_name in hardware:
+        hw = hardware_catalog().get(hw_name)
+        price = prices.get(hw.id, hw.price_per_hour_usd)
+        if price is None:
+            prune("no price (give --price HW=USD)")
+            continue
+        for q in quants:
+            fmt = quant_catalog().get(q)
+            for tp in TP_CHOICES:
+                try:
+                    dep = deploy(model, hw, quant=fmt.id, engine=engine, tp=tp)
+                except TokometerError:
+                    prune("does not fit")
+                    continue
+                if not quant_runs(fmt, hw, dep.serving.engine):
+                    prune("format not supported on this hardware/engine")
+                    break
+                if dep.kv_capacity_tokens < prompt + output:
+                    prune("KV cache cannot hold one request")
+                    continue
+                cost = dep.cost
+                ttft_floor = cost.time_s(prompt, 0.0, prompt * prompt / 2.0)
+                tpot_floor = cost.time_s(1, prompt + output / 2.0, prompt + output / 2.0)
+                best_ttft, best_tpot = min(best_ttft, ttft_floor), min(best_tpot, tpot_floor)
+                if ttft_floor > slo_ttft_s or tpot_floor > slo_tpot_s:
+                    prune("one request alone misses the objectives")
+                    continue
+                b = int(min(dep.policy.max_num_seqs, dep.kv_capacity_tokens // (prompt + output)))
+                depth = prompt + output / 2.0
+                step = cost.time_s(b, b * depth, b * depth)
+                if step > slo_tpot_s:  # at full batch the TPOT objective binds: shrink the batch
+                    while b > 1 and cost.time_s(b, b * depth, b * depth) > slo_tpot_s:
+                        b //= 2
+                    step = cost.time_s(b, b * depth, b * depth)
+                prefill_per_req = cost.time_s(prompt, 0.0, prompt * prompt / 2.0) - cost.overhead_s - cost.comm_fixed_s
+                saturation = b / (output * step + b * max(prefill_per_req, 0.0))
+                replicas = max(1, math.ceil(rate / (HEADROOM * saturation)))
+                if replicas > MAX_REPLICAS:
+                    prune(f"needs more than {MAX_REPLICAS} replicas")
+                    continue
+                out.append(Candidate(hw.id, fmt.id, tp, replicas, price, saturation, ttft_floor, tpot_floor, dep))
+    return out, pruned, (best_ttft if best_ttft < math.inf else None), (best_tpot if best_tpot < math.inf else None)
+
+
+def plan(
+    model: Any, *, rate: float, prompt: int, output: int, slo_ttft_s: float, slo_tpot_s: float,
+    hardware: Sequence[str] = DEFAULT_HARDWARE, quants: Sequence[str] = DEFAULT_QUANTS, engine: str = "vllm",
+    prices: dict[str, float] | None = None, num_requests: int = 1500, seed: int = 0, top: int = 5,
+) -> Plan:
+    for name, value in (("--rate", rate), ("--slo-ttft-p99", slo_ttft_s), ("--slo-tpot-p99", slo_tpot_s)):
+        if not (value > 0 and math.isfinite(value)):
+            raise InputError(f"{name} must be a positive number, got {value!r}")
+    if prompt < 1 or output < 1:
+        raise InputError("--prompt and --output must be at least 1 token")
+    found, pruned, best_ttft, best_tpot = candidates(
+        model, rate=rate, prompt=prompt, output=output, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+        hardware=hardware, quants=quants, engine=engine, prices=prices or {},
+    )
+    considered = len(found) + sum(pruned.values())
+    found.sort(key=lambda c: (c.usd_per_hour, c.devices))
+    workload = Workload("poisson", num_requests, fixed(prompt), fixed(output), rate_per_s=rate)
+    rows: list[PlanRow] = []
+    sim_best_ttft = sim_best_tpot = math.inf
+    for cand in found[: max(FINALISTS, top * 2)]:
+        for extra in (0, 1):
+            c = replace(cand, replicas=cand.replicas + extra)
+            res = run(c.deployment, workload, replicas=c.replicas, router="least-outstanding", seed=seed)
+            ttft, tpot = res.ttft_s.p99 or math.inf, res.tpot_s.p99 or math.inf
+            sim_best_ttft, sim_best_tpot = min(sim_best_ttft, ttft), min(sim_best_tpot, tpot)
+            if ttft <= slo_ttft_s and tpot <= slo_tpot_s and res.completed == res.requests:
+                binding = "TTFT" if ttft / slo_ttft_s >= tpot / slo_tpot_s else "TPOT"
+                rows.append(PlanRow(c, res, f"{binding} p99 at {max(ttft / slo_ttft_s, tpot / slo_tpot_s):.0%} of objective; steps {res.binding}-bound"))
+                break
+        if len(rows) >= top:
+            break
+    rows.sort(key=lambda r: (r.candidate.usd_per_hour, r.candidate.devices))
+    return Plan(
+        rows=tuple(rows[:top]), considered=considered, pruned=pruned,
+        best_ttft_p99_s=min(sim_best_ttft, best_ttft or math.inf) if (sim_best_ttft < math.inf or best_ttft) else None,
+        best_tpot_p99_s=min(sim_best_tpot, best_tpot or math.inf) if (sim_best_tpot < math.inf or best_tpot) else None,
+    )

@@ -1,0 +1,249 @@
+"""Fit the serving efficiency per engine on published serving data, reproducibly.
+
+Parameters per engine (`ServingEfficiency`): the batched-compute efficiency curve
+`eta_c(T) = f_max * T / (T + T_half)` and the fixed cost of one engine step. They are fitted on the
+offline and static-batch rows (`tput_out`, and `ttft_*_mean` of static batches), whose schedules do
+not depend on step times: every request is there at t = 0, so which tokens each step carries is
+fixed by the scheduler and the KV cache alone. Each such run is simulated once with recording; a
+step's time under other parameters is then
+
+    t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
+
+and the run's throughput and mean TTFT follow in numpy. Runs of up to 256 consecutive steps carrying
+the same number of tokens are kept as one block with their mean bytes and FLOPs (a step that emits
+first tokens closes its block), which keeps the fit to seconds. The loss is the sum of squared log errors;
+a coarse grid over the three parameters, then a finer grid around its
+best (deterministic: same data, same values). A pooled entry `*`
+fitted on every engine's rows serves engines without data of their own (fewer than 8 rows), and leave-one-source-out
+cross-validation refits without each source and scores it with what remains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokometer.costmodel.serving import ServingEfficiency
+from tokometer.usecases.serving_validate import (
+    METRIC,
+    UNIT_S,
+    RowResult,
+    Run,
+    deploy_run,
+    group_runs,
+    predict,
+    read_rows,
+    sized_workload,
+)
+
+PRIOR = ServingEfficiency()
+GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
+GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
+MIN_ENGINE_ROWS = 8  # fewer rows than this: the engine uses the pooled entry (2 rows would fit anything)
+CHUNK = 64  # candidates evaluated together (bounds memory: CHUNK x blocks per run)
+BLOCK_STEPS = 256  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
+
+
+@dataclass
+class Recording:
+    """One offline/static run's steps under the prior, and the rows it is scored on."""
+
+    engine: str
+    source: str
+    tokens: np.ndarray  # per block of steps: tokens each step carries
+    steps: np.ndarray  # steps in the block
+    memory_s: np.ndarray  # mean per step
+    flops_s: np.ndarray  # mean per step: FLOPs / peak, the compute time at efficiency 1
+    fixed_s: np.ndarray  # whole block: per-layer launches and communication (not the engine step overhead)
+    out_tokens: float
+    first_tokens: np.ndarray
+    targets: list[tuple[str, float]]  # ("tput_out", tok/s) or ("ttft_mean", s)
+
+    def predict(self, eff: ServingEfficiency) -> dict[str, float]:
+        per = np.maximum(self.memory_s, self.flops_s * (self.tokens + eff.compute_half_tokens) / (eff.compute_fraction_max * self.tokens))
+        t = self.steps * (per + eff.step_overhead_us * 1e-6) + self.fixed_s
+        total = float(t.sum())
+        out = {"tput_out": self.out_tokens / total if total > 0 else math.nan}
+        n_first = float(self.first_tokens.sum())
+        if n_first:
+            out["ttft_mean"] = float((np.cumsum(t) * self.first_tokens).sum() / n_first)
+        return out
+
+
+def _blocks(tokens: np.ndarray, firsts: np.ndarray, limit: int = BLOCK_STEPS) -> np.ndarray:
+    """Start indices of blocks of consecutive steps with the same token count, at most `limit` long;
+    a step that emits first tokens ends its block (so TTFTs are counted at the right time)."""
+    change = np.union1d(np.flatnonzero(np.diff(tokens) != 0) + 1, np.flatnonzero(firsts[:-1] > 0) + 1)
+    starts = [0]
+    for edge in [*change.tolist(), len(tokens)]:
+        last = starts[-1]
+        while edge - last > limit:
+            last += limit
+            starts.append(last)
+        if edge < len(tokens):
+            starts.append(edge)
+    return np.array(starts, dtype=np.int64)
+
+
+def record_run(run: Run) -> Recording | None:
+    from tokometer.costmodel.serving import simulate
+
+    targets: list[tuple[str, float]] = []
+    for row in run.rows:
+        if row.metric == "tput_out":
+            targets.append(("tput_out", row.value))
+        m = METRIC.match(row.metric)
+        if m and m.group(1) == "ttft" and m.group(3) == "mean" and run.rows[0].scenario == "static-batch":
+            targets.append(("ttft_mean", row.value * UNIT_S[m.group(2)]))
+    if not targets or run.reason is not None or run.workload is None:
+        return None
+    dep = deploy_run(run, PRIOR)
+    steps: list[tuple[float, float, float, int, int]] = []
+    simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), record=steps,
+             max_context_tokens=dep.max_context_tokens)
+    if not steps:
+        return None
+    a = np.array(steps, dtype=float)
+    tokens = a[:, 0]
+    eta = PRIOR.compute_fraction_max * tokens / (tokens + PRIOR.compute_half_tokens)
+    c = dep.cost
+    fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
+    starts = _blocks(tokens, a[:, 4])
+    n = np.diff(np.append(starts, len(tokens))).astype(float)
+    return Recording(
+        engine=run.engine, source=run.source, tokens=tokens[starts], steps=n,
+        memory_s=np.add.reduceat(a[:, 1], starts) / n, flops_s=np.add.reduceat(a[:, 2] * eta, starts) / n,
+        fixed_s=np.add.reduceat(fixed, starts), out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
+        first_tokens=np.add.reduceat(a[:, 4], starts), targets=targets,
+    )
+
+
+def loss(recs: Sequence[Recording], eff: ServingEfficiency) -> float:
+    total = 0.0
+    for rec in recs:
+        pred = rec.predict(eff)
+        for name, measured in rec.targets:
+            value = pred.get(name)
+            if value is None or not (value > 0):
+                total += 25.0
+            else:
+                total += math.log(value / measured) ** 2
+    return total
+
+
+def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray) -> np.ndarray:
+    """`loss` for many candidates at once (arrays of equal length), broadcast over each run's blocks."""
+    if len(f) > CHUNK:
+        return np.concatenate([
+            losses(recs, f[i : i + CHUNK], half[i : i + CHUNK], overhead_us[i : i + CHUNK]) for i in range(0, len(f), CHUNK)
+        ])
+    total = np.zeros(len(f))
+    f_, h_, o_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6
+    for rec in recs:
+        per = np.maximum(rec.memory_s, rec.flops_s * (rec.tokens + h_) / (f_ * rec.tokens))
+        t = rec.steps * (per + o_) + rec.fixed_s
+        pred = {"tput_out": rec.out_tokens / t.sum(axis=1)}
+        n_first = float(rec.first_tokens.sum())
+        if n_first:
+            pred["ttft_mean"] = (np.cumsum(t, axis=1) * rec.first_tokens).sum(axis=1) / n_first
+        for name, measured in rec.targets:
+            value = pred.get(name)
+            if value is None:
+                total += 25.0
+            else:
+                total += np.log(np.maximum(value, 1e-30) / measured) ** 2
+    return total
+
+
+def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
+    """A coarse grid over (f_max, T_half, step overhead), then a finer grid around its best; deterministic."""
+    best = replace(PRIOR, source=source)
+    if not recs:
+        return best
+
+    def search(fs: Sequence[float], hs: Sequence[float], os_: Sequence[float]) -> tuple[float, float, float]:
+        f, h, o = (a.ravel() for a in np.meshgrid(fs, hs, os_, indexing="ij"))
+        i = int(np.argmin(losses(recs, f, h, o)))
+        return float(f[i]), float(h[i]), float(o[i])
+
+    f0, h0, o0 = search(GRID_F[::2], GRID_HALF, GRID_OVERHEAD_US[::6])
+    fine_f = [x for x in GRID_F if abs(x - f0) <= 0.051]
+    fine_h = [x for x in GRID_HALF if h0 / 2.01 <= x <= h0 * 2.01] or [h0]
+    fine_o = [x for x in GRID_OVERHEAD_US if abs(x - o0) <= 1000.0]
+    f1, h1, o1 = search(fine_f, fine_h, fine_o)
+    return replace(best, compute_fraction_max=f1, compute_half_tokens=h1, step_overhead_us=o1)
+
+
+def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
+    engines = sorted({r.engine for r in recs})
+    table: dict[str, ServingEfficiency] = {}
+    for e in engines:
+        mine = [r for r in recs if r.engine == e]
+        if sum(len(r.targets) for r in mine) >= MIN_ENGINE_ROWS:
+            table[e] = fit(mine, f"fitted on {e} rows")
+    table["*"] = fit(recs, "pooled fit over every engine's rows")
+    return table
+
+
+def lookup(table: dict[str, ServingEfficiency]) -> Callable[[str], ServingEfficiency]:
+    return lambda engine: table.get(engine) or table["*"]
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], data: Path) -> dict[str, Any]:
+    entries = {}
+    for key, eff in table.items():
+        mine = [r for r in recs if key == "*" or r.engine == key]
+        entries[key] = {
+            "compute_fraction_max": eff.compute_fraction_max,
+            "compute_half_tokens": eff.compute_half_tokens,
+            "step_overhead_us": eff.step_overhead_us,
+            "n_runs": len(mine),
+            "n_rows": sum(len(r.targets) for r in mine),
+            "rms_log_error": round(math.sqrt(loss(mine, eff) / max(1, sum(len(r.targets) for r in mine))), 4),
+        }
+    return {
+        "data": "calibration_data/serving.csv",
+        "data_sha256": file_sha256(data),
+        "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean), "
+        "squared log error, coarse grid over the three parameters then a finer grid around the best",
+        "entries": entries,
+    }
+
+
+def recordings(path: Path) -> tuple[list[Run], list[Recording]]:
+    rows, _ = read_rows(path)
+    runs = group_runs(rows)
+    recs = [r for r in (record_run(run) for run in runs) if r is not None]
+    return runs, recs
+
+
+def calibrate_serving(path: Path, out: Path | None = None) -> dict[str, Any]:
+    """Fit every engine and the pooled entry; write the JSON table when `out` is given."""
+    _, recs = recordings(path)
+    table = fit_table(recs)
+    data = table_json(table, recs, path)
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return data
+
+
+def leave_one_source_out(runs: Sequence[Run], recs: Sequence[Recording]) -> list[RowResult]:
+    """Fit without each source, predict that source's rows with what remains (its engine falls back to `*`)."""
+    out: list[RowResult] = []
+    for source in sorted({run.source for run in runs}):
+        table = fit_table([r for r in recs if r.source != source])
+        held = [run for run in runs if run.source == source]
+        out += predict(held, lookup(table), naive=False)
+    return out

@@ -1,0 +1,330 @@
+"""`tokometer simulate`: a model on hardware under an engine, served to a workload, step by step.
+
+Resolves names into a `Deployment` (the cost model's `Setup` through `api.estimate`, the engine's
+scheduler policy with overrides, the fitted serving efficiency, the KV capacity), refuses a
+deployment whose KV cache cannot hold one request (naming the smallest TP that would), runs the
+pure simulator, and sweeps request rates to draw the latency-throughput curve and find its knee.
+Reading trace and length files happens here, at the edge.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tokometer.catalog.serving import ServingEngine, serving_efficiency, serving_engine
+from tokometer.costmodel.layout import Setup
+from tokometer.costmodel.serving import (
+    LengthDist,
+    SchedulerPolicy,
+    ServingEfficiency,
+    ServingResult,
+    StepCost,
+    Workload,
+    kv_capacity_tokens,
+    simulate,
+    step_cost,
+)
+from tokometer.errors import InputError
+
+TP_CHOICES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One replica's model, hardware, engine and what the simulator needs from them."""
+
+    setup: Setup
+    serving: ServingEngine
+    efficiency: ServingEfficiency
+    cost: StepCost
+    kv_capacity_tokens: float
+    max_context_tokens: int | None
+    label: str
+
+    @property
+    def policy(self) -> SchedulerPolicy:
+        return self.serving.policy
+
+    @property
+    def devices(self) -> int:
+        return self.setup.layout.tp * self.setup.layout.pp
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.setup
+        return {
+            "model": s.model.name,
+            "hardware": s.hardware.id,
+            "engine": self.serving.id,
+            "tp": s.layout.tp,
+            "pp": s.layout.pp,
+            "weights_gb": s.weights.total / 1e9,
+            "kv_capacity_tokens": self.kv_capacity_tokens,
+            "policy": self.policy.to_dict(),
+            "serving_efficiency": self.efficiency.to_dict(),
+        }
+
+
+def deploy(
+    model: Any,
+    hw: Any,
+    *,
+    quant: str | None = None,
+    engine: str = "vllm",
+    tp: int = 1,
+    pp: int = 1,
+    kv_dtype: str | None = None,
+    efficiency: ServingEfficiency | None = None,
+    check_fit: bool = True,
+    **overrides: Any,
+) -> Deployment:
+    """Resolve a deployment; `overrides` are scheduler knobs (`max_num_seqs=...`); None keeps defaults."""
+    from tokometer.usecases.estimate import estimate
+
+    serving = serving_engine(engine, **overrides)
+    est = estimate(model, hw, quant=quant, engine=serving.engine.id, kv_dtype=kv_dtype, tp=tp, pp=pp, advise=False)
+    eff = efficiency or serving_efficiency(serving.id)
+    setup = est.setup
+    assert setup is not None
+    pol = serving.policy
+    cap = kv_capacity_tokens(
+        setup, memory_fraction=pol.memory_fraction, memory_of=pol.memory_of,
+        runtime_overhead_gb=serving.engine.runtime_overhead_gb,
+    )
+    if pol.contiguous_context_tokens is not None:
+        cap = min(cap, float(pol.contiguous_context_tokens * pol.max_num_seqs))
+    dep = Deployment(
+        setup=setup,
+        serving=serving,
+        efficiency=eff,
+        cost=step_cost(setup, eff),
+        kv_capacity_tokens=cap,
+        max_context_tokens=setup.model.max_context_tokens,
+        label=f"{setup.model.name} on {tp * pp} x {setup.hardware.name} ({serving.id}, tp={tp}"
+        + (f", pp={pp})" if pp > 1 else ")"),
+    )
+    if check_fit and cap < 1024:
+        raise InputError(_does_not_fit(dep, model, hw, quant, engine, kv_dtype))
+    return dep
+
+
+def _does_not_fit(dep: Deployment, model: Any, hw: Any, quant: str | None, engine: str, kv_dtype: str | None) -> str:
+    s = dep.setup
+    head = (
+        f"{s.model.name} ({s.weights.total / 1e9:.1f} GB of weights) leaves room for "
+        f"{max(0, int(dep.kv_capacity_tokens)):,} tokens of KV cache on {dep.devices} x {s.hardware.name}"
+    )
+    for tp in TP_CHOICES:
+        if tp <= s.layout.tp:
+            continue
+        try:
+            bigger = deploy(model, hw, quant=quant, engine=engine, tp=tp, kv_dtype=kv_dtype, check_fit=False)
+        except InputError:
+            continue
+        if bigger.kv_capacity_tokens >= 1024:
+            return f"{head}; the smallest setup that fits is --tp {tp} ({bigger.kv_capacity_tokens:,.0f} tokens of KV)"
+    return f"{head}; it does not fit at any TP up to 8 on this hardware (try a smaller -q or bigger hardware)"
+
+
+def run(
+    dep: Deployment,
+    workload: Workload,
+    *,
+    replicas: int = 1,
+    router: str = "round-robin",
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+) -> ServingResult:
+    return simulate(
+        dep.cost, dep.policy, dep.kv_capacity_tokens, workload,
+        replicas=replicas, router=router, seed=seed,
+        slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
+    )
+
+
+# ---------------------------------------------------------------- rate sweeps
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    rate_per_s: float
+    result: ServingResult
+
+
+def sweep_rates(
+    dep: Deployment, base: Workload, rates: Sequence[float], **kwargs: Any
+) -> list[CurvePoint]:
+    """The same workload at each request rate (Poisson unless `base` says otherwise)."""
+    arrival = base.arrival if base.arrival in ("poisson", "constant", "gamma") else "poisson"
+    return [CurvePoint(r, run(dep, replace(base, arrival=arrival, rate_per_s=r), **kwargs)) for r in rates]
+
+
+def auto_rates(dep: Deployment, base: Workload, points: int = 8, **kwargs: Any) -> list[float]:
+    """Rates from 10 % to 120 % of the saturation throughput (an offline run of the same lengths)."""
+    offline = run(dep, replace(base, arrival="offline", num_requests=min(base.num_requests, 2000)), **kwargs)
+    top = offline.req_per_s
+    if top <= 0:
+        raise InputError("the deployment completed no request offline; nothing to sweep")
+    return [round(top * f, 3) for f in _fractions(points)]
+
+
+def _fractions(points: int) -> list[float]:
+    return [0.1 + (1.2 - 0.1) * i / (points - 1) for i in range(points)]
+
+
+def knee(points: Sequence[CurvePoint]) -> CurvePoint | None:
+    """Highest rate still served: completed >= 90 % of offered (a finite run ends with a drain), p99 TTFT within 3x the lightest load's."""
+    if not points:
+        return None
+    ordered = sorted(points, key=lambda p: p.rate_per_s)
+    base = ordered[0].result.ttft_s.p99 or 0.0
+    best = None
+    for p in ordered:
+        served = p.result.req_per_s >= 0.9 * p.rate_per_s
+        p99 = p.result.ttft_s.p99
+        if served and p99 is not None and p99 <= 3.0 * max(base, 1e-3):
+            best = p
+    return best
+
+
+# ---------------------------------------------------------------- files at the edge
+
+
+def parse_lengths(text: str) -> LengthDist:
+    """`N`, `fixed:N`, `uniform:LO:HI`, `normal:MEAN:SD`, `lognormal:MEDIAN:SIGMA` or `file:PATH`."""
+    parts = text.strip().split(":")
+    kind = parts[0].lower()
+    if len(parts) == 1 and kind.replace(".", "", 1).isdigit():
+        return LengthDist("fixed", float(kind))
+    if kind == "file":
+        return LengthDist("empirical", values=read_lengths(":".join(parts[1:])))
+    need = {"fixed": 1, "uniform": 2, "normal": 2, "lognormal": 2}.get(kind)
+    if need is None or len(parts) - 1 != need:
+        raise InputError(
+            f"bad length distribution {text!r}: use N, fixed:N, uniform:LO:HI, normal:MEAN:SD, "
+            "lognormal:MEDIAN:SIGMA or file:PATH"
+        )
+    try:
+        numbers = [float(p) for p in parts[1:]]
+    except ValueError:
+        raise InputError(f"bad length distribution {text!r}: parameters must be numbers") from None
+    return LengthDist(kind, numbers[0], numbers[1] if len(numbers) > 1 else 0.0)
+
+
+def read_lengths(path: str) -> tuple[int, ...]:
+    """One length per line (a CSV's first column; a header line is skipped)."""
+    values: list[int] = []
+    for i, line in enumerate(_read(path).splitlines(), start=1):
+        cell = line.split(",")[0].strip()
+        if not cell:
+            continue
+        try:
+            value = float(cell)
+        except ValueError:
+            if i == 1:
+                continue
+            raise InputError(f"{path}, line {i}: {cell!r} is not a number of tokens") from None
+        if not math.isfinite(value) or value < 1:
+            raise InputError(f"{path}, line {i}: a length must be at least 1 token, got {cell}")
+        values.append(int(value))
+    if not values:
+        raise InputError(f"{path}: no lengths found")
+    return tuple(values)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
+
+
+TIME_KEYS = ("arrival_s", "arrival_time", "timestamp", "time", "t")
+PROMPT_KEYS = ("prompt_tokens", "input_tokens", "contexttokens", "prompt_len", "input_len")
+OUTPUT_KEYS = ("output_tokens", "gen_tokens", "generatedtokens", "completion_tokens", "output_len")
+
+
+def read_trace(path: str) -> tuple[tuple[float, int, int], ...]:
+    """A JSONL or CSV trace: arrival time (s, or datetimes as in the Azure LLM trace), prompt, output.
+
+    Columns are matched case-insensitively (`TIMESTAMP,ContextTokens,GeneratedTokens` works, as does
+    `arrival_s,prompt_tokens,output_tokens`). Times become seconds after the first request.
+    """
+    text = _read(path)
+    rows: list[dict[str, Any]]
+    if path.endswith((".jsonl", ".ndjson")) or text.lstrip().startswith("{"):
+        rows = []
+        for i, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    raise InputError(f"{path}, line {i}: not valid JSON") from None
+                if not isinstance(obj, dict):
+                    raise InputError(f"{path}, line {i}: expected a JSON object")
+                rows.append(obj)
+    else:
+        rows = list(csv.DictReader(text.splitlines()))
+    if not rows:
+        raise InputError(f"{path}: the trace has no requests")
+    keys = {k.lower().strip(): k for k in rows[0] if k}
+    tk, pk, ok = (_key(keys, c, path, what) for c, what in ((TIME_KEYS, "arrival time"), (PROMPT_KEYS, "prompt tokens"), (OUTPUT_KEYS, "output tokens")))
+    out: list[tuple[float, int, int]] = []
+    t0: float | None = None
+    last = -math.inf
+    for i, row in enumerate(rows, start=2 if not text.lstrip().startswith("{") else 1):
+        t = _time(row.get(tk), path, i)
+        p = _count(row.get(pk), path, i, pk)
+        o = _count(row.get(ok), path, i, ok)
+        if t < last:
+            raise InputError(f"{path}, line {i}: arrival time {row.get(tk)!r} is before the previous request's")
+        last = t
+        t0 = t if t0 is None else t0
+        out.append((t - t0, p, o))
+    from tokometer.costmodel.serving.workload import check_trace
+
+    check_trace(out)
+    return tuple(out)
+
+
+def _key(keys: dict[str, str], candidates: Sequence[str], path: str, what: str) -> str:
+    for c in candidates:
+        if c in keys:
+            return keys[c]
+    raise InputError(f"{path}: no {what} column (looked for {', '.join(candidates)})")
+
+
+def _time(value: Any, path: str, line: int) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    else:
+        text = str(value or "").strip()
+        try:
+            number = float(text)
+        except ValueError:
+            try:
+                number = datetime.fromisoformat(text[:26]).timestamp()
+            except ValueError:
+                raise InputError(f"{path}, line {line}: arrival time {text!r} is neither seconds nor a date-time") from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{path}, line {line}: arrival time must be zero or more, got {value!r}")
+    return number
+
+
+def _count(value: Any, path: str, line: int, column: str) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}, line {line}: {column} {value!r} is not a number of tokens") from None
+    if not math.isfinite(number) or number < 0 or number != int(number):
+        raise InputError(f"{path}, line {line}: {column} must be a whole number of tokens >= 0, got {value!r}")
+    return int(number)
