@@ -60,13 +60,20 @@ from tokometer.specs import (
     Workload,
 )
 from tokometer.units import BILLION, GB
+from tokometer.usecases.formats import (
+    check_file,
+    check_format,
+    engine_support,
+    format_warning,
+    substitute_format,
+)
 from tokometer.usecases.policy import (
+    ADVICE_LADDER,
     DEFAULT_ACCEPTANCE,
     DEFAULT_CPU_HARDWARE,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_MODEL,
     DEFAULT_QUANT,
-    QUANT_LADDER,
     default_engine,
     quant_runs,
 )
@@ -217,6 +224,8 @@ def estimate(
     prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
 
     eng = engine_catalog().get(req.engine) if req.engine else default_engine(hardware, fmt)
+    fmt, weights, format_notes = _runnable_format(req, spec, fmt, weights, eng)
+    warnings += format_notes
     eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
     kv_fmt = quant_catalog().get(req.kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
@@ -378,6 +387,32 @@ def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | N
     return spec, fmt, weights
 
 
+def _runnable_format(
+    req: EstimateRequest, spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, engine: EngineSpec
+) -> tuple[QuantFormat | None, ParamGroups, list[str]]:
+    """The weight format as `engine` runs it (`usecases/formats.py`).
+
+    A format asked for with `quant` that the engine does not run is an error naming the nearest
+    choices; a format nobody asked for (the model's published dtype, the default quant) becomes the
+    nearest one the engine runs, with a note. A GGUF file needs an engine that loads GGUF.
+    """
+    if fmt is None:
+        check_file(engine, spec)
+    elif engine_support(engine, fmt) == "no":
+        substitute = substitute_format(engine, fmt, ADVICE_LADDER) if req.quant is None else None
+        if substitute is None:
+            check_format(engine, fmt)
+        else:
+            note = (
+                f"{engine.name} does not run {fmt.name} (the default format for {spec.name}): "
+                f"{substitute.name} assumed (pass --quant to choose)"
+            )
+            weights = weight_bytes(spec, substitute.bits_per_weight, substitute.unquantized)
+            return substitute, weights, [note]
+    warning = format_warning(engine, fmt, spec)
+    return fmt, weights, [warning] if warning else []
+
+
 def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, layout: Layout) -> Interval:
     """The estimate's 80 % band from the fit's spread (wider over several devices), capped at the ceiling."""
     spread = efficiency.residual_log_sd
@@ -483,6 +518,8 @@ def _draft(
         )
     same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
     fmt = same if same is not None else resolve_quant(quant, None, spec)
+    if fmt is not None and quant is not None:
+        check_format(engine, fmt, field="draft_quant")
     weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
     draft_setup = setup_for_format(spec, fmt, weights, setup, engine, replace(setup.layout, offload=None))
     speculation = speculate(
@@ -550,7 +587,7 @@ def _quant_advice(
         whole = 1.0 / setup.with_gpu_layers(spec.n_layers).step(batch, depth).time_s
         return QuantAdvice("no-offload-needed", hardware.name, spec.n_layers, gpu_layers, whole, tok_s)
     bits = setup.weights.total * 8.0 / spec.total_params if spec.total_params else math.inf
-    for quant_id in QUANT_LADDER:
+    for quant_id in ADVICE_LADDER:
         candidate = quant_catalog().get(quant_id)
         if candidate.bits_per_weight >= bits - 1e-9 or not quant_runs(candidate, hardware, engine):
             continue
