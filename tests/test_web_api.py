@@ -78,6 +78,10 @@ def error_of(response: Any, status: int = 422) -> dict[str, Any]:
             {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "fp16", "gpu_layers": 0.5, "offload_mode": "stream", "link": "pcie4"},
             ["llama-3.1-8b", "--hw", "rtx-4090", "-q", "fp16", "--gpu-layers", "0.5", "--offload-mode", "stream", "--link", "pcie4"],
         ),
+        (  # expert offload: a MoE's routed experts in system RAM
+            {"model": "gpt-oss-120b", "hw": "rtx-4090", "offload_experts": "all", "cpu_hw": "ddr5-6000-dual-channel"},
+            ["gpt-oss-120b", "--hw", "rtx-4090", "--offload-experts", "all", "--cpu-hw", "ddr5-6000-dual-channel"],
+        ),
     ],
 )
 def test_estimate_is_the_cli_json(client: TestClient, body: dict[str, Any], argv: list[str]) -> None:
