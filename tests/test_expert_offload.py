@@ -3,6 +3,8 @@ time per part, monotonicity, N = 0 as no offload, and clear errors for what it c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tokometer.cli import main
@@ -142,3 +144,16 @@ def test_advice_speaks_of_experts() -> None:
     assert e.advice is not None and e.advice.kind == "no-offload-needed" and e.advice.expert_layers
     text = " ".join(estimate_json(e)["warnings"])
     assert "experts of" in text and "None" not in text
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.parametrize("n", ["all", 25, 30])
+def test_readme_worked_example_is_current(n: int | str) -> None:
+    """The gpt-oss-120b table in the README is what `estimate` says now."""
+    e = estimate("gpt-oss-120b", "rtx-4090", offload_experts=n, cpu_hw="ddr5-6000-dual-channel", context_tokens=16384)
+    band = e.estimate_interval
+    row = f"{e.estimate_tok_s:.1f} ({band.low:.1f}-{band.high:.1f}) tok/s | {e.ceiling_tok_s:.1f} tok/s"
+    assert row in README.read_text(encoding="utf-8")
+    assert f"| {e.memory.total_gb:.1f} GB" in README.read_text(encoding="utf-8")
