@@ -117,7 +117,8 @@ def format_warning(engine: EngineSpec, quant: QuantFormat | None, model: ModelSp
     )
     if not experimental:
         return None
-    return f"{engine.name} runs GGUF weights only experimentally (its docs say so): expect it slower than the estimate"
+    what = quant.name if quant is not None else "GGUF files"
+    return f"{engine.name} runs {what} only experimentally (its docs say so): expect it slower than the estimate"
 
 
 def substitute_format(engine: EngineSpec, quant: QuantFormat, preferred: tuple[str, ...] = ()) -> QuantFormat | None:
