@@ -198,3 +198,17 @@ def test_a_gguf_file_needs_an_engine_that_loads_gguf(tmp_path: Path) -> None:
     assert info.value.field == "engine" and "llama-cpp" in str(info.value)
     experimental = estimate(str(path), "h100-sxm", engine="vllm")
     assert any("experimentally" in w for w in experimental.warnings)
+
+
+def test_a_sweep_with_an_engine_keeps_to_its_formats() -> None:
+    from tokometer.usecases.sweep import sweep
+
+    with pytest.raises(InputError) as info:
+        sweep(["llama-3.1-8b"], ["h100-sxm"], ["q4_k_m"], engine="tensorrt-llm")
+    assert info.value.field == "quant"
+    everything = sweep(["llama-3.1-8b"], ["h100-sxm"], ["all"], engine="tensorrt-llm")
+    trt = engine_catalog().get("tensorrt-llm")
+    assert [q.id for q in everything.quants] == [q for q in QUANT_LADDER if engine_support(trt, quant_catalog().get(q)) == "yes"]
+    assert "q4-k-m" not in [q.id for q in everything.quants] and "bf16" in [q.id for q in everything.quants]
+    default = sweep(["llama-3.1-8b"], ["h100-sxm"], engine="tensorrt-llm")
+    assert [q.id for q in default.quants] == ["awq-int4"]  # the default Q4_K_M, as TensorRT-LLM runs it
