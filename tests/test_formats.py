@@ -91,6 +91,12 @@ def test_tensorrt_llm_with_a_gguf_quant_is_an_error_naming_the_choices() -> None
     assert "llama-cpp" in text  # where Q4_K_M does run
 
 
+def test_only_a_gguf_only_format_is_called_one() -> None:
+    with pytest.raises(InputError) as info:
+        estimate("llama-3.1-8b", "h100-sxm", engine="mlc-llm", quant="bf16")
+    assert "BF16" in str(info.value) and "GGUF" not in str(info.value)  # bf16 is a ggml type, and more
+
+
 def test_nearest_formats_are_nearest_in_bits() -> None:
     trt = engine_catalog().get("tensorrt-llm")
     q4 = quant_catalog().get("q4-k-m")

@@ -90,7 +90,8 @@ def check_format(engine: EngineSpec, quant: QuantFormat, field: str = "quant") -
     """Raise `InputError` on `field` when `engine` cannot run `quant`, naming the nearest valid choices."""
     if engine_support(engine, quant) != "no":
         return
-    what = f"{quant.name} (a GGUF format)" if quant.is_gguf else quant.name
+    gguf_only = quant.is_gguf and not any(quant.id in e.weight_formats for e in engine_catalog())
+    what = f"{quant.name} (a GGUF format)" if gguf_only else quant.name
     choices = ", ".join(f"{q.id} ({q.bits_per_weight:.3g} bits)" for q in nearest_formats(engine, quant))
     raise InputError(
         f"{{{field}}} {what} does not run on {engine.name}; formats it runs nearest in size: "
