@@ -43,7 +43,7 @@ ESTIMATE_CASES: dict[str, list[str]] = {
     "kv-q4": ["llama-3.1-8b", "--kv-dtype", "q4_0", "--context", "16384"],
     "quant-awq-vllm": ["llama-3.1-8b", "--hw", "a100-80gb-sxm", "-q", "awq", "-e", "vllm"],
     "engine-ollama-metal": ["llama-3.1-8b", "--hw", "m2-ultra-76c", "-e", "ollama", "--backend", "metal"],
-    "engine-mlx": ["llama-3.1-8b", "--hw", "m2-ultra-76c", "-e", "mlx", "-q", "q4"],
+    "engine-mlx": ["llama-3.1-8b", "--hw", "m2-ultra-76c", "-e", "mlx", "-q", "mlx-4bit"],
     "does-not-fit": ["llama-3.1-70b", "--hw", "rtx-4090", "-q", "fp16"],
     "cpu": ["llama-3.1-8b", "--hw", "ddr5-dual-channel"],
 }

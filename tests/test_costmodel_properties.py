@@ -10,18 +10,26 @@ from tokometer.costmodel.memory import kv_cache_bytes
 from tokometer.usecases.estimate import estimate
 
 MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "deepseek-v3", "gpt-oss-20b", "mistral-7b-v0.1"]
-QUANTS = ["fp16", "q8_0", "q4_k_m", "q4_0", "fp8"]
+# (engine, weight format) pairs the engine runs: an impossible pair is an input error (usecases/formats.py)
+ENGINE_QUANTS = (
+    [("llama.cpp", q) for q in ("fp16", "q8_0", "q4_k_m", "q4_0")]
+    + [("vllm", q) for q in ("fp16", "fp8", "awq", "q4_k_m")]
+    + [("mlx", q) for q in ("fp16", "mlx-4bit", "mlx-8bit")]
+    + [("transformers", q) for q in ("fp16", "fp8", "bnb-nf4", "gptq")]
+)
 HARDWARE = ["rtx-4090", "h100-sxm", "m2-ultra-76c", "rtx-3060", "ddr5-dual-channel", "mi300x"]
 
-setups = st.fixed_dictionaries(
-    {
-        "model": st.sampled_from(MODELS),
-        "quant": st.sampled_from(QUANTS),
-        "hw": st.sampled_from(HARDWARE),
-        "context_tokens": st.integers(0, 200_000),
-        "batch": st.integers(1, 256),
-        "engine": st.sampled_from(["llama.cpp", "vllm", "mlx", "transformers"]),
-    }
+setups = st.builds(
+    lambda pair, rest: {"engine": pair[0], "quant": pair[1], **rest},
+    st.sampled_from(ENGINE_QUANTS),
+    st.fixed_dictionaries(
+        {
+            "model": st.sampled_from(MODELS),
+            "hw": st.sampled_from(HARDWARE),
+            "context_tokens": st.integers(0, 200_000),
+            "batch": st.integers(1, 256),
+        }
+    ),
 )
 
 

@@ -201,7 +201,10 @@ def test_fit_lists_what_fits_with_speed_and_room(capsys: pytest.CaptureFixture[s
     names = {(r["model"], r["quant"]) for r in rows}
     assert ("llama-3.1-8b", "q4-k-m") in names and ("llama-3.1-8b", "bf16") in names
     assert ("llama-3.1-70b", "q4-k-m") not in names  # 43 GB
-    assert not any(r["quant"] == "fp8" for r in rows)  # no FP8 weights in llama.cpp on a GeForce
+    # llama.cpp has no FP8 weight type: FP8 rows on a GeForce come from an engine that runs FP8
+    fp8_engines = {r["engine"] for r in rows if r["quant"] == "fp8"}
+    assert fp8_engines and "llama-cpp" not in fp8_engines
+    assert all(r["engine"] == "llama-cpp" for r in rows if r["quant"] in ("q4-k-m", "q8-0"))
     assert all(r["max_context_tokens"] >= 8192 and r["max_sessions"] >= 1 for r in rows)
     everything = as_json(capsys, "fit", "--hw", "rtx-4090", "--all", "--model", "llama-3.1-70b")["rows"]
     assert {r["quant"] for r in everything} >= {"bf16", "q8-0", "q4-k-m", "q2-k-file"}

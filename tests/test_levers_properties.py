@@ -9,20 +9,24 @@ from tokometer.usecases.curves import batch_points, context_points, offload_poin
 from tokometer.usecases.estimate import estimate
 
 MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-12b", "deepseek-v3", "gpt-oss-20b", "llama-3.2-1b", "qwen2.5-32b"]
-QUANTS = ["fp16", "q8_0", "q4_k_m", "q2_k", "fp8"]
+# (engine, weight format) pairs each engine runs (an impossible pair is an input error)
+ENGINE_QUANTS = [("llama.cpp", q) for q in ("fp16", "q8_0", "q4_k_m", "q2_k")] + [
+    ("vllm", q) for q in ("fp16", "fp8", "awq", "gptq")
+]
 GPUS = ["rtx-4090", "h100-sxm", "rtx-3060-12gb", "a100-80gb-sxm", "rx-7900-xtx", "rtx-4060"]
 DESKTOP_CPUS = ["ddr5-dual-channel", "ddr4-dual-channel", "ddr5-6400-dual-channel"]
-ENGINES = ["llama.cpp", "vllm"]
 
-base = st.fixed_dictionaries(
-    {
-        "model": st.sampled_from(MODELS),
-        "quant": st.sampled_from(QUANTS),
-        "hw": st.sampled_from(GPUS),
-        "engine": st.sampled_from(ENGINES),
-        "context_tokens": st.integers(0, 131_072),
-        "kv_dtype": st.sampled_from(["fp16", "q8_0", "q4_0"]),
-    }
+base = st.builds(
+    lambda pair, rest: {"engine": pair[0], "quant": pair[1], **rest},
+    st.sampled_from(ENGINE_QUANTS),
+    st.fixed_dictionaries(
+        {
+            "model": st.sampled_from(MODELS),
+            "hw": st.sampled_from(GPUS),
+            "context_tokens": st.integers(0, 131_072),
+            "kv_dtype": st.sampled_from(["fp16", "q8_0", "q4_0"]),
+        }
+    ),
 )
 layouts = st.one_of(
     st.just({}),

@@ -68,7 +68,8 @@ def test_the_schema_endpoint_serves_the_request_fields() -> None:
     assert batch == {**batch, "kind": "int", "default": 1, "flag": "--batch"}
 
 
-JS_TYPES = {"int": {"int"}, "number": {"float"}, "layers": {"layers"}, "text": {"name", "text"}, "select": {"name"}}
+# a text input may carry a layers value the server parses (`offload_experts`: a count or "all")
+JS_TYPES = {"int": {"int"}, "number": {"float"}, "layers": {"layers"}, "text": {"name", "text", "layers"}, "select": {"name"}}
 
 
 def test_the_form_page_fields_match_the_request() -> None:

@@ -67,8 +67,8 @@ def error_of(response: Any, status: int = 422) -> dict[str, Any]:
             ["llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--draft", "llama-3.2-1b", "--acceptance", "0.8", "--draft-tokens", "5"],
         ),
         (  # speculative decoding, acceptance assumed (a warning), draft in its own format
-            {"model": "llama-3.1-8b", "hw": "h100-sxm", "draft": "llama-3.2-1b", "draft_quant": "fp8"},
-            ["llama-3.1-8b", "--hw", "h100-sxm", "--draft", "llama-3.2-1b", "--draft-quant", "fp8"],
+            {"model": "llama-3.1-8b", "hw": "h100-sxm", "draft": "llama-3.2-1b", "draft_quant": "q8_0"},
+            ["llama-3.1-8b", "--hw", "h100-sxm", "--draft", "llama-3.2-1b", "--draft-quant", "q8_0"],
         ),
         (  # CPU offload: a layer count and a CPU memory system
             {"model": "llama-3.1-70b", "hw": "rtx-4090", "quant": "q4-k-m", "gpu_layers": 24, "cpu_hw": "ddr5-6000-dual-channel"},
@@ -77,6 +77,10 @@ def error_of(response: Any, status: int = 422) -> dict[str, Any]:
         (  # CPU offload: a share of the layers, streamed over PCIe
             {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "fp16", "gpu_layers": 0.5, "offload_mode": "stream", "link": "pcie4"},
             ["llama-3.1-8b", "--hw", "rtx-4090", "-q", "fp16", "--gpu-layers", "0.5", "--offload-mode", "stream", "--link", "pcie4"],
+        ),
+        (  # expert offload: a MoE's routed experts in system RAM
+            {"model": "gpt-oss-120b", "hw": "rtx-4090", "offload_experts": "all", "cpu_hw": "ddr5-6000-dual-channel"},
+            ["gpt-oss-120b", "--hw", "rtx-4090", "--offload-experts", "all", "--cpu-hw", "ddr5-6000-dual-channel"],
         ),
     ],
 )

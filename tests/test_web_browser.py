@@ -252,6 +252,18 @@ def test_shared_urls_with_a_draft_or_offloaded_layers(tab: Tab, home: Path) -> N
     assert tab.errors == []
 
 
+def test_a_shared_url_with_moe_experts_offloaded(tab: Tab, home: Path) -> None:
+    argv = ["gpt-oss-120b", "--hw", "rtx-4090", "-q", "mxfp4", "--offload-experts", "all", "--cpu-hw", "ddr5-6000-dual-channel"]
+    expected = cli_json(home, "estimate", *argv)
+    tab.open("/throughput?mode=catalog&model=gpt-oss-120b&quant=mxfp4&hw=rtx-4090&offload_experts=all&cpu_hw=ddr5-6000-dual-channel")
+    assert tab.page.input_value("#f-offload_experts") == "all"
+    assert tab.value("estimate") == pytest.approx(expected["decode"]["estimate_tok_s"], rel=1e-12)
+    assert "experts of 36 of 36 layers" in tab.text("[data-testid=offload]")
+    assert tab.errors == []
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&offload_experts=all")
+    assert "dense" in tab.text("[data-field=offload_experts] .msg")  # the server's 422, on its field
+
+
 def test_bad_advanced_input_is_explained_on_its_field(tab: Tab) -> None:
     tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&tp=0&acceptance=1")
     assert tab.text("[data-field=tp] .msg") == "Must be greater than zero."

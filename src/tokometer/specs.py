@@ -130,10 +130,16 @@ class QuantFormat(_Plain):
     # read classes a checkpoint in this format keeps at 16 bits (HF NVFP4/FP8/GPTQ/AWQ quantize only
     # the linear layers: the embedding table and the LM head stay bf16)
     unquantized: tuple[str, ...] = ()
+    container: str | None = None  # the file format its checkpoints come in when not plain ("gguf" for K-quant mixes)
 
     @property
     def bytes_per_weight(self) -> float:
         return self.bits_per_weight / BITS_PER_BYTE
+
+    @property
+    def is_gguf(self) -> bool:
+        """A GGUF tensor type (a ggml type) or a GGUF file mix (Q4_K_M...): what llama.cpp runs."""
+        return self.ggml_type is not None or self.container == "gguf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +307,11 @@ class EngineSpec(_Plain):
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None
+    # weight formats it runs: quant ids, or "gguf" for every GGUF type and mix (`usecases/formats.py`);
+    # empty: not stated, anything goes. Experimental ones are accepted with a warning, never advised.
+    weight_formats: tuple[str, ...] = ()
+    experimental_formats: tuple[str, ...] = ()
+    formats_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -268,6 +268,7 @@ QUANT_SCHEMA: Schema = {
     "type_size_bytes": Field(INT),
     "aliases": Field(LIST),
     "unquantized": Field(LIST),
+    "container": Field(STR),
     "source": Field(STR, True),
     "notes": Field(STR),
 }
@@ -302,6 +303,7 @@ def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:
         source=raw["source"],
         notes=raw.get("notes"),
         unquantized=tuple(raw.get("unquantized", [])),
+        container=raw.get("container"),
     )
 
 
@@ -349,6 +351,9 @@ ENGINE_SCHEMA: Schema = {
     "fp16_accumulate": Field(BOOL),
     "notes": Field(STR),
     "efficiency": Field(TABLE, True),
+    "weight_formats": Field(LIST),
+    "experimental_formats": Field(LIST),
+    "formats_source": Field(STR),
 }
 
 
@@ -357,6 +362,8 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         raise CatalogError("kv_allocation must be paged or contiguous")
     if not 0 < raw["usable_memory_fraction"] <= 1:
         raise CatalogError("usable_memory_fraction must be in (0, 1]")
+    if (raw.get("weight_formats") or raw.get("experimental_formats")) and not raw.get("formats_source"):
+        raise CatalogError("weight_formats needs a formats_source saying where the list comes from")
     return EngineSpec(
         id=entry_id,
         name=raw["name"],
@@ -371,6 +378,9 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         backends=tuple(raw.get("backends", [])),
         aliases=tuple(raw.get("aliases", [])),
         notes=raw.get("notes"),
+        weight_formats=tuple(raw.get("weight_formats", [])),
+        experimental_formats=tuple(raw.get("experimental_formats", [])),
+        formats_source=raw.get("formats_source"),
     )
 
 

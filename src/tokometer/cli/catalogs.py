@@ -143,7 +143,7 @@ def engines() -> None:
 @engines.command("list")
 @json_option
 def engines_list(as_json: bool) -> None:
-    """List engines with their default efficiency."""
+    """List engines with their default efficiency and the weight formats they run."""
     from tokometer.catalog import engine_catalog
     from tokometer.report.text import table
 
@@ -156,11 +156,12 @@ def engines_list(as_json: bool) -> None:
             f"{e.efficiency.layer_overhead_us:g}",
             f"{e.efficiency.step_overhead_us:g}",
             e.kv_allocation,
+            ", ".join([*e.weight_formats, *(f"{f} (experimental)" for f in e.experimental_formats)]),
         ]
         for e in items
     ]
     _emit(
         [e.to_dict() for e in items],
         as_json,
-        table(rows, ["id", "name", "bandwidth", "us/layer", "us/step", "KV"]),
+        table(rows, ["id", "name", "bandwidth", "us/layer", "us/step", "KV", "weight formats"]),
     )

@@ -1,4 +1,5 @@
-"""Curves: decode speed against batch, context depth and GPU layers, each point one `Setup.step()`.
+"""Curves: decode speed against batch, context depth, GPU layers and offloaded expert layers, each point
+one `Setup.step()`.
 
 What the batching, context and offload sections of the JSON and the plots draw (docs/PHYSICS.md,
 sections 6 and 7). Each builder takes the sample points and a `fits` predicate, so memory policy stays
@@ -149,3 +150,35 @@ def offload_curve(
     return tuple(points)
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class ExpertOffloadPoint(_Plain):
+    expert_layers: int  # layers whose routed experts sit in system RAM
+    estimate_tok_s: float
+    ceiling_tok_s: float
+    gpu_memory_gb: float
+    fits: bool
+
+
+def expert_offload_curve(
+    setup: Setup,
+    batch: int,
+    depth_tokens: float,
+    gpu_memory_gb: Callable[[int], float],
+    fits: Callable[[int], bool],
+) -> tuple[ExpertOffloadPoint, ...]:
+    """Speed and GPU memory for every number of layers whose experts sit in system RAM, 0 to all."""
+    points = []
+    for n in range(setup.model.n_layers + 1):
+        s = setup.with_expert_layers(n).step(batch, depth_tokens).step
+        points.append(
+            ExpertOffloadPoint(
+                expert_layers=n,
+                estimate_tok_s=1.0 / s.time_s,
+                ceiling_tok_s=1.0 / s.ceiling_time_s,
+                gpu_memory_gb=gpu_memory_gb(n),
+                fits=fits(n),
+            )
+        )
+    return tuple(points)

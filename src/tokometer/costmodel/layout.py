@@ -11,6 +11,10 @@ Pure functions over frozen values. `Setup.step()` is `decode_step` with a deploy
   It adds memory, not single-stream speed.
 - **CPU offload**: layers left off the GPU run at system-RAM bandwidth (llama.cpp computes them
   there) or have their weights streamed over PCIe every step. Time adds per part.
+- **Expert offload** (MoE, llama.cpp `--n-cpu-moe N` / `-ot exps=CPU`): the routed experts of
+  `expert_layers` layers live in system RAM and are computed on the CPU; attention, shared experts,
+  routers, embeddings, the head and the whole KV cache stay on the GPU. Time adds per part, and each
+  such layer sends its activations to the host and back.
 
 Link constants (one place, with their sources):
 
@@ -197,7 +201,11 @@ def kv_shards(model: ModelSpec, tp: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Offload(_Plain):
-    """Layers kept off the GPU. `mode` cpu: computed there at RAM speed; stream: weights cross PCIe."""
+    """Layers kept off the GPU. `mode` cpu: computed there at RAM speed; stream: weights cross PCIe.
+
+    `expert_layers` > 0 (with every layer on the GPU): the routed experts of that many layers sit in
+    system RAM and run on the CPU, the rest of those layers on the GPU.
+    """
 
     gpu_layers: int
     cpu: HardwareSpec
@@ -205,6 +213,15 @@ class Offload(_Plain):
     link: Link  # GPU <-> host
     mode: OffloadMode = "cpu"
     cpu_peak: Peak | None = None
+    expert_layers: int = 0
+
+    def active(self, n_layers: int) -> bool:
+        """Whether anything is off the GPU: some layers, or some layers' experts."""
+        return self.gpu_layers < n_layers or self.expert_layers > 0
+
+    def expert_share(self, n_layers: int) -> float:
+        """Share of the routed-expert weights in system RAM: `expert_layers / n_layers`."""
+        return min(self.expert_layers, n_layers) / n_layers if n_layers else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +234,29 @@ class Layout(_Plain):
     @property
     def devices(self) -> int:
         return self.tp * self.pp
+
+
+def expert_layer_count(value: int | str | None, n_layers: int) -> int | None:
+    """`--offload-experts`: a layer count (`30`) or `all`; None means none offloaded.
+
+    llama.cpp's `--n-cpu-moe N` keeps the experts of the first N layers in RAM. A model whose first
+    layers are dense (DeepSeek's 3) has fewer expert layers than layers; N counts layers, and the
+    share of expert weights moved is taken as `N / n_layers` (exact when every layer, or every k-th
+    layer, is MoE).
+    """
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text == "all":
+        return n_layers
+    if isinstance(value, bool) or not text.isdigit():
+        raise InputError(f"{{offload_experts}} must be a layer count or 'all', got {text!r}", field="offload_experts")
+    number = int(text)
+    if number > n_layers:
+        raise InputError(
+            f"{{offload_experts}} {number} is more than the model's {n_layers} layers", field="offload_experts"
+        )
+    return number
 
 
 def gpu_layer_count(value: int | float | str | None, n_layers: int) -> int | None:
@@ -303,6 +343,8 @@ class Setup:
         off = self.layout.offload
         if off is not None and off.gpu_layers < self.model.n_layers:
             return _offloaded(self, single, off, batch * tokens_per_stream)
+        if off is not None and off.expert_layers > 0:
+            return _experts_offloaded(self, single, off, batch * tokens_per_stream)
         if self.layout.devices > 1:
             return _parallel(self, single, batch * tokens_per_stream)
         return LeverStep(step=single, single=single)
@@ -318,6 +360,14 @@ class Setup:
         if off is None:
             raise ValueError("no offload in this layout")
         return replace(self, layout=replace(self.layout, offload=replace(off, gpu_layers=gpu_layers)))
+
+    def with_expert_layers(self, expert_layers: int) -> Setup:
+        """Every layer on the GPU, the routed experts of `expert_layers` of them in system RAM."""
+        off = self.layout.offload
+        if off is None:
+            raise ValueError("no offload in this layout")
+        moved = replace(off, gpu_layers=self.model.n_layers, expert_layers=expert_layers)
+        return replace(self, layout=replace(self.layout, offload=moved))
 
 
 def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
@@ -454,19 +504,72 @@ def pipeline_prefill_factor(n_chunks: int, chunk_tokens: int, batch_tokens: int 
     return (m + stages - 1) / (m * stages)
 
 
+def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverStep:
+    """Every layer on the GPU but the routed experts of `expert_layers` of them, which sit in system RAM
+    and are computed on the CPU (llama.cpp `--n-cpu-moe`, `-ot exps=CPU`). Time adds per part:
+
+        t = max(B_gpu / (eta BW), F_gpu / (eta_c P)) + max(B_cpu / (eta_cpu BW_cpu), F_cpu / (eta_c,cpu P_cpu))
+            + n_layers tau + expert_layers tau_cpu + tau_step + 2 expert_layers (hop + S / (eta_link BW_link))
+
+    `B_cpu = s * routed * (1 - (1 - k/E)^T)` bytes with `s = expert_layers / n_layers`, `F_cpu = s * 2
+    * routed * k/E * T` FLOPs for `T` tokens; the GPU reads the rest, KV included. Each offloaded
+    layer copies its activations (`T * hidden * 2` bytes) to the host and the expert output back.
+    """
+    model = setup.model
+    eff = setup.efficiency
+    share = off.expert_share(model.n_layers)
+    routed = setup.weights.routed_experts
+    cpu_bytes = share * routed * model.expert_fraction_read(tokens)
+    routed_params_per_token = model.params.routed_experts * (model.n_experts_per_token / model.n_experts)
+    cpu_flops = share * 2.0 * routed_params_per_token * tokens
+    gpu_bytes = single.bytes - cpu_bytes
+    gpu_flops = single.flops - cpu_flops
+    bw = setup.hardware.memory_bandwidth_gb_per_s * GB
+    peak = setup.peak.tflops * TFLOP if setup.peak.tflops else None
+    cpu_eff = off.cpu_efficiency
+    cpu_bw = off.cpu.memory_bandwidth_gb_per_s * GB
+    cpu_peak = off.cpu_peak.tflops * TFLOP if off.cpu_peak and off.cpu_peak.tflops else None
+    gpu_memory = gpu_bytes / (eff.bandwidth_fraction_for(setup.quantized) * bw)
+    gpu_compute = gpu_flops / (eff.decode_compute_fraction * peak) if peak else 0.0
+    cpu_memory = cpu_bytes / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw)
+    cpu_compute = cpu_flops / (cpu_eff.decode_compute_fraction * cpu_peak) if cpu_peak else 0.0
+    gpu_time = max(gpu_memory, gpu_compute)
+    cpu_time = max(cpu_memory, cpu_compute)
+    transfer = 2.0 * off.expert_layers * hop_time_s(activation_bytes(model, tokens), off.link)
+    overhead = single.overhead_time_s + off.expert_layers * cpu_eff.layer_overhead_us * US + transfer
+    gpu_ceiling = max((single.weight_bytes - cpu_bytes) / bw, gpu_flops / peak if peak else 0.0)
+    cpu_ceiling = max(cpu_bytes / cpu_bw, cpu_flops / cpu_peak if cpu_peak else 0.0)
+    memory = gpu_memory + cpu_memory
+    compute = gpu_compute + cpu_compute
+    step = replace(
+        single,
+        memory_time_s=memory,
+        compute_time_s=compute,
+        overhead_time_s=overhead,
+        time_s=gpu_time + cpu_time + overhead,
+        ceiling_time_s=gpu_ceiling + cpu_ceiling,
+        bound=bound(memory, compute, overhead),
+    )
+    return LeverStep(
+        step=step, single=single, transfer_time_s=transfer, gpu_bytes=gpu_bytes, cpu_bytes=cpu_bytes,
+        gpu_time_s=gpu_time, cpu_time_s=cpu_time,
+    )
+
+
 def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     """Prefill with the layout: TP splits the work `tp` ways and all-reduces `T * hidden * 2` bytes twice
     per layer; PP overlaps the chunks in flight across its stages (`pipeline_prefill_factor`) and adds
-    its hops; offloaded weights cross PCIe once per chunk (llama.cpp computes large batches on the GPU,
-    copying CPU-resident weights over)."""
+    its hops; offloaded weights (layers, or experts kept in RAM) cross PCIe once per chunk (llama.cpp
+    computes large batches on the GPU, copying CPU-resident weights over)."""
     if pre is None:
         return None
     lay = setup.layout
     model = setup.model
     off = lay.offload
-    if off is not None and off.gpu_layers < model.n_layers:
+    if off is not None and off.active(model.n_layers):
         layer_weights = setup.weights.dense + setup.weights.routed_experts
         streamed = (1.0 - off.gpu_layers / model.n_layers) * layer_weights
+        streamed += off.expert_share(model.n_layers) * setup.weights.routed_experts  # experts in RAM
         extra = pre.n_chunks * streamed / off.link.effective_bytes_per_s
         time_s = pre.time_s + extra
         return replace(pre, memory_time_s=pre.memory_time_s + extra, time_s=time_s, tok_s=pre.prompt_tokens / time_s)

@@ -214,6 +214,14 @@ def split_weights(weights: ParamGroups, gpu_share: float, head_on_gpu: bool) -> 
     return gpu, cpu
 
 
+def split_experts(weights: ParamGroups, cpu_share: float) -> tuple[ParamGroups, ParamGroups]:
+    """(on the GPU, in system RAM) when `cpu_share` of the routed-expert weights sit in RAM and
+    everything else (embeddings, head, attention, shared experts, routers) on the GPU."""
+    cpu = ParamGroups(0.0, 0.0, 0.0, cpu_share * weights.routed_experts, 0.0)
+    gpu = replace(weights, routed_experts=weights.routed_experts - cpu.routed_experts)
+    return gpu, cpu
+
+
 def kv_view(
     model: ModelSpec,
     *,

@@ -35,6 +35,7 @@ from tokometer.ingest.weights import Tally, disagreement
 from tokometer.specs import AttentionGroup, ModelSpec
 
 GGUF_MAGIC = b"GGUF"
+GGUF_SOURCE_PREFIX = "GGUF file "  # how a spec read from a GGUF file names its source (engines check it)
 SUPPORTED_VERSIONS = (2, 3)
 MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_DECODED_ARRAY = 65_536  # numeric arrays up to this length are decoded (per-layer values)
@@ -490,7 +491,7 @@ def load_gguf(path: Path, model_id: str | None = None) -> ModelSpec:
     spec = account(
         cfg,
         name if isinstance(name, str) and name.strip() else path.stem,
-        source=f"GGUF file {path}" + (f" ({type_label})" if type_label else ""),
+        source=f"{GGUF_SOURCE_PREFIX}{path}" + (f" ({type_label})" if type_label else ""),
         model_id=model_id,
     )
 

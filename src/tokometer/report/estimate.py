@@ -103,7 +103,14 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
             f"{par['memory_per_device_gb']:.1f} GB per device"
         )
     off = d["offload"]
-    if off["active"]:
+    if off["active"] and off.get("expert_layers"):
+        lines.append(
+            f"offload: all {off['n_layers']} layers on the GPU ({off['gpu_weights_gb']:.1f} GB), the routed experts of "
+            f"{off['expert_layers']} in system RAM on {off['cpu_hw']} ({off['cpu_weights_gb']:.1f} GB, needs "
+            f"{off['cpu_memory_gb']:.1f} of {off['cpu_available_gb']:.1f} GB); every expert on the GPU "
+            f"{_tok(off['gpu_only_tok_s'])}"
+        )
+    elif off["active"]:
         lines.append(
             f"offload: {off['gpu_layers']}/{off['n_layers']} layers on the GPU ({off['gpu_weights_gb']:.1f} GB), "
             f"{off['cpu_layers']} {'on ' + off['cpu_hw'] if off['mode'] == 'cpu' else 'streamed over ' + off['link']} "

@@ -37,14 +37,20 @@ def estimate_json(e: Estimate) -> dict[str, Any]:
 
 def advice_text(a: QuantAdvice) -> str:
     """The quant advice in words."""
+    current = (
+        f"the experts of {a.expert_layers}/{a.n_layers} layers in system RAM"
+        if a.expert_layers
+        else f"{a.gpu_layers}/{a.n_layers} layers on the GPU"
+    )
     if a.kind == "no-offload-needed":
         return (
             f"no need to offload: the model fits in {a.hardware_name} entirely; all {a.n_layers} layers on the "
-            f"GPU decode at about {a.advised_tok_s:.3g} tok/s, against {a.current_tok_s:.3g} tok/s with {a.gpu_layers}"
+            f"GPU decode at about {a.advised_tok_s:.3g} tok/s, against {a.current_tok_s:.3g} tok/s with "
+            + (current if a.expert_layers else f"{a.gpu_layers}")
         )
     now = (
-        f"{a.current_tok_s:.3g} tok/s with {a.gpu_layers}/{a.n_layers} layers on the GPU"
-        if a.gpu_layers is not None
+        f"{a.current_tok_s:.3g} tok/s with {current}"
+        if a.gpu_layers is not None or a.expert_layers
         else "the current quant, which does not fit"
     )
     return (
@@ -113,7 +119,15 @@ def _lever_lines(e: Estimate) -> list[str]:
                 f"(+{ls.hop_time_s * 1e6:.0f} us of hops), so it adds memory, not speed"
                 + (f" ({speedup:.2f}x one device)" if lay.tp == 1 else "")
             )
-    if e.offload is not None and ls is not None:
+    if e.offload is not None and ls is not None and e.offload.offload.expert_layers:
+        off = e.offload.offload
+        lines.append(
+            f"routed experts of {off.expert_layers} of {e.offload.n_layers} layers in system RAM, computed on the CPU: "
+            f"GPU part {ls.gpu_time_s * 1e3:.1f} ms, CPU part {ls.cpu_time_s * 1e3:.1f} ms, "
+            f"{2 * off.expert_layers} host round trips {ls.transfer_time_s * 1e3:.1f} ms per token; the times add "
+            f"({e.offload.gpu_only_tok_s:.3g} tok/s with every expert on the GPU)"
+        )
+    elif e.offload is not None and ls is not None:
         off = e.offload.offload
         where = "system RAM" if off.mode == "cpu" else f"PCIe ({off.link.name})"
         lines.append(
@@ -318,6 +332,9 @@ def _offload_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
         return out
     off = plan.offload
     batch = max(1, e.step.batch)
+    experts: dict[str, Any] = {}  # only when experts are offloaded, so other setups' JSON keeps its shape
+    if off.expert_layers:
+        experts = {"expert_layers": off.expert_layers, "experts_curve": [p.to_dict() for p in curves.experts]}
     return {
         "active": True,
         "gpu_layers": off.gpu_layers,
@@ -344,6 +361,7 @@ def _offload_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
         "fits_cpu": plan.fits_cpu,
         "advice": advice_text(plan.advice) if plan.advice else None,
         "curve": [p.to_dict() for p in curves.offload],
+        **experts,
     }
 
 def _batching_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:

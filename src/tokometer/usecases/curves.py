@@ -13,14 +13,22 @@ from dataclasses import dataclass, replace
 from tokometer.costmodel.curves import (
     BatchPoint,
     ContextPoint,
+    ExpertOffloadPoint,
     OffloadPoint,
     batch_curve,
     compute_bound_batch,
     context_curve,
+    expert_offload_curve,
     offload_curve,
 )
 from tokometer.costmodel.layout import Layout
-from tokometer.costmodel.memory import add_weights, kv_cache_bytes, split_weights, weight_bytes_read
+from tokometer.costmodel.memory import (
+    add_weights,
+    kv_cache_bytes,
+    split_experts,
+    split_weights,
+    weight_bytes_read,
+)
 from tokometer.costmodel.roofline import Prefill, Step
 from tokometer.units import GB
 from tokometer.usecases.estimate import Estimate, OffloadPlan, cpu_offload
@@ -38,6 +46,7 @@ class EstimateCurves:
     offload: tuple[OffloadPoint, ...]
     compute_bound_batch: int | None  # smallest batch at which the step computes longer than it reads
     empty_step: Step  # the same batch with an empty KV cache
+    experts: tuple[ExpertOffloadPoint, ...] = ()  # only when experts are offloaded
 
 
 def estimate_curves(e: Estimate) -> EstimateCurves:
@@ -49,6 +58,7 @@ def estimate_curves(e: Estimate) -> EstimateCurves:
         offload=offload_points(e) if e.offload is not None else (),
         compute_bound_batch=compute_bound_batch(e.layout_setup, s.depth_tokens),
         empty_step=e.layout_setup.step(s.batch, 0.0).step,
+        experts=expert_offload_points(e),
     )
 
 
@@ -95,6 +105,8 @@ def offload_points(e: Estimate) -> tuple[OffloadPoint, ...]:
         setup = replace(e.layout_setup, layout=Layout(offload=off))
     else:
         setup = e.layout_setup
+        if plan.offload.expert_layers:  # the whole-layer alternative to offloading experts
+            setup = setup.with_expert_layers(0)
     available = e.memory.available_gb
     context = e.memory.context_tokens
     sessions = e.memory.sessions
@@ -115,3 +127,22 @@ def prefill_bytes_moved(e: Estimate, pre: Prefill) -> float:
     `n_chunks * W_read(chunk)` (docs/PHYSICS.md, section 5), for placing it on a roofline."""
     chunk_tokens = min(pre.prompt_tokens, max(1, e.efficiency.prefill_chunk_tokens))
     return pre.n_chunks * weight_bytes_read(e.model, e.weights, chunk_tokens)
+
+
+def expert_offload_points(e: Estimate) -> tuple[ExpertOffloadPoint, ...]:
+    """Speed and GPU memory for every number of layers whose experts sit in system RAM, from none to
+    all; () unless this estimate offloads experts. KV and the runtime stay on the GPU throughout."""
+    plan = e.offload
+    if plan is None or not plan.offload.expert_layers:
+        return ()
+    n_layers = plan.n_layers
+    kv_gb = e.memory.kv_cache_gb
+    extra = [e.draft.weights] if e.draft else []
+
+    def gpu_gb(n: int) -> float:
+        gpu, _ = split_experts(e.weights, n / n_layers)
+        return add_weights(gpu, *extra).total / GB + kv_gb + e.memory.runtime_overhead_gb
+
+    return expert_offload_curve(
+        e.layout_setup, e.step.batch, e.step.depth_tokens, gpu_gb, lambda n: gpu_gb(n) <= e.memory.available_gb
+    )

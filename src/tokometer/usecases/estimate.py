@@ -22,6 +22,7 @@ from tokometer.costmodel.layout import (
     Offload,
     OffloadMode,
     Setup,
+    expert_layer_count,
     gpu_layer_count,
     host_link,
     kv_shards,
@@ -34,6 +35,7 @@ from tokometer.costmodel.memory import (
     kv_cache_bytes,
     kv_view,
     memory_plan,
+    split_experts,
     split_weights,
     weight_bytes,
 )
@@ -60,13 +62,20 @@ from tokometer.specs import (
     Workload,
 )
 from tokometer.units import BILLION, GB
+from tokometer.usecases.formats import (
+    check_file,
+    check_format,
+    engine_support,
+    format_warning,
+    substitute_format,
+)
 from tokometer.usecases.policy import (
+    ADVICE_LADDER,
     DEFAULT_ACCEPTANCE,
     DEFAULT_CPU_HARDWARE,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_MODEL,
     DEFAULT_QUANT,
-    QUANT_LADDER,
     default_engine,
     quant_runs,
 )
@@ -98,7 +107,8 @@ class QuantAdvice:
 
     `no-offload-needed`: the model fits whole, all layers on the GPU run at `advised_tok_s`.
     `drop-quant`: `quant_name` (`weights_gb`) fits whole and decodes at `advised_tok_s`.
-    `current_tok_s` is this setup's speed; `gpu_layers` its layers on the GPU when offloading.
+    `current_tok_s` is this setup's speed; `gpu_layers` its layers on the GPU when offloading layers,
+    `expert_layers` the layers whose experts sit in system RAM when offloading experts.
     """
 
     kind: Literal["no-offload-needed", "drop-quant"]
@@ -109,6 +119,7 @@ class QuantAdvice:
     current_tok_s: float
     quant_name: str | None = None
     weights_gb: float | None = None
+    expert_layers: int | None = None
 
 
 @dataclass(frozen=True)
@@ -194,7 +205,8 @@ def estimate(
     quant="q4_k_m")`). The levers (docs/PHYSICS.md section 7), all off by default:
     `draft`/`draft_quant`/`acceptance`/`draft_tokens`: speculative decoding;
     `tp`/`pp`/`link`: tensor and pipeline parallelism over identical devices;
-    `gpu_layers` (a count or a share like 0.8)/`cpu_hw`/`offload_mode`: CPU offload.
+    `gpu_layers` (a count or a share like 0.8)/`cpu_hw`/`offload_mode`: CPU offload;
+    `offload_experts` (a layer count or "all"): the routed experts of a MoE in system RAM.
     `advise`: when it does not fit or is offloaded, look for a smaller quant that fits (docs/PHYSICS.md, section 7).
     The curves around the setup are `usecases.curves.estimate_curves(result)`, computed on request.
     """
@@ -217,6 +229,8 @@ def estimate(
     prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
 
     eng = engine_catalog().get(req.engine) if req.engine else default_engine(hardware, fmt)
+    fmt, weights, format_notes = _runnable_format(req, spec, fmt, weights, eng)
+    warnings += format_notes
     eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
     kv_fmt = quant_catalog().get(req.kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
@@ -238,6 +252,7 @@ def estimate(
     layout = _layout(
         spec, hardware, eng, fmt.compute_dtype if fmt else "fp16",
         tp=req.tp, pp=req.pp, link=req.link, gpu_layers=req.gpu_layers, cpu_hw=req.cpu_hw, offload_mode=req.offload_mode,
+        offload_experts=req.offload_experts,
     )
     warnings += _layout_notes(spec, eng, layout)
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
@@ -269,10 +284,12 @@ def estimate(
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
     n_sessions = int(req.sessions or batch)
-    off = layout.offload if layout.offload and layout.offload.gpu_layers < spec.n_layers else None
+    off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
     resident = weights
-    if off is not None:
+    if off is not None and off.expert_layers:
+        resident, _ = split_experts(weights, off.expert_share(spec.n_layers))
+    elif off is not None:
         resident, _ = split_weights(weights, off.gpu_layers / spec.n_layers, off.mode == "stream")
     extras = [draft_info.model] if draft_info else []
     kv_model = kv_view(
@@ -378,6 +395,32 @@ def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | N
     return spec, fmt, weights
 
 
+def _runnable_format(
+    req: EstimateRequest, spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, engine: EngineSpec
+) -> tuple[QuantFormat | None, ParamGroups, list[str]]:
+    """The weight format as `engine` runs it (`usecases/formats.py`).
+
+    A format asked for with `quant` that the engine does not run is an error naming the nearest
+    choices; a format nobody asked for (the model's published dtype, the default quant) becomes the
+    nearest one the engine runs, with a note. A GGUF file needs an engine that loads GGUF.
+    """
+    if fmt is None:
+        check_file(engine, spec)
+    elif engine_support(engine, fmt) == "no":
+        substitute = substitute_format(engine, fmt, ADVICE_LADDER) if req.quant is None else None
+        if substitute is None:
+            check_format(engine, fmt)
+        else:
+            note = (
+                f"{engine.name} does not run {fmt.name} (the default format for {spec.name}): "
+                f"{substitute.name} assumed (pass --quant to choose)"
+            )
+            weights = weight_bytes(spec, substitute.bits_per_weight, substitute.unquantized)
+            return substitute, weights, [note]
+    warning = format_warning(engine, fmt, spec)
+    return fmt, weights, [warning] if warning else []
+
+
 def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, layout: Layout) -> Interval:
     """The estimate's 80 % band from the fit's spread (wider over several devices), capped at the ceiling."""
     spread = efficiency.residual_log_sd
@@ -399,15 +442,21 @@ def _layout(
     gpu_layers: int | float | str | None,
     cpu_hw: str | HardwareSpec | None,
     offload_mode: OffloadMode | None,
+    offload_experts: int | str | None = None,
 ) -> Layout:
     """Check the parallelism and offload inputs and build the layout (docs/PHYSICS.md section 7)."""
     if pp > spec.n_layers:
         raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
     n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
     devices = tp * pp
+    if offload_experts is not None:
+        return _expert_layout(spec, hardware, engine, compute_dtype, offload_experts, n_gpu, devices, cpu_hw, offload_mode, link)
     if n_gpu is None:
         if cpu_hw is not None or offload_mode is not None:
-            raise InputError("{cpu_hw} and {offload_mode} need {gpu_layers} N (or a share like 0.8)", field="gpu_layers")
+            raise InputError(
+                "{cpu_hw} and {offload_mode} need {gpu_layers} N (or a share like 0.8), or {offload_experts}",
+                field="gpu_layers",
+            )
         if link is not None and devices == 1:
             raise InputError("{link} needs {tp} or {pp} (or {gpu_layers} with {offload_mode} stream)", field="link")
         return Layout(tp=tp, pp=pp, link=parse_link(link, hardware) if devices > 1 else None)
@@ -415,14 +464,63 @@ def _layout(
         raise InputError("{gpu_layers} together with {tp}/{pp} is not modelled; use one lever at a time", field="gpu_layers")
     if hardware.kind == "cpu":
         raise InputError(f"{{gpu_layers}} needs a GPU: {hardware.name} is a CPU memory system", field="gpu_layers")
+    cpu = _cpu_memory(cpu_hw)
+    host = parse_link(link, hardware) if link else host_link(hardware)
+    return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
+
+
+def _cpu_memory(cpu_hw: str | HardwareSpec | None) -> HardwareSpec:
+    """The CPU memory system offloaded weights live in (default: dual-channel DDR5)."""
     cpu = cpu_hw if isinstance(cpu_hw, HardwareSpec) else hardware_catalog().get(cpu_hw or DEFAULT_CPU_HARDWARE)
     if cpu.kind != "cpu":
         raise InputError(
             f"{{cpu_hw}} must be a CPU memory system (e.g. {DEFAULT_CPU_HARDWARE}), {cpu.name} is a {cpu.kind}",
             field="cpu_hw",
         )
+    return cpu
+
+
+def _expert_layout(
+    spec: ModelSpec,
+    hardware: HardwareSpec,
+    engine: EngineSpec,
+    compute_dtype: Any,
+    offload_experts: int | str,
+    n_gpu: int | None,
+    devices: int,
+    cpu_hw: str | HardwareSpec | None,
+    offload_mode: OffloadMode | None,
+    link: str | None,
+) -> Layout:
+    """`--offload-experts N|all`: every layer on the GPU, the routed experts of N layers in system RAM
+    and computed on the CPU (docs/PHYSICS.md section 7). N = 0 is no offload at all."""
+    if not spec.is_moe:
+        raise InputError(
+            f"{{offload_experts}} needs a mixture-of-experts model; {spec.name} is dense "
+            "(offload whole layers with {gpu_layers})",
+            field="offload_experts",
+        )
+    n_experts = expert_layer_count(offload_experts, spec.n_layers)
+    if n_gpu is not None:
+        raise InputError(
+            "{offload_experts} together with {gpu_layers} is not modelled; use one lever at a time", field="offload_experts"
+        )
+    if devices > 1:
+        raise InputError(
+            "{offload_experts} together with {tp}/{pp} is not modelled; use one lever at a time", field="offload_experts"
+        )
+    if offload_mode == "stream":
+        raise InputError(
+            "{offload_experts} computes the experts on the CPU; {offload_mode} stream does not apply", field="offload_mode"
+        )
+    if hardware.kind == "cpu":
+        raise InputError(f"{{offload_experts}} needs a GPU: {hardware.name} is a CPU memory system", field="offload_experts")
+    cpu = _cpu_memory(cpu_hw)
+    if not n_experts:
+        return Layout()
     host = parse_link(link, hardware) if link else host_link(hardware)
-    return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
+    off = cpu_offload(engine, hardware, compute_dtype, spec.n_layers, cpu, "cpu", host)
+    return Layout(offload=replace(off, expert_layers=n_experts))
 
 
 def cpu_offload(
@@ -448,6 +546,11 @@ def cpu_offload(
 
 def _layout_notes(spec: ModelSpec, engine: EngineSpec, layout: Layout) -> list[str]:
     notes = []
+    if layout.offload is not None and layout.offload.expert_layers and (engine.based_on or engine.id) != "llama-cpp":
+        notes.append(
+            f"expert offload is modelled as llama.cpp runs it (--n-cpu-moe, experts computed on the CPU); "
+            f"{engine.name} may not offer it"
+        )
     if layout.tp > 1 and spec.n_heads and spec.n_heads % layout.tp:
         notes.append(f"{spec.n_heads} attention heads do not split evenly over --tp {layout.tp} (vLLM refuses this)")
     if layout.tp > 1 and (engine.based_on or engine.id) == "llama-cpp":
@@ -483,6 +586,8 @@ def _draft(
         )
     same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
     fmt = same if same is not None else resolve_quant(quant, None, spec)
+    if fmt is not None and quant is not None:
+        check_format(engine, fmt, field="draft_quant")
     weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
     draft_setup = setup_for_format(spec, fmt, weights, setup, engine, replace(setup.layout, offload=None))
     speculation = speculate(
@@ -494,12 +599,18 @@ def _draft(
 def _offload_plan(
     setup: Setup, off: Offload, context: int, sessions: int, engine: EngineSpec, batch: int, depth: float
 ) -> OffloadPlan:
-    """Both sides of a partial offload: what each holds, and the speed at the two extremes."""
+    """Both sides of a partial offload: what each holds, and the speed at the two extremes.
+
+    Expert offload keeps every layer and the whole KV cache on the GPU; system RAM holds the experts.
+    """
     spec = setup.model
     share = off.gpu_layers / spec.n_layers
-    gpu, cpu = split_weights(setup.weights, share, off.mode == "stream")
+    if off.expert_layers:
+        gpu, cpu = split_experts(setup.weights, off.expert_share(spec.n_layers))
+    else:
+        gpu, cpu = split_weights(setup.weights, share, off.mode == "stream")
     kv = kv_cache_bytes(spec, context, setup.kv_bytes_per_element) * sessions
-    gpu_kv = kv if off.mode == "stream" else kv * share
+    gpu_kv = kv if off.mode == "stream" or off.expert_layers else kv * share
     return OffloadPlan(
         offload=off,
         n_layers=spec.n_layers,
@@ -508,8 +619,8 @@ def _offload_plan(
         gpu_kv_gb=gpu_kv / GB,
         cpu_kv_gb=(kv - gpu_kv) / GB,
         cpu_available_gb=off.cpu.memory_gb * engine.usable_memory_fraction,
-        gpu_only_tok_s=1.0 / setup.with_gpu_layers(spec.n_layers).step(batch, depth).time_s,
-        cpu_only_tok_s=1.0 / setup.with_gpu_layers(0).step(batch, depth).time_s,
+        gpu_only_tok_s=1.0 / setup.with_expert_layers(0).step(batch, depth).time_s,
+        cpu_only_tok_s=1.0 / setup.with_expert_layers(0).with_gpu_layers(0).step(batch, depth).time_s,
         advice=None,
     )
 
@@ -529,7 +640,7 @@ def _quant_advice(
     same model fits entirely on the device and decodes faster than this setup; or 'no need to offload'
     when the model fits as it is."""
     off = setup.layout.offload
-    offloading = off is not None and off.gpu_layers < spec.n_layers
+    offloading = off is not None and off.active(spec.n_layers)
     hardware = setup.hardware
     if (fits and not offloading) or setup.layout.devices > 1 or not math.isfinite(hardware.memory_gb):
         return None
@@ -545,12 +656,13 @@ def _quant_advice(
             kv_bytes_per_element=setup.kv_bytes_per_element,
         ).fits
 
-    gpu_layers = off.gpu_layers if offloading and off is not None else None
-    if gpu_layers is not None and fits_whole(setup.weights):
-        whole = 1.0 / setup.with_gpu_layers(spec.n_layers).step(batch, depth).time_s
-        return QuantAdvice("no-offload-needed", hardware.name, spec.n_layers, gpu_layers, whole, tok_s)
+    experts = off.expert_layers if offloading and off is not None and off.expert_layers else None
+    gpu_layers = off.gpu_layers if offloading and off is not None and not experts else None
+    if (gpu_layers is not None or experts) and fits_whole(setup.weights):
+        whole = 1.0 / setup.with_expert_layers(0).step(batch, depth).time_s
+        return QuantAdvice("no-offload-needed", hardware.name, spec.n_layers, gpu_layers, whole, tok_s, expert_layers=experts)
     bits = setup.weights.total * 8.0 / spec.total_params if spec.total_params else math.inf
-    for quant_id in QUANT_LADDER:
+    for quant_id in ADVICE_LADDER:
         candidate = quant_catalog().get(quant_id)
         if candidate.bits_per_weight >= bits - 1e-9 or not quant_runs(candidate, hardware, engine):
             continue
@@ -562,6 +674,7 @@ def _quant_advice(
         if speed <= tok_s:
             return None
         return QuantAdvice(
-            "drop-quant", hardware.name, spec.n_layers, gpu_layers, speed, tok_s, candidate.name, weights.total / GB
+            "drop-quant", hardware.name, spec.n_layers, gpu_layers, speed, tok_s, candidate.name, weights.total / GB,
+            expert_layers=experts,
         )
     return None

@@ -125,6 +125,11 @@ class EstimateRequest:
         "cpu: offloaded layers computed on the CPU (llama.cpp); stream: their weights cross PCIe every step [default: cpu].",
         choices=OFFLOAD_MODES,
     )
+    offload_experts: int | str | None = _input(
+        None, "layers", "offload", "--offload-experts",
+        "MoE: the routed experts of N layers (or all) stay in system RAM and run on the CPU; attention, shared "
+        "experts and the KV cache stay on the GPU (llama.cpp --n-cpu-moe N, -ot exps=CPU). JSON: offload.*",
+    )
     advise: bool = _input(True, "flag")
 
     def __post_init__(self) -> None:

@@ -14,7 +14,9 @@ from tokometer.catalog.efficiency import efficiency_for
 from tokometer.errors import InputError, require_non_negative, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
 from tokometer.units import GB
+from tokometer.usecases.formats import check_format, engine_support, substitute_format
 from tokometer.usecases.policy import (
+    ADVICE_LADDER,
     DEFAULT_HARDWARE,
     DEFAULT_MODEL,
     DEFAULT_QUANT,
@@ -96,6 +98,22 @@ def _names(values: Sequence[str] | None, everything: list[str], default: str) ->
     return everything if chosen == ["all"] else chosen
 
 
+def _formats_for(engine: str | None, asked: Sequence[str] | None, formats: list[QuantFormat]) -> list[QuantFormat]:
+    """With an engine named, the formats it runs (`usecases/formats.py`): `all` keeps those it runs,
+    the default quant becomes the engine's nearest format, and a format asked for by name that the
+    engine cannot run is an input error naming the choices."""
+    if engine is None:
+        return formats
+    forced = engine_catalog().get(engine)
+    if asked is None:
+        return [f if engine_support(forced, f) != "no" else substitute_format(forced, f, ADVICE_LADDER) or f for f in formats]
+    if [str(a).strip() for a in asked] == ["all"]:  # `all`: the ladder steps this engine runs
+        return [f for f in formats if engine_support(forced, f) != "no"] or formats
+    for f in formats:
+        check_format(forced, f)
+    return formats
+
+
 def sweep(
     models: Sequence[str] | None = None,
     hardware: Sequence[str] | None = None,
@@ -121,6 +139,7 @@ def sweep(
     specs = [resolve_model(n) for n in _names(models, model_catalog().ids, DEFAULT_MODEL)]
     devices = [resolve_hardware(n) for n in _names(hardware, hardware_catalog().ids, DEFAULT_HARDWARE)]
     formats = [quant_catalog().get(n) for n in _names(quants, list(QUANT_LADDER), DEFAULT_QUANT)]
+    formats = _formats_for(engine, quants, formats)
     for c in contexts:
         require_non_negative("contexts", c)
     for b in batches:

@@ -28,11 +28,12 @@ export const FIELDS = {
   tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok_s' },
   measured_decode_tok_s: { type: 'number', check: 'positive', required: true, unit: 'tok_s' },
   measured_prefill_tok_s: { type: 'number', check: 'positive', unit: 'tok_s' },
-  // the levers (`tokometer estimate --tp/--pp/--link, --gpu-layers/--cpu-hw, --draft/--acceptance/--draft-tokens`)
+  // the levers (`tokometer estimate --tp/--pp/--link, --gpu-layers/--offload-experts/--cpu-hw, --draft/--acceptance/--draft-tokens`)
   tp: { type: 'int', check: 'positive', placeholder: '1' },
   link: { type: 'text', list: 'links' },
   pp: { type: 'int', check: 'positive', placeholder: '1' },
   gpu_layers: { type: 'layers' },
+  offload_experts: { type: 'text', placeholder: 'all' },
   cpu_hw: { type: 'select', source: 'cpu', empty: 'opt.cpuDefault' },
   draft: { type: 'text', list: 'models' },
   acceptance: { type: 'number', check: 'nonneg', below: 1, placeholder: '0.7' },
@@ -54,7 +55,7 @@ export const SETUP_DEFAULTS = {
 /** The advanced section: [group title key, fields], collapsed unless one of them is set. */
 export const ADVANCED = [
   ['g.parallel', ['tp', 'link', 'pp']],
-  ['g.offload', ['gpu_layers', 'cpu_hw']],
+  ['g.offload', ['gpu_layers', 'offload_experts', 'cpu_hw']],
   ['g.speculative', ['draft', 'acceptance', 'draft_tokens']],
 ];
 const LINKS = ['nvlink', 'pcie5', 'pcie4', 'pcie4x8', 'pcie3'];

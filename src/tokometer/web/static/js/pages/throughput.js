@@ -47,7 +47,7 @@ export function parallelResult(data) {
     h('p', { class: 'note' }, t(p.tp > 1 ? 'r.parallelNoteTp' : 'r.parallelNotePp')));
 }
 
-/** CPU offload: where the layers sit and where the time of a token goes. */
+/** CPU offload (whole layers, or a MoE's experts): where the weights sit and where the time of a token goes. */
 export function offloadResult(data) {
   const o = data.offload;
   if (!o || !o.active) return null;
@@ -62,11 +62,15 @@ export function offloadResult(data) {
   const bar = h('div', { class: 'stack split', role: 'img', 'aria-label': t('r.offloadAria', { gpu: ms(o.gpu_time_s), cpu: ms(cpuSide) }) },
     part('gpu', o.gpu_time_s, t('r.offloadGpu')), part('cpu', cpuSide, where));
   return h('section', { class: 'lever', 'data-testid': 'offload' },
-    h('h3', { class: 'sec' }, t('r.offloadHead', { gpu: int(o.gpu_layers), n: int(o.n_layers) })),
+    h('h3', { class: 'sec' }, o.expert_layers
+      ? t('r.expertsHead', { k: int(o.expert_layers), n: int(o.n_layers) })
+      : t('r.offloadHead', { gpu: int(o.gpu_layers), n: int(o.n_layers) })),
     h('div', { class: 'stackwrap', 'data-testid': 'offload-split', 'data-value': o.gpu_layers, 'data-cpu': o.cpu_layers }, bar,
       h('ul', { class: 'legend' },
         h('li', {}, h('span', { class: 'key gpu' }), t('r.offloadPart', { where: t('r.offloadGpu'), layers: int(o.gpu_layers), time: ms(o.gpu_time_s) })),
-        h('li', {}, h('span', { class: 'key cpu' }), t('r.offloadPart', { where, layers: int(o.cpu_layers), time: ms(cpuSide) })))),
+        h('li', {}, h('span', { class: 'key cpu' }), o.expert_layers
+          ? t('r.expertsPart', { where, layers: int(o.expert_layers), time: ms(cpuSide) })
+          : t('r.offloadPart', { where, layers: int(o.cpu_layers), time: ms(cpuSide) })))),
     facts([
       [t('r.offloadAllGpu', { n: int(o.n_layers) }), tagged('offload-gpu-only', o.gpu_only_tok_s, `${num(o.gpu_only_tok_s)} ${t('unit.tok_s')}`)],
       [t('r.offloadNoGpu'), tagged('offload-cpu-only', o.cpu_only_tok_s, `${num(o.cpu_only_tok_s)} ${t('unit.tok_s')}`)],

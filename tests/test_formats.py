@@ -1,0 +1,220 @@
+"""Engines know their formats: impossible engine x format pairs are input errors with the nearest
+choices, defaults stay valid, and the quant advice stays within what the engine runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest_helpers import write_gguf
+from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+from tokometer.cli import main
+from tokometer.errors import InputError
+from tokometer.usecases.estimate import estimate
+from tokometer.usecases.formats import (
+    GGUF,
+    check_format,
+    engine_support,
+    engines_running,
+    nearest_formats,
+    substitute_format,
+)
+from tokometer.usecases.policy import (
+    ADVICE_LADDER,
+    DEFAULT_QUANT,
+    QUANT_LADDER,
+    default_engine,
+    quant_runs,
+)
+
+
+@pytest.mark.parametrize("engine", list(engine_catalog()), ids=lambda e: e.id)
+def test_every_engine_lists_known_formats_with_a_source(engine) -> None:
+    assert engine.weight_formats and engine.formats_source
+    for token in (*engine.weight_formats, *engine.experimental_formats):
+        assert token == GGUF or token in quant_catalog().ids, f"{engine.id}: unknown format {token!r}"
+    assert not set(engine.weight_formats) & set(engine.experimental_formats)
+    # every engine runs some 16-bit float checkpoint, so a bf16 model always has a way in
+    assert any(engine_support(engine, quant_catalog().get(q)) == "yes" for q in ("bf16", "fp16"))
+
+
+def test_ladders_name_catalog_formats() -> None:
+    for quant_id in (*QUANT_LADDER, *ADVICE_LADDER):
+        assert quant_id in quant_catalog().ids
+    # the advice ladder keeps QUANT_LADDER's order for the steps they share
+    shared = [q for q in ADVICE_LADDER if q in QUANT_LADDER]
+    assert shared == list(QUANT_LADDER)
+
+
+@pytest.mark.parametrize(
+    ("engine", "quant", "support"),
+    [
+        ("llama-cpp", "q4-k-m", "yes"),
+        ("llama-cpp", "mxfp4", "yes"),
+        ("llama-cpp", "bf16", "yes"),
+        ("llama-cpp", "awq-int4", "no"),
+        ("llama-cpp", "fp8", "no"),
+        ("ollama", "q8-0", "yes"),
+        ("ollama", "gptq-int4", "no"),
+        ("vllm", "awq-int4", "yes"),
+        ("vllm", "bnb-nf4", "yes"),
+        ("vllm", "q4-k-m", "experimental"),
+        ("tensorrt-llm", "q4-k-m", "no"),
+        ("tensorrt-llm", "nvfp4", "yes"),
+        ("mlx", "mlx-4bit", "yes"),
+        ("mlx", "q4-k-m", "no"),
+        ("exllamav2", "exl2-4bpw", "yes"),
+        ("exllamav2", "awq-int4", "no"),
+    ],
+)
+def test_engine_support(engine: str, quant: str, support: str) -> None:
+    assert engine_support(engine_catalog().get(engine), quant_catalog().get(quant)) == support
+
+
+def test_numbers_run_on_any_engine() -> None:
+    trt = engine_catalog().get("tensorrt-llm")
+    e = estimate("llama-3.1-8b", "h100-sxm", engine="tensorrt-llm", bits=4.5)
+    assert e.engine is trt and e.quant is not None and e.quant.kind == "user-bits"
+    assert estimate("llama-3.1-8b", "h100-sxm", engine="tensorrt-llm", weights_gb=5.0).engine is trt
+
+
+def test_tensorrt_llm_with_a_gguf_quant_is_an_error_naming_the_choices() -> None:
+    with pytest.raises(InputError) as info:
+        estimate("llama-3.1-8b", "h100-sxm", engine="tensorrt-llm", quant="q4_k_m")
+    err = info.value
+    assert err.field == "quant"
+    text = str(err)
+    assert "Q4_K_M" in text and "TensorRT-LLM" in text
+    nearest = [q.id for q in nearest_formats(engine_catalog().get("tensorrt-llm"), quant_catalog().get("q4-k-m"))]
+    assert "awq-int4" in nearest and all(q in text for q in nearest)
+    assert "llama-cpp" in text  # where Q4_K_M does run
+
+
+def test_only_a_gguf_only_format_is_called_one() -> None:
+    with pytest.raises(InputError) as info:
+        estimate("llama-3.1-8b", "h100-sxm", engine="mlc-llm", quant="bf16")
+    assert "BF16" in str(info.value) and "GGUF" not in str(info.value)  # bf16 is a ggml type, and more
+
+
+def test_nearest_formats_are_nearest_in_bits() -> None:
+    trt = engine_catalog().get("tensorrt-llm")
+    q4 = quant_catalog().get("q4-k-m")
+    nearest = nearest_formats(trt, q4, n=100)
+    gaps = [abs(q.bits_per_weight - q4.bits_per_weight) for q in nearest]
+    assert gaps == sorted(gaps)
+    assert all(engine_support(trt, q) == "yes" for q in nearest)
+
+
+def test_engines_running_a_format_are_the_ones_that_list_it() -> None:
+    listed, experimental = engines_running(quant_catalog().get("q4-k-m"))
+    assert {"llama-cpp", "ollama", "lm-studio"} <= {e.id for e in listed}
+    assert "tensorrt-llm" not in {e.id for e in listed + experimental}
+    assert "vllm" in {e.id for e in experimental}
+
+
+def test_cli_refuses_an_impossible_pair_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["estimate", "llama-3.1-8b", "-e", "tensorrt-llm", "-q", "q4_k_m"])
+    out, err = capsys.readouterr()
+    assert info.value.code == 2 and not out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --quant Q4_K_M") and "Traceback" not in err
+
+
+def test_an_experimental_pair_is_accepted_with_a_warning() -> None:
+    e = estimate("llama-3.1-8b", "h100-sxm", engine="vllm", quant="q4_k_m")
+    assert e.engine.id == "vllm" and any("experimentally" in w for w in e.warnings)
+    plain = estimate("llama-3.1-8b", "h100-sxm", engine="vllm", quant="awq")
+    assert not any("experimentally" in w for w in plain.warnings)
+
+
+def test_a_draft_quant_the_engine_cannot_run_is_an_error() -> None:
+    with pytest.raises(InputError) as info:
+        estimate("llama-3.1-8b", "rtx-4090", engine="llama.cpp", draft="llama-3.2-1b", draft_quant="fp8")
+    assert info.value.field == "draft_quant"
+
+
+def test_a_published_dtype_the_engine_cannot_run_becomes_its_nearest_format() -> None:
+    # DeepSeek-V3 is published in FP8; llama.cpp on a Mac runs it as a Q8_0 GGUF
+    e = estimate("deepseek-v3", "m3-ultra-80c")
+    assert e.engine.id == "llama-cpp" and e.quant is not None and e.quant.id == "q8-0"
+    assert any("Q8_0" in w and "--quant" in w for w in e.warnings)
+    # the bare default quant (Q4_K_M) under TensorRT-LLM: its nearest mainstream 4-bit format
+    trt = estimate(engine="tensorrt-llm", hw="h100-sxm")
+    assert trt.quant is not None and trt.quant.id == "awq-int4"
+    assert trt.weights.total < estimate(engine="tensorrt-llm", hw="h100-sxm", quant="fp8").weights.total
+
+
+@pytest.mark.parametrize("hardware", list(hardware_catalog()), ids=lambda h: h.id)
+def test_defaults_are_valid_on_every_device(hardware) -> None:
+    """The default engine runs the default quant, and every published dtype of a preset has a way in."""
+    default = quant_catalog().get(DEFAULT_QUANT)
+    assert engine_support(default_engine(hardware, default), default) == "yes"
+    for quant_id in sorted({p.default_quant or "bf16" for p in model_catalog()}):
+        quant = quant_catalog().get(quant_id)
+        engine = default_engine(hardware, quant)
+        ran = quant if engine_support(engine, quant) == "yes" else substitute_format(engine, quant, ADVICE_LADDER)
+        assert ran is not None and engine_support(engine, ran) == "yes", (hardware.id, quant_id, engine.id)
+
+
+def test_bare_estimate_on_every_device_runs() -> None:
+    for hardware in hardware_catalog():
+        e = estimate(hw=hardware.id)
+        assert e.quant is not None and engine_support(e.engine, e.quant) == "yes", hardware.id
+
+
+@pytest.mark.parametrize("preset", list(model_catalog()), ids=lambda p: p.id)
+def test_every_preset_runs_with_its_defaults(preset) -> None:
+    for hw in ("rtx-4090", "h100-sxm", "m2-ultra-76c"):
+        e = estimate(preset.id, hw)
+        assert e.quant is None or engine_support(e.engine, e.quant) == "yes"
+
+
+def test_default_engine_picks_one_that_runs_the_format() -> None:
+    rtx = hardware_catalog().get("rtx-4090")
+    for quant_id in ("awq-int4", "fp8", "exl2-4bpw", "q4-k-m"):
+        quant = quant_catalog().get(quant_id)
+        engine = default_engine(rtx, quant)
+        assert quant_runs(quant, rtx, engine), (quant_id, engine.id)
+    assert default_engine(rtx, quant_catalog().get("q4-k-m")).id == "llama-cpp"
+
+
+def test_advice_stays_within_the_engine_formats() -> None:
+    """A 70B in bf16 does not fit an H100: vLLM is advised a format it runs, llama.cpp a GGUF one."""
+    for engine in ("vllm", "tensorrt-llm", "llama.cpp"):
+        e = estimate("llama-3.1-70b", "h100-sxm", engine=engine, quant="bf16")
+        assert e.advice is not None and e.advice.kind == "drop-quant" and e.advice.quant_name
+        advised = next(q for q in quant_catalog() if q.name == e.advice.quant_name)
+        assert engine_support(e.engine, advised) == "yes", (engine, advised.id)
+        assert advised.is_gguf == (e.engine.id == "llama-cpp")
+
+
+def test_check_format_passes_what_runs() -> None:
+    check_format(engine_catalog().get("mlx"), quant_catalog().get("mlx-4bit"))
+    check_format(engine_catalog().get("vllm"), quant_catalog().get("q4-k-m"))  # experimental: allowed
+
+
+def test_a_gguf_file_needs_an_engine_that_loads_gguf(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.gguf"
+    write_gguf(path)
+    assert estimate(str(path), "rtx-4090").engine.id == "llama-cpp"
+    with pytest.raises(InputError) as info:
+        estimate(str(path), "h100-sxm", engine="tensorrt-llm")
+    assert info.value.field == "engine" and "llama-cpp" in str(info.value)
+    experimental = estimate(str(path), "h100-sxm", engine="vllm")
+    assert any("experimentally" in w for w in experimental.warnings)
+
+
+def test_a_sweep_with_an_engine_keeps_to_its_formats() -> None:
+    from tokometer.usecases.sweep import sweep
+
+    with pytest.raises(InputError) as info:
+        sweep(["llama-3.1-8b"], ["h100-sxm"], ["q4_k_m"], engine="tensorrt-llm")
+    assert info.value.field == "quant"
+    everything = sweep(["llama-3.1-8b"], ["h100-sxm"], ["all"], engine="tensorrt-llm")
+    trt = engine_catalog().get("tensorrt-llm")
+    assert [q.id for q in everything.quants] == [q for q in QUANT_LADDER if engine_support(trt, quant_catalog().get(q)) == "yes"]
+    assert "q4-k-m" not in [q.id for q in everything.quants] and "bf16" in [q.id for q in everything.quants]
+    default = sweep(["llama-3.1-8b"], ["h100-sxm"], engine="tensorrt-llm")
+    assert [q.id for q in default.quants] == ["awq-int4"]  # the default Q4_K_M, as TensorRT-LLM runs it
