@@ -22,3 +22,13 @@ def test_validate_json_is_unchanged(mode: str) -> None:
 @pytest.mark.parametrize("name", sorted(golden.GRADING_RUNS))
 def test_bench_grading_json_is_unchanged(name: str) -> None:
     assert golden.grading_json(name) == (golden.GOLDEN / f"grading-{name}.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(golden.BENCH_CASES))
+def test_bench_json_is_unchanged(name: str) -> None:
+    assert golden.bench_json(name) == (golden.GOLDEN / f"bench-{name}.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", golden.RUNS_CASES)
+def test_runs_show_and_list_json_are_unchanged(name: str) -> None:
+    assert golden.runs_json(name) == (golden.GOLDEN / f"runs-{name}.json").read_text(encoding="utf-8")
