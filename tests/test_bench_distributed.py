@@ -90,7 +90,7 @@ def test_cli_workers_store_one_merged_run() -> None:
     assert shown["levels"][0]["label"] == "concurrency=4" and shown["levels"][0]["summary"]["requests_ok"] == 4
     assert "2 local-process workers" in shown["notes"][-1]
     with open_store() as store:
-        assert len(store.get_run(shown["id"])["requests"]) == 6  # 4 measured + each worker's cold run
+        assert len(store.get_run(shown["id"]).requests) == 6  # 4 measured + each worker's cold run
 
 
 def test_cli_workers_without_streams_to_split_is_one_line() -> None:

@@ -342,12 +342,11 @@ def runs(limit: int = 50) -> dict[str, Any]:
         listed = store.list_runs(limit=limit)
     rows = []
     for run in listed:
-        summary = run.get("summary") or {}
-        prediction = run.get("prediction") or {}
-        measured = (summary.get("decode_tps") or {}).get("median")
+        prediction = run.prediction or {}
+        measured = run.summary.decode_tps.median if run.summary is not None else None
         rows.append(
             {
-                **run,
+                **run.to_dict(),
                 "measured_over_estimate": _ratio(measured, prediction.get("estimate_tok_s")),
                 "measured_over_ceiling": _ratio(measured, prediction.get("ceiling_tok_s")),
             }
@@ -372,13 +371,12 @@ def run_detail(run_id: str, *, requests_limit: int = 200, requests_offset: int =
         try:
             run = store.get_run(int(run_id), requests_limit=requests_limit, requests_offset=requests_offset)
             total = store.count_requests(int(run_id))
-            if run and run.get("status") == "incomplete":  # killed mid-run: summarise what it stored
+            if run.is_incomplete:  # killed mid-run: summarise what it stored
                 from tokometer.usecases.benchmark import load_run
 
                 whole = load_run(store, int(run_id), with_requests=False)
-                run = {**run, "summary": whole["summary"], "notes": whole["notes"]}
+                run = run.with_(summary=whole.summary, notes=whole.notes)
         except (LookupError, TokometerError):
             return None
-    if not run:
-        return None
-    return {**run, "requests_total": total, "requests_offset": requests_offset, "requests_limit": requests_limit}
+    shown = run.to_dict(stored=True)
+    return {**shown, "requests_total": total, "requests_offset": requests_offset, "requests_limit": requests_limit}
