@@ -129,3 +129,31 @@ def test_the_writer_stores_each_request_and_flush_waits_for_it(tmp_path: Path) -
         assert run.status == "incomplete" and [r["seq"] for r in run.requests] == [0, 1, 2, 3, 4]
     writer.close()
     assert writer.written == 5 and "could not be recorded" in (writer.error or "")
+
+
+def test_the_writer_holds_parsing_while_requests_are_in_flight(tmp_path: Path) -> None:
+    """Open-loop runs: a finished stream is parsed in a quiet moment, or once BATCH_MAX rows wait."""
+    import threading
+
+    from tokometer.runrecord import RunRecord
+    from tokometer.store.writer import BATCH_MAX, RunWriter
+
+    writer = RunWriter(tmp_path / "live.db", RunRecord(started_at="2025-01-01T00:00:00+00:00", mode="rate"))
+    parsed = threading.Event()
+
+    def row() -> dict[str, Any]:
+        parsed.set()
+        return {"seq": 0, "phase": "rate", "ok": True, "t0_s": 0.0}
+
+    writer.quiet(False)
+    writer.put(row)
+    assert not parsed.wait(0.5)  # held: streams are still being timed
+    writer.quiet(True)
+    assert parsed.wait(10.0)
+    writer.quiet(False)  # a full batch is written even while busy: a kill loses at most that much
+    done = [threading.Event() for _ in range(BATCH_MAX)]
+    for seq, event in enumerate(done, start=1):
+        writer.put(lambda seq=seq, event=event: (event.set(), {"seq": seq, "phase": "rate", "ok": True})[1])
+    assert all(event.wait(10.0) for event in done)
+    writer.close()
+    assert writer.written == BATCH_MAX + 1

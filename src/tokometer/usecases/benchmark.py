@@ -182,7 +182,13 @@ def benchmark(
         if writer is not None:
             writer.flush()
 
-    bench_runner = runner(config, progress=progress, on_start=on_start, on_exchange=on_exchange, settle=settle, **runner_options)
+    def on_quiet(idle: bool) -> None:
+        if writer is not None:
+            writer.quiet(idle)
+
+    bench_runner = runner(
+        config, progress=progress, on_start=on_start, on_exchange=on_exchange, settle=settle, on_quiet=on_quiet, **runner_options
+    )
     try:
         result = bench_runner.run()
     finally:
