@@ -197,6 +197,23 @@ def runs_json(name: str) -> str:
     return _undated(json.dumps(shown, indent=2) + "\n")
 
 
+def runs_imported_json() -> str:
+    """`runs show` and `runs list --json` of imported runs: llama-bench at two depths, vLLM detailed."""
+    from test_bench_importers import llama_bench, vllm_detailed
+
+    with fake_bench_home(), tempfile.TemporaryDirectory() as folder:
+        files = {"lb.json": llama_bench((0, 4096)), "vl.json": vllm_detailed()}
+        for name, data in files.items():
+            (Path(folder) / name).write_text(json.dumps(data), encoding="utf-8")
+        cli_output(["runs", "import", *(str(Path(folder) / name) for name in files)])
+        shown = {
+            "llama-bench": json.loads(cli_output(["runs", "show", "1", "--json"])),
+            "vllm": json.loads(cli_output(["runs", "show", "2", "--requests", "--json"])),
+            "list": json.loads(cli_output(["runs", "list", "--json"])),
+        }
+    return _undated(json.dumps(shown, indent=2).replace(folder, "FOLDER") + "\n")
+
+
 RUNS_CASES = ("speed", "concurrency")
 
 
@@ -207,6 +224,7 @@ def all_outputs() -> dict[str, str]:
     out |= {f"grading-{n}.json": grading_json(n) for n in GRADING_RUNS}
     out |= {f"bench-{n}.json": bench_json(n) for n in BENCH_CASES}
     out |= {f"runs-{n}.json": runs_json(n) for n in RUNS_CASES}
+    out["runs-imported.json"] = runs_imported_json()
     return out
 
 

@@ -133,10 +133,6 @@ class RunSummary:
     aggregate_tps: Stats | None = None  # concurrency levels and imports: all streams together
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know, kept as read
 
-    @property
-    def decode_median_tok_s(self) -> float | None:
-        return self.decode_tps.median
-
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
         for f in fields(self):
