@@ -1,4 +1,8 @@
-"""The golden cases: what `estimate --json`, `validate --json` and bench grading print, fixed in files.
+"""The golden cases: what `estimate --json`, `validate --json`, bench grading, `bench --json` and
+`runs show/list --json` print, fixed in files.
+
+The bench cases run the real CLI against a fake server (an httpx MockTransport) on a fake clock that
+advances 10 ms per read, so every timing is exact; the wall-clock dates are replaced by `DATE`.
 
 `python tests/golden.py` rewrites tests/fixtures/golden/ from the current code; `test_golden.py` asserts the
 output stays byte-equal, so a restructure that changes a number or a key shows up as a failing case.
@@ -6,11 +10,18 @@ output stays byte-equal, so a restructure that changes a number or a key shows u
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
+import re
 import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 from click.testing import CliRunner
 
 GOLDEN = Path(__file__).resolve().parent / "fixtures" / "golden"
@@ -93,11 +104,127 @@ def grading_json(name: str) -> str:
     return json.dumps(out, indent=2, sort_keys=True) + "\n"
 
 
+# name -> `tokometer bench http://fake:1` arguments (each adds --json), run on the fake server and clock
+BENCH_CASES: dict[str, list[str]] = {
+    "speed": ["--runs", "2", "--max-tokens", "6", "--prompt-tokens", "40"],
+    "graded": ["--runs", "2", "--max-tokens", "6", "--prompt-tokens", "40", "--predict-model", "llama-3.1-8b", "--hw", "rtx-4090"],
+    "concurrency": ["--concurrency", "1,2", "--runs", "1", "--max-tokens", "5", "--predict-model", "llama-3.1-8b", "--hw", "h100-sxm"],
+    "depth": ["--depth", "0,64", "--runs", "1", "--max-tokens", "5", "--predict-model", "llama-3.1-8b", "--hw", "rtx-4090"],
+}
+FAKE_URL = "http://fake:1"
+_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00")
+
+
+class _Chunks(httpx.AsyncByteStream):
+    """A response body read in one chunk per SSE event (one clock read each)."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for part in self.parts:
+            yield part
+
+
+def _fake_server(request: httpx.Request) -> httpx.Response:
+    """An OpenAI completions server: N tokens for max_tokens N, usage counted in words."""
+    if request.url.path == "/v1/models":
+        return httpx.Response(200, json={"data": [{"id": "fake-model"}]})
+    if request.url.path != "/v1/completions":
+        return httpx.Response(404, json={"error": "no such route"})
+    body = json.loads(request.content)
+    tokens = int(body.get("max_tokens") or 1)
+    prompt_tokens = len(str(body.get("prompt", "")).split())
+    parts = [{"choices": [{"text": f" w{i}"}]} for i in range(tokens - 1)]
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens}
+    parts.append({"choices": [{"text": " end", "finish_reason": "length"}], "usage": usage})
+    events = [f"data: {json.dumps(p)}\n\n".encode() for p in parts] + [b"data: [DONE]\n\n"]
+    return httpx.Response(200, stream=_Chunks(events))
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        self.now += 0.01
+        return self.now
+
+
+@contextlib.contextmanager
+def fake_bench_home() -> Iterator[None]:
+    """A fresh TOKOMETER_HOME, and `tokometer bench` wired to the fake server and clock."""
+    from tokometer.bench.runner import Runner
+    from tokometer.catalog import clear_caches
+    from tokometer.usecases import benchmark as usecase
+
+    original = usecase.benchmark
+    old_home = os.environ.get("TOKOMETER_HOME")
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["TOKOMETER_HOME"] = home
+        clear_caches()
+        fake = functools.partial(Runner, transport=httpx.MockTransport(_fake_server), clock=_FakeClock())
+        usecase.benchmark = functools.partial(original, runner=fake)  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            usecase.benchmark = original  # type: ignore[assignment]
+            if old_home is None:
+                os.environ.pop("TOKOMETER_HOME", None)
+            else:
+                os.environ["TOKOMETER_HOME"] = old_home
+            clear_caches()
+
+
+def _undated(text: str) -> str:
+    return _DATE.sub("DATE", text)
+
+
+def bench_json(name: str) -> str:
+    with fake_bench_home():
+        return _undated(cli_output(["bench", FAKE_URL, *BENCH_CASES[name], "--json"]))
+
+
+def runs_json(name: str) -> str:
+    """`runs show 1 --json`, `runs show 1 --requests --json` and `runs list --json` after one fake bench."""
+    with fake_bench_home():
+        cli_output(["bench", FAKE_URL, *BENCH_CASES[name], "--json"])
+        shown = {
+            "show": json.loads(cli_output(["runs", "show", "1", "--json"])),
+            "show_requests": json.loads(cli_output(["runs", "show", "1", "--requests", "--json"])),
+            "list": json.loads(cli_output(["runs", "list", "--json"])),
+        }
+    return _undated(json.dumps(shown, indent=2) + "\n")
+
+
+def runs_imported_json() -> str:
+    """`runs show` and `runs list --json` of imported runs: llama-bench at two depths, vLLM detailed."""
+    from test_bench_importers import llama_bench, vllm_detailed
+
+    with fake_bench_home(), tempfile.TemporaryDirectory() as folder:
+        files = {"lb.json": llama_bench((0, 4096)), "vl.json": vllm_detailed()}
+        for name, data in files.items():
+            (Path(folder) / name).write_text(json.dumps(data), encoding="utf-8")
+        cli_output(["runs", "import", *(str(Path(folder) / name) for name in files)])
+        shown = {
+            "llama-bench": json.loads(cli_output(["runs", "show", "1", "--json"])),
+            "vllm": json.loads(cli_output(["runs", "show", "2", "--requests", "--json"])),
+            "list": json.loads(cli_output(["runs", "list", "--json"])),
+        }
+    return _undated(json.dumps(shown, indent=2).replace(folder, "FOLDER") + "\n")
+
+
+RUNS_CASES = ("speed", "concurrency")
+
+
 def all_outputs() -> dict[str, str]:
     """file name -> the text the current code produces."""
     out = {f"estimate-{n}.json": estimate_json(n) for n in ESTIMATE_CASES}
     out |= {f"validate-{m}.json": validate_json(m) for m in VALIDATE_MODES}
     out |= {f"grading-{n}.json": grading_json(n) for n in GRADING_RUNS}
+    out |= {f"bench-{n}.json": bench_json(n) for n in BENCH_CASES}
+    out |= {f"runs-{n}.json": runs_json(n) for n in RUNS_CASES}
+    out["runs-imported.json"] = runs_imported_json()
     return out
 
 
@@ -118,8 +245,13 @@ def write_cases_subset(source: Path, every: int = 12) -> None:
 
 if __name__ == "__main__":
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    if len(sys.argv) > 1:
-        write_cases_subset(Path(sys.argv[1]))
+    # arguments: a calibration CSV to take the validate subset from, and/or file-name prefixes to rewrite
+    csvs = [a for a in sys.argv[1:] if a.endswith(".csv")]
+    only = [a for a in sys.argv[1:] if not a.endswith(".csv")]
+    if csvs:
+        write_cases_subset(Path(csvs[0]))
     for name, text in all_outputs().items():
+        if only and not any(name.startswith(prefix) for prefix in only):
+            continue
         (GOLDEN / name).write_text(text, encoding="utf-8")
         print("wrote", name)

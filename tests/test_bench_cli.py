@@ -34,7 +34,7 @@ def test_bench_json_has_the_summary_fields_and_is_stored() -> None:
     assert data["definitions"]["decode_tps"].startswith("(N - 1)")
     with open_store() as store:
         run = store.get_run(1)
-    assert run["summary"]["requests_ok"] == 6 and len(run["requests"]) == 7
+    assert run.summary.requests_ok == 6 and len(run.requests) == 7
 
 
 def test_bench_graded_against_a_catalog_prediction() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -90,7 +91,7 @@ def test_cli_workers_store_one_merged_run() -> None:
     assert shown["levels"][0]["label"] == "concurrency=4" and shown["levels"][0]["summary"]["requests_ok"] == 4
     assert "2 local-process workers" in shown["notes"][-1]
     with open_store() as store:
-        assert len(store.get_run(shown["id"])["requests"]) == 6  # 4 measured + each worker's cold run
+        assert len(store.get_run(shown["id"]).requests) == 6  # 4 measured + each worker's cold run
 
 
 def test_cli_workers_without_streams_to_split_is_one_line() -> None:
@@ -123,3 +124,25 @@ def test_a_local_ray_head_with_two_workers_measures_what_one_process_measures() 
     assert merged["decode"] == pytest.approx(single["decode"], rel=0.02)
     assert merged["ttft"] == pytest.approx(single["ttft"], rel=0.03)
     assert "2 Ray workers" in split.notes[-1]
+
+
+@pytest.mark.slow
+def test_ray_workers_write_each_request_into_the_live_run(tmp_path: Path) -> None:
+    """The rows reach the database through the actor on this node before the run is merged and finished."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("ray")
+    from tokometer.runrecord import RunRecord
+    from tokometer.store.writer import RunWriter
+    from tokometer.usecases.benchmark import LiveRun
+
+    path = tmp_path / "live.db"
+    header = RunWriter(path, RunRecord(started_at="2025-01-01T00:00:00+00:00", status="incomplete", mode="concurrency"))
+    header.close()
+    with synthetic(tok_s=200.0, ttft_s=0.01) as server:
+        config = BenchConfig(server.url, max_tokens=10, concurrency=(4,), runs=2, prompt_tokens=0)
+        split = run_ray(config, 2, "local", LiveRun(path, header.run_id))
+    with open_store(path) as store:
+        live = store.get_run(header.run_id)
+    assert live.status == "incomplete"  # nothing finished the run: these rows came from the workers
+    assert len(live.requests) == len(split.records) == 10  # 8 measured + each worker's cold run
+    assert sorted(r["phase"] for r in live.requests).count("concurrency") == 8

@@ -57,14 +57,14 @@ def test_sigkill_leaves_an_incomplete_run_with_every_completed_request() -> None
         assert proc.returncode == -signal.SIGKILL
     with open_store() as store:
         runs = store.list_runs()
-        assert [r["status"] for r in runs] == ["incomplete"]
-        stored = store.get_run(runs[0]["id"])
-    assert len(stored["requests"]) >= seen
-    assert all(r["ok"] for r in stored["requests"])
-    code, out, err = run_cli(["runs", "show", str(runs[0]["id"])])
+        assert [r.status for r in runs] == ["incomplete"]
+        stored = store.get_run(runs[0].id)
+    assert len(stored.requests) >= seen
+    assert all(r["ok"] for r in stored.requests)
+    code, out, err = run_cli(["runs", "show", str(runs[0].id)])
     assert code == 0, err
     assert "[incomplete]" in out and "ended without finishing" in out
-    code, out, _ = run_cli(["runs", "show", str(runs[0]["id"]), "--json"])
+    code, out, _ = run_cli(["runs", "show", str(runs[0].id), "--json"])
     shown = json.loads(out)
     assert shown["summary"]["requests_ok"] >= seen - 1  # the cold run is not a measured request
     assert shown["summary"]["decode_tps"]["median"] == pytest.approx(400.0, rel=0.25)
@@ -84,9 +84,9 @@ def test_sigterm_and_sighup_finish_the_run_like_ctrl_c(signum: int) -> None:
     assert any(signal.Signals(signum).name in note for note in shown["notes"])
     with open_store() as store:
         run = store.get_run(shown["id"])
-    assert run["status"] == "interrupted"
-    assert len(run["requests"]) >= seen
-    assert run["summary"]["requests_ok"] == shown["summary"]["requests_ok"] >= seen - 1
+    assert run.status == "interrupted"
+    assert len(run.requests) >= seen
+    assert run.summary.requests_ok == shown["summary"]["requests_ok"] >= seen - 1
 
 
 def test_an_incomplete_run_is_summarised_on_the_web_too() -> None:
@@ -117,8 +117,8 @@ def test_local_workers_write_as_they_go_and_sigkill_keeps_their_requests() -> No
             proc.wait(10)
     with open_store() as store:
         runs = store.list_runs()
-        assert [r["status"] for r in runs] == ["incomplete"]
-        assert len(store.get_run(runs[0]["id"])["requests"]) >= seen
+        assert [r.status for r in runs] == ["incomplete"]
+        assert len(store.get_run(runs[0].id).requests) >= seen
 
 
 def test_sigterm_stops_local_workers_like_ctrl_c_and_stores_the_merged_run() -> None:
@@ -136,4 +136,4 @@ def test_sigterm_stops_local_workers_like_ctrl_c_and_stores_the_merged_run() -> 
     assert shown["status"] == "interrupted" and "2 local-process workers" in shown["notes"][-1]
     with open_store() as store:
         run = store.get_run(shown["id"])
-    assert run["status"] == "interrupted" and len(run["requests"]) >= seen
+    assert run.status == "interrupted" and len(run.requests) >= seen

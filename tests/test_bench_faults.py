@@ -76,8 +76,8 @@ def test_cli_all_failures_exit_2_with_one_line_and_keep_old_runs() -> None:
     assert "Traceback" not in err + out
     with open_store() as store:
         runs = store.list_runs()
-    assert [r["status"] for r in runs] == ["failed", "complete"]
-    assert runs[0]["summary"]["requests_failed"] == 2
+    assert [r.status for r in runs] == ["failed", "complete"]
+    assert runs[0].summary.requests_failed == 2
 
 
 def test_cli_ctrl_c_saves_what_was_measured(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,7 +96,7 @@ def test_cli_ctrl_c_saves_what_was_measured(monkeypatch: pytest.MonkeyPatch) -> 
     assert shown["status"] == "interrupted" and shown["summary"]["requests_ok"] == 2
     with open_store() as store:
         run = store.get_run(shown["id"])
-    assert run["status"] == "interrupted" and len(run["requests"]) == 3
+    assert run.status == "interrupted" and len(run.requests) == 3
 
 
 def test_cli_unreachable_server_is_one_line_and_exit_2() -> None:
@@ -134,7 +134,7 @@ def test_a_hostile_value_fails_only_its_request_with_a_named_reason(fault: str) 
     run = result.to_dict()
     with open_store() as store:
         stored = store.get_run(store.save_run(run))
-    assert [r["error_kind"] for r in stored["requests"]] == [r.error_kind for r in result.records]
+    assert [r["error_kind"] for r in stored.requests] == [r.error_kind for r in result.records]
 
 
 def test_a_slow_connect_past_the_stall_timeout_is_a_stall() -> None:
@@ -169,8 +169,8 @@ def test_cli_hostile_server_ends_with_one_clean_line_and_the_run_stored(fault: s
     assert err.strip().splitlines()[-1].startswith("error: all 2 measured requests failed: ")
     with open_store() as store:
         runs = store.list_runs()
-        stored = store.get_run(runs[0]["id"])
-    assert runs[0]["status"] == "failed" and len(stored["requests"]) == 3
+        stored = store.get_run(runs[0].id)
+    assert runs[0].status == "failed" and len(stored.requests) == 3
 
 
 def test_cli_mixed_hostile_server_exits_0_and_stores_the_good_requests() -> None:
@@ -211,7 +211,7 @@ def test_cli_deadline_is_one_line_exit_2_and_keeps_the_completed_requests() -> N
     shown = json.loads(out)
     with open_store() as store:
         run = store.get_run(shown["id"])
-    assert run["status"] == "deadline" and run["summary"]["requests_ok"] >= 2
+    assert run.status == "deadline" and run.summary.requests_ok >= 2
 
 
 def test_cli_stalled_server_is_bounded_by_the_stall_timeout() -> None:

@@ -105,3 +105,21 @@ def test_flag_above_ceiling_exactly_when_faster_than_it(measured: float, ceiling
     result = grade(summary(measured), prediction(ceiling=ceiling, estimate=ceiling * 0.6))
     assert ("above-ceiling" in codes(result)) == (measured > ceiling)
     assert result["realised_fraction"] == pytest.approx(measured / ceiling)
+
+
+@given(
+    decode=st.floats(1.0, 1000.0),
+    bytes_per_token=st.floats(1e6, 1e11),
+    bandwidth=st.floats(10.0, 10_000.0),
+    prefill=st.floats(10.0, 1e5),
+)
+def test_mbu_and_mfu_are_the_cost_model_rules(decode: float, bytes_per_token: float, bandwidth: float, prefill: float) -> None:
+    """Grading, `tokometer utilization` and the web compute MBU and MFU with the same two functions."""
+    from tokometer.costmodel.utilisation import mbu, mfu
+
+    pred = prediction()
+    pred["decode"]["bytes_per_token"] = bytes_per_token
+    pred["hardware"]["memory_bandwidth_gb_per_s"] = bandwidth
+    result = grade(summary(decode, prefill_tps=stats([prefill])), pred)
+    assert result["mbu"] == mbu(decode * bytes_per_token, bandwidth)
+    assert result["mfu_prefill"] == mfu(prefill * 1.6e13 / 1000, 100.0)

@@ -102,8 +102,10 @@ def test_cli_import_llama_bench_jsonl_and_vllm(tmp_path: Path) -> None:
     assert [i["source"] for i in imported] == ["llama-bench", "vllm-bench"]
     with open_store() as store:
         runs = store.list_runs()
-        assert runs[0]["source"] == "vllm-bench" and runs[1]["summary"]["decode_tps"]["median"] == pytest.approx(119.43)
-        assert recompute(store, imported[1]["id"])["requests_ok"] == 2
+        assert runs[0].source == "vllm-bench" and runs[1].summary is not None
+        assert runs[1].summary.decode_tps.median == pytest.approx(119.43)
+        again = recompute(store, imported[1]["id"])
+        assert again is not None and again.requests_ok == 2
 
 
 def test_cli_export_then_import_round_trips(tmp_path: Path) -> None:
@@ -116,8 +118,8 @@ def test_cli_export_then_import_round_trips(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)[0]["source"] == "llama-bench"
     with open_store() as store:
         first, second = store.get_runs([1, 2])
-    assert first["summary"] == second["summary"]
-    assert len(first["requests"]) == len(second["requests"]) == 6
+    assert first.summary == second.summary
+    assert len(first.requests) == len(second.requests) == 6
 
 
 def test_cli_import_of_garbage_is_one_line_exit_2(tmp_path: Path) -> None:

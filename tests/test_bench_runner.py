@@ -200,3 +200,12 @@ def test_a_server_that_is_not_an_llm_is_one_clear_error() -> None:
     transport = httpx.MockTransport(lambda request: httpx.Response(404, text="<html>nothing here</html>"))
     with pytest.raises(BenchError, match="does not answer as an LLM server"):
         Runner(BenchConfig("http://fake:1", max_tokens=3, runs=1), transport=transport, clock=FakeClock()).run()
+
+
+def test_rate_mode_tells_the_writer_when_no_request_is_in_flight() -> None:
+    seen: list[bool] = []
+    with synthetic(tok_s=500.0, ttft_s=0.01) as server:
+        result = Runner(BenchConfig(server.url, max_tokens=5, rate_rps=20.0, requests=6, seed=3), on_quiet=seen.append).run()
+    assert result.summary()["requests_ok"] == 6
+    assert seen and seen[0] is False and seen[-1] is True
+    assert all(a != b for a, b in zip(seen, seen[1:], strict=False))  # busy and quiet alternate

@@ -183,3 +183,21 @@ def test_absurd_layer_count_is_refused_quickly(tmp_path: Path) -> None:
     path.write_text(json.dumps({**UNKNOWN, "num_hidden_layers": 10**12}))
     with pytest.raises(IngestError, match="implausible"):
         load_model(str(path))
+
+
+def test_bare_counts_carry_the_one_named_sentinel() -> None:
+    """`--params` models are marked by `specs.BARE_ARCHITECTURE`, the constant the memory rule checks; no
+    module spells the sentinel as a string of its own."""
+    import tokometer
+    from tokometer.ingest.architecture import bare_spec
+    from tokometer.specs import BARE_ARCHITECTURE
+
+    assert bare_spec(8e9).architecture == BARE_ARCHITECTURE
+    assert bare_spec(47e9, active_params=13e9).architecture == BARE_ARCHITECTURE
+    package = Path(tokometer.__file__).parent
+    spelled = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name != "specs.py" and any(s in path.read_text(encoding="utf-8") for s in ('"bare"', "'bare'"))
+    ]
+    assert spelled == []

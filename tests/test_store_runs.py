@@ -11,6 +11,7 @@ import pytest
 from bench_fixtures import bench_home, synthetic  # noqa: F401
 from tokometer.bench.runner import BenchConfig, Runner
 from tokometer.catalog import tokometer_home
+from tokometer.runrecord import Stats
 from tokometer.store import RunNotFound, StoreError, default_path, open_store
 from tokometer.store.migrations import MIGRATIONS, applied, migrate
 from tokometer.usecases.benchmark import recompute
@@ -56,16 +57,16 @@ def test_save_list_get_delete(tmp_path: Path) -> None:
         first = store.save_run(minimal_run())
         second = store.save_run(minimal_run(model="other", prediction={"ceiling_tok_s": 20.0, "estimate_tok_s": 12.0, "estimate": {"big": 1}}, hardware="local"))
         listed = store.list_runs()
-        assert [r["id"] for r in listed] == [second, first]
-        assert listed[0]["prediction"] == {"ceiling_tok_s": 20.0, "estimate_tok_s": 12.0}
-        assert listed[1]["prediction"] is None
-        assert listed[0]["hardware"] == "local"
-        assert set(listed[0]) >= {"id", "started_at", "url", "model", "hardware", "mode", "summary", "prediction"}
-        assert listed[0]["summary"]["decode_tps"]["median"] == 10.0
-        assert store.list_runs(model="other")[0]["id"] == second
+        assert [r.id for r in listed] == [second, first]
+        assert listed[0].prediction == {"ceiling_tok_s": 20.0, "estimate_tok_s": 12.0}
+        assert listed[1].prediction is None
+        assert listed[0].hardware == "local"
+        assert set(listed[0].to_dict()) >= {"id", "started_at", "url", "model", "hardware", "mode", "summary", "prediction"}
+        assert listed[0].summary is not None and listed[0].summary.decode_tps.median == 10.0
+        assert store.list_runs(model="other")[0].id == second
         run = store.get_run(second)
-        assert run["prediction"]["estimate"] == {"big": 1}
-        assert run["requests"][0]["event_times_s"] == [0.1, 0.2]
+        assert run.prediction is not None and run.prediction["estimate"] == {"big": 1}
+        assert run.requests[0]["event_times_s"] == [0.1, 0.2]
         store.delete_run(first)
         with pytest.raises(RunNotFound):
             store.get_run(first)
@@ -92,7 +93,8 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
 def test_non_finite_numbers_are_stored_as_null(tmp_path: Path) -> None:
     with open_store(tmp_path / "r.db") as store:
         run_id = store.save_run(minimal_run(summary={"decode_tps": {"median": float("nan")}, "x": float("inf")}))
-        assert store.get_run(run_id)["summary"] == {"decode_tps": {"median": None}, "x": None}
+        summary = store.get_run(run_id).summary
+        assert summary is not None and summary.decode_tps == Stats() and summary.extra == {"x": None}
 
 
 def test_stored_timestamps_recompute_the_same_summary() -> None:
@@ -103,12 +105,13 @@ def test_stored_timestamps_recompute_the_same_summary() -> None:
         run_id = store.save_run(run)
         again = recompute(store, run_id)
         stored = store.get_run(run_id)
+    assert again is not None and stored.summary is not None
     for key in ("decode_tps", "ttft_ms", "prefill_tps", "tpot_ms", "itl_ms", "server_decode_tps"):
         for stat in ("median", "mean", "min", "max"):
-            assert again[key][stat] == pytest.approx(stored["summary"][key][stat]), (key, stat)
-    assert again["requests_ok"] == stored["summary"]["requests_ok"] == 4
-    assert stored["server"]["engine"] == "llama.cpp"
-    assert stored["requests"][1]["server_timings"]["predicted_n"] == 20
+            assert getattr(getattr(again, key), stat) == pytest.approx(getattr(getattr(stored.summary, key), stat)), (key, stat)
+    assert again.requests_ok == stored.summary.requests_ok == 4
+    assert stored.server is not None and stored.server["engine"] == "llama.cpp"
+    assert stored.requests[1]["server_timings"]["predicted_n"] == 20
 
 
 def test_the_writer_stores_each_request_and_flush_waits_for_it(tmp_path: Path) -> None:
@@ -123,6 +126,34 @@ def test_the_writer_stores_each_request_and_flush_waits_for_it(tmp_path: Path) -
     writer.flush()
     with open_store(path) as store:
         run = store.get_run(writer.run_id)
-        assert run["status"] == "incomplete" and [r["seq"] for r in run["requests"]] == [0, 1, 2, 3, 4]
+        assert run.status == "incomplete" and [r["seq"] for r in run.requests] == [0, 1, 2, 3, 4]
     writer.close()
     assert writer.written == 5 and "could not be recorded" in (writer.error or "")
+
+
+def test_the_writer_holds_parsing_while_requests_are_in_flight(tmp_path: Path) -> None:
+    """Open-loop runs: a finished stream is parsed in a quiet moment, or once BATCH_MAX rows wait."""
+    import threading
+
+    from tokometer.runrecord import RunRecord
+    from tokometer.store.writer import BATCH_MAX, RunWriter
+
+    writer = RunWriter(tmp_path / "live.db", RunRecord(started_at="2025-01-01T00:00:00+00:00", mode="rate"))
+    parsed = threading.Event()
+
+    def row() -> dict[str, Any]:
+        parsed.set()
+        return {"seq": 0, "phase": "rate", "ok": True, "t0_s": 0.0}
+
+    writer.quiet(False)
+    writer.put(row)
+    assert not parsed.wait(0.5)  # held: streams are still being timed
+    writer.quiet(True)
+    assert parsed.wait(10.0)
+    writer.quiet(False)  # a full batch is written even while busy: a kill loses at most that much
+    done = [threading.Event() for _ in range(BATCH_MAX)]
+    for seq, event in enumerate(done, start=1):
+        writer.put(lambda seq=seq, event=event: (event.set(), {"seq": seq, "phase": "rate", "ok": True})[1])
+    assert all(event.wait(10.0) for event in done)
+    writer.close()
+    assert writer.written == BATCH_MAX + 1

@@ -277,6 +277,24 @@ def test_batch_curve_grows_the_aggregate(client: TestClient) -> None:
     assert aggregate == sorted(aggregate)
 
 
+def test_the_kv_bandwidth_line_is_per_stream_and_never_above_the_ceiling(client: TestClient) -> None:
+    """Issue #14 item 5: at batch 16 (8B on a 4090) the line divided the bandwidth by the bytes per
+    generated token, 16x the per-stream limit, and sat at 114 tok/s at 64k where the estimate is ~5."""
+    from tokometer.usecases.curves import context_points
+    from tokometer.usecases.estimate import estimate
+
+    setup = {"model": "llama-3.1-8b", "hw": "rtx-4090", "batch": 16}
+    points = client.post("/api/curve", json={**setup, "axis": "context"}).json()["points"]
+    for p in points:
+        assert p["roofline_tok_s"] <= p["decode"]["ceiling_tok_s"] * (1 + 1e-12)
+        assert p["decode"]["estimate_tok_s"] <= p["roofline_tok_s"] * (1 + 1e-12)
+    deep = next(p for p in points if p["x"] == 65536)
+    assert deep["roofline_tok_s"] < 2 * deep["decode"]["estimate_tok_s"] < 20
+    # the same line `estimate --plot` draws: one curve builder
+    library = {p.depth_tokens: p.roofline_tok_s for p in context_points(estimate("llama-3.1-8b", hw="rtx-4090", batch=16))}
+    assert deep["roofline_tok_s"] == library[65536.0]
+
+
 @pytest.mark.parametrize(
     ("body", "needle"),
     [

@@ -53,16 +53,22 @@ RUNS: list[dict[str, Any]] = [
 
 
 class FakeStore:
-    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        return RUNS[:limit]
+    """Typed reads, as `RunStore` gives them (`ListedRun`, `RunRecord`); an unknown id is a LookupError."""
 
-    def get_run(self, run_id: int, *, requests_limit: int | None = None, requests_offset: int = 0) -> dict[str, Any] | None:
+    def list_runs(self, limit: int = 50) -> list[Any]:
+        from tokometer.runrecord import ListedRun
+
+        return [ListedRun.from_dict({"source": "tokometer", **run}) for run in RUNS[:limit]]
+
+    def get_run(self, run_id: int, *, requests_limit: int | None = None, requests_offset: int = 0) -> Any:
+        from tokometer.runrecord import RunRecord
+
         run = next((r for r in RUNS if r["id"] == run_id), None)
         if run is None:
-            return None
+            raise LookupError(f"no run #{run_id}")
         requests = run.get("requests") or []
         end = None if requests_limit is None else requests_offset + requests_limit
-        return {**run, "requests": requests[requests_offset:end]}
+        return RunRecord.from_dict({**run, "requests": requests[requests_offset:end]})
 
     def count_requests(self, run_id: int) -> int:
         return len(next((r.get("requests") or [] for r in RUNS if r["id"] == run_id), []))

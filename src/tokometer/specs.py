@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from tokometer.units import BITS_PER_BYTE
 
@@ -23,7 +23,7 @@ QuantUsage = Literal["weights", "kv", "both"]
 # plain floats, block-quantized (ggml), mixes of blocks, grouped (GPTQ/AWQ); and the two formats a user
 # makes up: a bits-per-weight figure (`--bits`) and a file size (`--weights-gb`)
 QuantKind = Literal["plain", "block", "mix", "group", "user-bits", "file-size"]
-BARE_ARCHITECTURE = "bare"  # a model given as bare numbers (`--params`), not a known architecture
+BARE_ARCHITECTURE: Final = "bare"  # a model given as bare numbers (`--params`), not a known architecture
 Backend = Literal["cuda", "rocm", "metal", "vulkan", "sycl", "cpu"]
 BACKENDS: tuple[Backend, ...] = ("cuda", "rocm", "metal", "vulkan", "sycl", "cpu")  # the one backend list
 

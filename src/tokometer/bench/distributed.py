@@ -13,9 +13,12 @@ that instant, placed on the first worker's timeline:
 so a request keeps its exact durations (TTFT, decode, gaps) and starts where it started relative
 to its round. The skew left is the barrier's release spread (milliseconds on one host or LAN),
 which only touches cross-worker windows such as the aggregate throughput, never per-request
-figures. Local workers write each request into the live run as it completes, like a single
-process; Ray workers (other machines: no shared database) hand theirs over when they finish,
-and the merged run then replaces the live rows.
+figures. Every worker writes each request into the live run as it completes, like a single
+process, and the merged run then replaces the live rows. Local workers open the database
+themselves; Ray workers may run on other machines, so they send their rows (built in a thread,
+off the timed event loop, in batches of up to 64) to a small Ray actor pinned to the
+coordinator's node, which writes them with the same `RunWriter`. A coordinator killed mid-run
+leaves every row the actor committed, as an `incomplete` run.
 
 Ray is optional (`pip install tokometer[ray]`); `--ray` alone starts a local head bound to
 127.0.0.1, `--ray ADDRESS` joins a cluster whose nodes have tokometer installed.
@@ -25,9 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -50,6 +55,7 @@ class RequestSink(Protocol):
     """Where a worker puts each finished request (the use-case's live-run writer)."""
 
     def put(self, make_row: Callable[[], Mapping[str, Any]]) -> None: ...
+    def quiet(self, idle: bool) -> None: ...
     def flush(self) -> None: ...
     def close(self) -> None: ...
 
@@ -162,7 +168,7 @@ def _local_worker(config: BenchConfig, barrier: Any, timeout_s: float, sink: Sin
         writer.put(lambda: exchange.record().to_dict())
 
     try:
-        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush).run()
+        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush, on_quiet=writer.quiet).run()
     finally:
         writer.close()
 
@@ -234,11 +240,104 @@ class _BarrierActor:
         await event.wait()
 
 
-def _ray_worker(config: BenchConfig, barrier: Any) -> BenchResult:
+class _RunSinkActor:
+    """A Ray actor on the coordinator's node: writes the workers' rows into the live run's database."""
+
+    def __init__(self, live: SinkFactory) -> None:
+        self.writer = live()
+
+    def put(self, rows: list[dict[str, Any]]) -> int:
+        for row in rows:
+            self.writer.put(functools.partial(dict, row))
+        return len(rows)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+_STOP = object()
+RAY_BATCH_MAX = 64
+HOLD_MAX_S = 2.0
+
+
+class _RaySink:
+    """A Ray worker's end of the live run: rows are built in a thread (parsing stays off the event
+    loop that stamps other streams' bytes) and sent to the actor in batches, each acknowledged."""
+
+    def __init__(self, actor: Any, ray: Any) -> None:
+        self.actor = actor
+        self.ray = ray
+        self.error: str | None = None
+        self._queue: queue.Queue[object] = queue.Queue()
+        self._quiet = threading.Event()
+        self._quiet.set()
+        self._thread = threading.Thread(target=self._loop, name="tokometer-ray-sink", daemon=True)
+        self._thread.start()
+
+    def put(self, make_row: Callable[[], Mapping[str, Any]]) -> None:
+        self._queue.put(make_row)
+
+    def quiet(self, idle: bool) -> None:
+        """Hold the parsing while requests are in flight, as `store.writer.RunWriter.quiet` does."""
+        if idle:
+            self._quiet.set()
+        else:
+            self._quiet.clear()
+
+    def flush(self) -> None:
+        """Return once every row queued so far is in the database."""
+        self._quiet.set()
+        self._queue.join()
+        with contextlib.suppress(Exception):
+            self.ray.get(self.actor.flush.remote())
+
+    def close(self) -> None:
+        self._quiet.set()
+        self._queue.put(_STOP)
+        self._thread.join(60.0)
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            items = [self._queue.get()]
+            held_s = 0.0  # the same bounded hold as RunWriter: a quiet moment, HOLD_MAX_S or a full batch
+            while not self._quiet.wait(0.05) and held_s < HOLD_MAX_S and self._queue.qsize() < RAY_BATCH_MAX:
+                held_s += 0.05
+            while len(items) < RAY_BATCH_MAX:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(item is _STOP for item in items)
+            try:
+                rows = [dict(item()) for item in items if item is not _STOP and callable(item)]
+                if rows:
+                    self.ray.get(self.actor.put.remote(rows))
+            except Exception as exc:  # keep measuring; the merged run still carries every request
+                self.error = f"{type(exc).__name__}: {exc}"
+            finally:
+                for _ in items:
+                    self._queue.task_done()
+
+
+def _ray_worker(config: BenchConfig, barrier: Any, sink: Any) -> BenchResult:
     async def wait(key: str) -> None:
         await barrier.wait.remote(key)
 
-    return Runner(config, barrier=wait).run()
+    if sink is None:
+        return Runner(config, barrier=wait).run()
+    writer = _RaySink(sink, _ray())
+
+    def keep(exchange: Exchange) -> None:
+        writer.put(lambda: exchange.record().to_dict())
+
+    try:
+        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush, on_quiet=writer.quiet).run()
+    finally:
+        writer.close()
 
 
 def _ray() -> Any:
@@ -248,8 +347,11 @@ def _ray() -> Any:
         raise InputError("--ray needs Ray: pip install 'tokometer[ray]'") from None
 
 
-def run_ray(config: BenchConfig, workers: int, address: str) -> BenchResult:
-    """The run on `workers` Ray tasks: a local head on 127.0.0.1 (`address` "local") or a cluster."""
+def run_ray(config: BenchConfig, workers: int, address: str, sink: SinkFactory | None = None) -> BenchResult:
+    """The run on `workers` Ray tasks: a local head on 127.0.0.1 (`address` "local") or a cluster.
+
+    With `sink` (the live run's writer factory), an actor pinned to this node writes every request
+    the workers send as it completes."""
     ray = _ray()
     shares = plan_shares(config, workers)
     started_here = not ray.is_initialized()
@@ -264,12 +366,22 @@ def run_ray(config: BenchConfig, workers: int, address: str) -> BenchResult:
                 raise BenchError(f"cannot join the Ray cluster at {address}: {exc}") from None
     try:
         barrier = ray.remote(num_cpus=0)(_BarrierActor).remote(workers)
+        writer = None
+        if sink is not None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+            writer = ray.remote(num_cpus=0, scheduling_strategy=here)(_RunSinkActor).remote(sink)
         task = ray.remote(num_cpus=1, max_retries=0)(_ray_worker)
-        refs = [task.remote(share, barrier) for share in shares]
+        refs = [task.remote(share, barrier, writer) for share in shares]
         try:
             results = ray.get(refs, timeout=config.deadline_bound_s() + 120.0)
         except Exception as exc:
             raise BenchError(f"a Ray benchmark worker failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}") from None
+        finally:
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    ray.get(writer.close.remote(), timeout=60.0)
     finally:
         if started_here:
             ray.shutdown()
@@ -295,17 +407,14 @@ class DistributedRunner:
         self.on_start = on_start
 
     def run(self) -> BenchResult:
-        """Ray: run, merge, then store. Local: store the header first (the coordinator detects the
-        server itself), so the workers write each request into the live run as it completes."""
-        if self.ray_address is not None:
-            result = run_ray(self.config, self.workers, self.ray_address)
-            if self.on_start is not None and result.endpoint is not None:
-                self.on_start(result.endpoint)
-            return result
+        """Store the header first (the coordinator detects the server itself), so the workers, local
+        or on Ray, write each request into the live run as it completes; then merge."""
         sink = None
         if self.on_start is not None:
             started = self.on_start(asyncio.run(_detect(self.config)))
             sink = started if callable(started) else None
+        if self.ray_address is not None:
+            return run_ray(self.config, self.workers, self.ray_address, sink)
         return run_local(self.config, self.workers, sink)
 
 

@@ -9,7 +9,9 @@ Nobody else reports a measured speed as a fraction of the physical ceiling (benc
 
 A measurement above the ceiling is a finding, not a success: a wrong spec, a prompt-cache hit,
 speculative decoding or mis-counted tokens. Far below the estimate points at offload, a CPU
-fallback or throttling. Pure functions over the summary and `Estimate.to_dict()` shapes.
+fallback or throttling. MBU, MFU and where a speed sits are `costmodel.utilisation`'s rules (the ones
+`tokometer utilization` and the web use); this module applies them to a summary and the estimate's
+JSON shape.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokometer.bench.plausibility import implausible_speed
-from tokometer.costmodel.utilisation import placement
+from tokometer.costmodel.utilisation import mbu, mfu, placement
+from tokometer.units import GB, TFLOP
 
 CLIENT_SERVER_GAP = 0.10  # client vs server decode disagreement worth a flag
 HIGH_SPREAD = 0.20  # (max - min) / median across runs
@@ -115,7 +118,7 @@ def grade(
     aggregate = aggregate if aggregate is not None else measured * batch
     bandwidth = hardware.get("memory_bandwidth_gb_per_s")
     bytes_per_token = decode.get("bytes_per_token")
-    achieved_gb_s = aggregate * bytes_per_token / 1e9 if bytes_per_token else None
+    achieved_bytes_per_s = aggregate * bytes_per_token if bytes_per_token else None
     realised = measured / ceiling if ceiling else None
     result.update(
         {
@@ -128,18 +131,17 @@ def grade(
             "realised_fraction": realised,
             "vs_estimate": measured / estimate if estimate else None,
             "within_interval": (low is not None and high is not None and low <= measured <= high),
-            "achieved_bandwidth_gb_per_s": achieved_gb_s,
-            "mbu": achieved_gb_s / bandwidth if achieved_gb_s and bandwidth else None,
+            "achieved_bandwidth_gb_per_s": achieved_bytes_per_s / GB if achieved_bytes_per_s else None,
+            "mbu": mbu(achieved_bytes_per_s, bandwidth) if achieved_bytes_per_s and bandwidth else None,
         }
     )
     pre = prediction.get("prefill") or {}
     prefill_tps = _median(summary, "prefill_tps")
     peak = hardware.get("peak_tflops")
     if prefill_tps and pre.get("flops") and pre.get("prompt_tokens"):
-        flops_per_token = float(pre["flops"]) / float(pre["prompt_tokens"])
-        achieved_tflops = prefill_tps * flops_per_token / 1e12
-        result["achieved_prefill_tflops"] = achieved_tflops
-        result["mfu_prefill"] = achieved_tflops / peak if peak else None
+        flops_per_s = prefill_tps * float(pre["flops"]) / float(pre["prompt_tokens"])
+        result["achieved_prefill_tflops"] = flops_per_s / TFLOP
+        result["mfu_prefill"] = mfu(flops_per_s, peak)
         result["predicted_prefill_tps"] = pre.get("tok_s")
     placed = placement(
         measured, ceiling_tok_s=ceiling, estimate_tok_s=estimate, band_low_tok_s=low, band_high_tok_s=high

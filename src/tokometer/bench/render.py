@@ -1,18 +1,14 @@
-"""Plain-text views of a run (the dict shape stored in the database): detail, list, comparison."""
+"""Plain-text views of stored runs (typed `RunRecord` and `ListedRun`): detail, list, comparison, CSV."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tokometer.report.text import num, table
-
-
-def _med(summary: Mapping[str, Any] | None, key: str) -> float | None:
-    value = (summary or {}).get(key)
-    return value.get("median") if isinstance(value, Mapping) else None
+from tokometer.runrecord import Level, ListedRun, RunRecord, RunSummary
 
 
 def _pct(value: float | None) -> str:
@@ -33,69 +29,69 @@ def render_prediction(prediction: Mapping[str, Any]) -> str:
     )
 
 
-def render_run(run: Mapping[str, Any], *, with_requests: bool = False) -> str:
-    s = run.get("summary") or {}
-    server = run.get("server") or {}
+def render_run(run: RunRecord, *, with_requests: bool = False) -> str:
+    s = run.summary or RunSummary()
+    server = run.server or {}
     lines = []
-    title = f"run #{run['id']}" if run.get("id") is not None else "run"
-    where = run.get("url") or f"imported from {run.get('source')}"
+    title = f"run #{run.id}" if run.id is not None else "run"
+    where = run.url or f"imported from {run.source}"
     lines.append(
-        f"{title}  {run.get('started_at', '')}  {where}  ·  {run.get('protocol') or '-'}  ·  model {run.get('model') or '?'}"
+        f"{title}  {run.started_at}  {where}  ·  {run.protocol or '-'}  ·  model {run.model or '?'}"
         + (f"  ·  engine {server.get('engine')}" if server.get("engine") else "")
-        + ("" if run.get("status") in (None, "complete") else f"  [{run.get('status')}]")
+        + ("" if run.status == "complete" else f"  [{run.status}]")
     )
-    prediction = run.get("prediction")
+    prediction = run.prediction
     if prediction:
         lines.append(render_prediction(prediction))
-    decode = s.get("decode_tps") or {}
+    decode = s.decode_tps
     rows: list[list[str]] = []
-    if decode.get("median") is not None:
-        spread = s.get("decode_spread_fraction")
+    if decode.median is not None:
+        spread = s.decode_spread_fraction
         rows.append(
             [
                 "decode speed (after first token)",
-                f"{num(decode['median'])} tok/s",
-                f"median of {decode['n']}"
-                + (f", min {num(decode['min'])}, max {num(decode['max'])}" if decode["n"] > 1 else "")
-                + (f", spread {spread:.0%}" if spread is not None and decode["n"] > 1 else ""),
+                f"{num(decode.median)} tok/s",
+                f"median of {decode.n}"
+                + (f", min {num(decode.min)}, max {num(decode.max)}" if decode.n > 1 else "")
+                + (f", spread {spread:.0%}" if spread is not None and decode.n > 1 else ""),
             ]
         )
-    ttft = s.get("ttft_ms") or {}
-    if ttft.get("median") is not None:
-        prompt = s.get("ttft_prompt_tokens")
+    ttft = s.ttft_ms
+    if ttft.median is not None:
+        prompt = s.ttft_prompt_tokens
         rows.append(
             [
                 "time to first token",
-                f"{num(ttft['median'])} ms",
-                (f"{prompt:,.0f}-token prompt, " if prompt else "") + f"median of {ttft['n']}",
+                f"{num(ttft.median)} ms",
+                (f"{prompt:,.0f}-token prompt, " if prompt else "") + f"median of {ttft.n}",
             ]
         )
-    prefill = _med(s, "prefill_tps")
+    prefill = s.prefill_tps.median
     if prefill is not None:
         rows.append(["prefill speed", f"{num(prefill)} tok/s", "(prompt tokens - cached) / TTFT"])
-    server_tps = _med(s, "server_decode_tps")
+    server_tps = s.server_decode_tps.median
     if server_tps is not None:
-        gap = s.get("client_server_gap_fraction")
+        gap = s.client_server_gap_fraction
         rows.append(["server's own decode figure", f"{num(server_tps)} tok/s", f"client {gap:+.1%}" if gap is not None else ""])
-    if s.get("output_throughput_tps") and run.get("mode") in ("concurrency", "rate"):
-        rows.append(["output throughput", f"{num(s['output_throughput_tps'])} tok/s", "all streams, whole run"])
-    if s.get("goodput_rps") is not None:
-        rows.append(["goodput", f"{num(s['goodput_rps'])} req/s", f"{s.get('good_requests')} requests met the SLOs"])
-    cold = s.get("cold_ttft_ms")
+    throughput = s.throughput.output_throughput_tps if s.throughput is not None else None
+    if throughput and run.mode in ("concurrency", "rate"):
+        rows.append(["output throughput", f"{num(throughput)} tok/s", "all streams, whole run"])
+    if s.goodput is not None and s.goodput.goodput_rps is not None:
+        rows.append(["goodput", f"{num(s.goodput.goodput_rps)} req/s", f"{s.goodput.good_requests} requests met the SLOs"])
+    cold = s.cold_ttft_ms
     rows.append(
         [
             "requests",
-            f"{s.get('requests_ok', 0)} ok, {s.get('requests_failed', 0)} failed",
-            (f"{s.get('cold_requests')} cold run(s) dropped" if s.get("cold_requests") else "")
+            f"{s.requests_ok} ok, {s.requests_failed} failed",
+            (f"{s.cold_requests} cold run(s) dropped" if s.cold_requests else "")
             + (f" (cold TTFT {num(cold)} ms)" if cold is not None else ""),
         ]
     )
     lines.append(table(rows))
-    levels = run.get("levels") or []
-    if levels:
+    if run.levels:
         lines.append("")
-        lines.append(render_levels(levels))
-    grading = run.get("grading") or {}
+        lines.append(render_levels(run.levels))
+    grading = run.grading or {}
     if grading.get("verdict"):
         lines.append("")
         lines.append(f"grade: {grading['verdict']}")
@@ -109,30 +105,30 @@ def render_run(run: Mapping[str, Any], *, with_requests: bool = False) -> str:
     for flag in grading.get("flags") or []:
         mark = {"error": "!!", "warning": "! ", "info": "  "}.get(flag.get("severity", ""), "  ")
         lines.append(f"{mark} {flag['message']}")
-    for note in run.get("notes") or []:
+    for note in run.notes:
         lines.append(f"   note: {note}")
-    if with_requests and run.get("requests"):
+    if with_requests and run.requests:
         lines.append("")
-        lines.append(render_requests(run["requests"]))
+        lines.append(render_requests(run.requests))
     return "\n".join(lines)
 
 
-def render_levels(levels: Sequence[Mapping[str, Any]]) -> str:
+def render_levels(levels: Sequence[Level]) -> str:
     rows = []
     for level in levels:
-        s = level.get("summary") or {}
-        grade = level.get("grading") or {}
-        aggregate = _med(s, "aggregate_tps")
+        s = level.summary or RunSummary()
+        grade = level.grading or {}
+        aggregate = s.aggregate_tps.median if s.aggregate_tps is not None else None
         rows.append(
             [
-                str(level.get("label")),
-                num(_med(s, "decode_tps")),
+                level.label,
+                num(s.decode_tps.median),
                 num(aggregate) if aggregate is not None else "-",
-                num(_med(s, "ttft_ms")),
-                _count(s.get("prompt_tokens")),
+                num(s.ttft_ms.median),
+                _count(s.prompt_tokens),
                 num(grade.get("estimate_tok_s")),
                 _pct(grade.get("realised_fraction")),
-                f"{s.get('requests_ok', 0)}/{s.get('requests_total', 0)}",
+                f"{s.requests_ok}/{s.requests_total}",
             ]
         )
     header = ["level", "decode tok/s", "aggregate tok/s", "TTFT ms", "prompt tok", "predicted tok/s", "of ceiling", "ok"]
@@ -160,46 +156,55 @@ def render_requests(requests: Sequence[Mapping[str, Any]]) -> str:
     return table(rows, ["#", "phase", "level", "status", "TTFT ms", "decode tok/s", "out", "prompt", "finish", "error"])
 
 
-def render_list(runs: Sequence[Mapping[str, Any]]) -> str:
+def render_list(runs: Sequence[ListedRun]) -> str:
     if not runs:
         return "no runs yet: `tokometer bench URL` measures a server"
     rows = []
     for run in runs:
-        s = run.get("summary") or {}
-        grading = run.get("grading") or {}
+        s = run.summary or RunSummary()
+        grading = run.grading or {}
         rows.append(
             [
-                str(run["id"]),
-                str(run.get("started_at") or "")[:16].replace("T", " "),
-                str(run.get("model") or "-")[:40],
-                str(run.get("hardware") or "-"),
-                str(run.get("mode") or "-") + ("" if run.get("source") in (None, "tokometer") else f" ({run.get('source')})"),
-                num(_med(s, "decode_tps")),
-                num(_med(s, "ttft_ms")),
-                f"{s.get('requests_ok', 0)}/{s.get('requests_failed', 0)}",
+                str(run.id),
+                run.started_at[:16].replace("T", " "),
+                (run.model or "-")[:40],
+                run.hardware or "-",
+                (run.mode or "-") + ("" if run.source == "tokometer" else f" ({run.source})"),
+                num(s.decode_tps.median),
+                num(s.ttft_ms.median),
+                f"{s.requests_ok}/{s.requests_failed}",
                 _pct(grading.get("realised_fraction")),
-                str(run.get("status") or ""),
+                run.status,
             ]
         )
     return table(rows, ["id", "started (UTC)", "model", "hardware", "mode", "decode tok/s", "TTFT ms", "ok/failed", "of ceiling", "status"])
 
 
-COMPARE_ROWS = (
-    ("decode tok/s", lambda r: _med(r.get("summary"), "decode_tps")),
-    ("TTFT ms", lambda r: _med(r.get("summary"), "ttft_ms")),
-    ("prefill tok/s", lambda r: _med(r.get("summary"), "prefill_tps")),
-    ("TPOT ms", lambda r: _med(r.get("summary"), "tpot_ms")),
-    ("server decode tok/s", lambda r: _med(r.get("summary"), "server_decode_tps")),
-    ("output throughput tok/s", lambda r: (r.get("summary") or {}).get("output_throughput_tps")),
-    ("ceiling tok/s", lambda r: (r.get("prediction") or {}).get("ceiling_tok_s")),
-    ("estimate tok/s", lambda r: (r.get("prediction") or {}).get("estimate_tok_s")),
-    ("of ceiling", lambda r: (r.get("grading") or {}).get("realised_fraction")),
-    ("requests ok", lambda r: (r.get("summary") or {}).get("requests_ok")),
-    ("requests failed", lambda r: (r.get("summary") or {}).get("requests_failed")),
+def _summary(run: RunRecord) -> RunSummary:
+    return run.summary or RunSummary()
+
+
+def _output_throughput(run: RunRecord) -> float | None:
+    through = _summary(run).throughput
+    return through.output_throughput_tps if through is not None else None
+
+
+COMPARE_ROWS: tuple[tuple[str, Callable[[RunRecord], Any]], ...] = (
+    ("decode tok/s", lambda r: _summary(r).decode_tps.median),
+    ("TTFT ms", lambda r: _summary(r).ttft_ms.median),
+    ("prefill tok/s", lambda r: _summary(r).prefill_tps.median),
+    ("TPOT ms", lambda r: _summary(r).tpot_ms.median),
+    ("server decode tok/s", lambda r: _summary(r).server_decode_tps.median),
+    ("output throughput tok/s", _output_throughput),
+    ("ceiling tok/s", lambda r: (r.prediction or {}).get("ceiling_tok_s")),
+    ("estimate tok/s", lambda r: (r.prediction or {}).get("estimate_tok_s")),
+    ("of ceiling", lambda r: (r.grading or {}).get("realised_fraction")),
+    ("requests ok", lambda r: _summary(r).requests_ok if r.summary is not None else None),
+    ("requests failed", lambda r: _summary(r).requests_failed if r.summary is not None else None),
 )
 
 
-def compare_table(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def compare_table(runs: Sequence[RunRecord]) -> list[dict[str, Any]]:
     """One row per metric: the value of each run and its ratio to the first run."""
     rows = []
     for name, get in COMPARE_ROWS:
@@ -210,8 +215,8 @@ def compare_table(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def render_compare(runs: Sequence[Mapping[str, Any]]) -> str:
-    header = ["metric"] + [f"#{r['id']}" for r in runs]
+def render_compare(runs: Sequence[RunRecord]) -> str:
+    header = ["metric"] + [f"#{r.id}" for r in runs]
     rows = []
     for row in compare_table(runs):
         cells = [row["metric"]]
@@ -227,7 +232,7 @@ def render_compare(runs: Sequence[Mapping[str, Any]]) -> str:
                 text += f" ({ratio - 1:+.0%})"
             cells.append(text)
         rows.append(cells)
-    who = [f"#{r['id']}: {r.get('model') or '?'} @ {r.get('url') or r.get('source')} ({str(r.get('started_at'))[:16]})" for r in runs]
+    who = [f"#{r.id}: {r.model or '?'} @ {r.url or r.source} ({r.started_at[:16]})" for r in runs]
     return "\n".join(who) + "\n\n" + table(rows, header)
 
 
@@ -245,20 +250,21 @@ CSV_REQUEST_FIELDS = (
 )  # fmt: skip
 
 
-def run_csv_row(run: Mapping[str, Any]) -> dict[str, Any]:
-    s = run.get("summary") or {}
-    prediction = run.get("prediction") or {}
-    grading = run.get("grading") or {}
-    row: dict[str, Any] = {k: run.get(k) for k in ("id", "started_at", "status", "source", "url", "model", "hardware", "mode", "protocol")}
-    row.update({"requests_ok": s.get("requests_ok"), "requests_failed": s.get("requests_failed")})
+def run_csv_row(run: RunRecord) -> dict[str, Any]:
+    s = _summary(run)
+    prediction = run.prediction or {}
+    grading = run.grading or {}
+    row: dict[str, Any] = {k: getattr(run, k) for k in ("id", "started_at", "status", "source", "url", "model", "hardware", "mode", "protocol")}
+    present = run.summary is not None
+    row.update({"requests_ok": s.requests_ok if present else None, "requests_failed": s.requests_failed if present else None})
     for stat in ("median", "mean", "std", "min", "max"):
-        row[f"decode_tps_{stat}"] = (s.get("decode_tps") or {}).get(stat)
-    row["ttft_ms_median"] = _med(s, "ttft_ms")
-    row["ttft_ms_p90"] = (s.get("ttft_ms") or {}).get("p90")
+        row[f"decode_tps_{stat}"] = getattr(s.decode_tps, stat)
+    row["ttft_ms_median"] = s.ttft_ms.median
+    row["ttft_ms_p90"] = s.ttft_ms.p90
     for key in ("prefill_tps", "tpot_ms", "e2el_ms", "server_decode_tps"):
-        row[f"{key}_median"] = _med(s, key)
-    row["output_throughput_tps"] = s.get("output_throughput_tps")
-    row["goodput_rps"] = s.get("goodput_rps")
+        row[f"{key}_median"] = getattr(s, key).median
+    row["output_throughput_tps"] = _output_throughput(run)
+    row["goodput_rps"] = s.goodput.goodput_rps if s.goodput is not None else None
     row["ceiling_tok_s"] = prediction.get("ceiling_tok_s")
     row["estimate_tok_s"] = prediction.get("estimate_tok_s")
     row["realised_fraction"] = grading.get("realised_fraction")
@@ -266,15 +272,15 @@ def run_csv_row(run: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def to_csv(runs: Sequence[Mapping[str, Any]], *, requests: bool = False) -> str:
+def to_csv(runs: Sequence[RunRecord], *, requests: bool = False) -> str:
     out = io.StringIO()
     if requests:
         writer = csv.DictWriter(out, fieldnames=CSV_REQUEST_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for run in runs:
-            for r in run.get("requests") or []:
+            for r in run.requests:
                 m = r.get("metrics") or {}
-                writer.writerow({**{k: r.get(k) for k in CSV_REQUEST_FIELDS}, **{k: m.get(k) for k in ("ttft_ms", "decode_tps", "tpot_ms", "e2el_ms", "prefill_tps")}, "run_id": run.get("id")})
+                writer.writerow({**{k: r.get(k) for k in CSV_REQUEST_FIELDS}, **{k: m.get(k) for k in ("ttft_ms", "decode_tps", "tpot_ms", "e2el_ms", "prefill_tps")}, "run_id": run.id})
     else:
         writer = csv.DictWriter(out, fieldnames=CSV_RUN_FIELDS, extrasaction="ignore")
         writer.writeheader()

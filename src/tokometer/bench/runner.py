@@ -275,9 +275,14 @@ class Runner:
         on_exchange: Callable[[Exchange], None] | None = None,
         barrier: Callable[[str], Awaitable[None]] | None = None,
         settle: Callable[[], None] | None = None,
+        on_quiet: Callable[[bool], None] | None = None,
     ) -> None:
         config.validate()
         self.settle = settle  # blocking; run before each timed round (the caller's writer drains)
+        # open-loop modes: told True when no request is in flight, False when one starts, so the
+        # caller's writer parses finished streams in the gaps rather than beside timed ones
+        self.on_quiet = on_quiet
+        self._in_flight = 0
         self.barrier = barrier
         self.sync_times: dict[str, float] = {}
         self.on_start = on_start
@@ -698,13 +703,21 @@ class Runner:
         if not isinstance(shared, Lane):
             return await self._send(shared, phase, label, prompt, out, cache_prompt=phase != "trace")
         lane = self._idle.pop() if self._idle else self._lane()
+        self._busy(+1)
         try:
             return await self._send(lane, phase, label, prompt, out, cache_prompt=phase != "trace")
         finally:
+            self._busy(-1)
             if lane.connected:
                 self._idle.append(lane)
             else:
                 lane.close()
+
+    def _busy(self, change: int) -> None:
+        """Count open-loop requests in flight; tell `on_quiet` when the count leaves or reaches zero."""
+        self._in_flight += change
+        if self.on_quiet is not None and self._in_flight == (0 if change < 0 else 1):
+            self.on_quiet(self._in_flight == 0)
 
     async def _rate(self, client: Sender) -> None:
         cfg = self.config

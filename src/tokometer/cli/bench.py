@@ -114,6 +114,7 @@ def bench(
     from tokometer.bench.runner import BenchConfig
     from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
+    from tokometer.runrecord import RunSummary
     from tokometer.usecases.benchmark import Predictor, benchmark
 
     bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed")
@@ -151,18 +152,19 @@ def bench(
             outcome = benchmark(config, predictor, save=not no_save, progress=progress, runner=runner_factory)
     finally:
         _end_progress(progress)
-    result, run, run_id = outcome.result, outcome.run.to_dict(), outcome.run_id
+    result, record, run_id = outcome.result, outcome.run, outcome.run_id
+    summary = record.summary or RunSummary()
     stop_code = 128 + int(result.stopped_by) if result.stopped_by else 130
     if result.endpoint is None:
         if result.status == "interrupted":
             raise click.exceptions.Exit(stop_code)
         raise BenchError(f"nothing measured at {url}")
     if as_json:
-        shown = {k: v for k, v in run.items() if k != "requests"}
-        shown["requests_recorded"] = len(run["requests"])
+        shown = record.to_dict(requests=False)
+        shown["requests_recorded"] = len(record.requests)
         click.echo(to_json(shown))
     else:
-        click.echo(render_run(run))
+        click.echo(render_run(record))
         if run_id is not None:
             click.echo(f"\nsaved as run #{run_id}: `tokometer runs show {run_id}`")
     if outcome.store_error:
@@ -170,14 +172,13 @@ def bench(
     if result.status == "interrupted":
         raise click.exceptions.Exit(stop_code)
     if result.status == "deadline":
-        kept = run["summary"].get("requests_ok", 0)
+        kept = summary.requests_ok
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
         raise BenchError(f"the run reached its deadline of {config.deadline_bound_s():g} s; {kept} completed request(s) kept{saved}")
     if result.status == "failed":
-        s = run["summary"]
-        first = s.get("first_error") or next((r.get("error") for r in run["requests"] if r.get("error")), "no response")
+        first = summary.first_error or next((r.get("error") for r in record.requests if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
-        raise BenchError(f"all {s['requests_total']} measured requests failed: {first}{saved}")
+        raise BenchError(f"all {summary.requests_total} measured requests failed: {first}{saved}")
 
 
 MAX_TRACE_BYTES = 256 << 20
@@ -211,7 +212,7 @@ def runs_list(limit: int, model: str | None, as_json: bool) -> None:
 
     with open_store() as store:
         found = store.list_runs(limit=limit, model=model)
-    click.echo(to_json(found) if as_json else render_list(found))
+    click.echo(to_json([run.to_dict() for run in found]) if as_json else render_list(found))
 
 
 @runs.command("show")
@@ -226,10 +227,8 @@ def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
     from tokometer.usecases.benchmark import load_run
 
     with open_store() as store:
-        run = load_run(store, run_id, with_requests=with_requests or as_json)
-    if as_json and not with_requests:
-        run.pop("requests", None)
-    click.echo(to_json(run) if as_json else render_run(run, with_requests=with_requests))
+        run = load_run(store, run_id, with_requests=with_requests)
+    click.echo(to_json(run.to_dict(stored=True, requests=with_requests)) if as_json else render_run(run, with_requests=with_requests))
 
 
 @runs.command("compare")
@@ -246,7 +245,8 @@ def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
     with open_store() as store:
         found = store.get_runs(run_ids, with_requests=False)
     if as_json:
-        click.echo(to_json({"runs": [{k: r.get(k) for k in ("id", "started_at", "url", "model", "hardware", "mode", "source")} for r in found], "rows": compare_table(found)}))
+        header = ("id", "started_at", "url", "model", "hardware", "mode", "source")
+        click.echo(to_json({"runs": [{k: getattr(r, k) for k in header} for r in found], "rows": compare_table(found)}))
     else:
         click.echo(render_compare(found))
 
@@ -267,9 +267,9 @@ def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: in
     if as_json:
         fmt = "json"
     with open_store() as store:
-        ids = list(run_ids) or [r["id"] for r in store.list_runs(limit=limit)]
+        ids = list(run_ids) or [r.id for r in store.list_runs(limit=limit)]
         found = store.get_runs(ids, with_requests=fmt == "json" or per_request)
-    text = to_json(found) if fmt == "json" else to_csv(found, requests=per_request)
+    text = to_json([run.to_dict(stored=True) for run in found]) if fmt == "json" else to_csv(found, requests=per_request)
     if output is None:
         click.echo(text, nl=fmt == "json")
     else:

@@ -1,18 +1,20 @@
 """Curves: decode speed against batch, context depth, GPU layers and offloaded expert layers, each point
 one `Setup.step()`.
 
-What the batching, context and offload sections of the JSON and the plots draw (docs/PHYSICS.md,
-sections 6 and 7). Each builder takes the sample points and a `fits` predicate, so memory policy stays
-with the caller.
+One builder, `decode_curve`, samples the setup along an axis; the JSON's batching, context and offload
+sections (`BatchPoint`, `ContextPoint`, `OffloadPoint`), the web's plots and `estimate --plot` all read
+its points (docs/PHYSICS.md, sections 6 and 7). It takes the sample points and a `fits` predicate, so
+memory policy stays with the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from tokometer.costmodel.layout import Setup
-from tokometer.costmodel.roofline import Bound
+from tokometer.costmodel.roofline import Bound, Step
 from tokometer.specs import ModelSpec, _Plain
 
 
@@ -35,30 +37,92 @@ def experts_touched(model: ModelSpec, tokens: float) -> float | None:
     return model.n_experts * model.expert_fraction_read(tokens) if model.is_moe else None
 
 
+Axis = Literal["batch", "context", "gpu_layers", "expert_layers"]
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    """One sample of the one curve builder: the modelled step at (batch, depth, GPU layers)."""
+
+    batch: int
+    depth_tokens: float
+    gpu_layers: int | None  # None: the setup's own layout
+    step: Step
+    roofline_tok_s: float  # per stream, eta = 1 and no fixed costs, KV reads included: never above the ceiling
+    fits: bool
+
+    @property
+    def per_stream_tok_s(self) -> float:
+        return 1.0 / self.step.time_s
+
+    @property
+    def aggregate_tok_s(self) -> float:
+        return self.batch / self.step.time_s
+
+    @property
+    def ceiling_per_stream_tok_s(self) -> float:
+        return 1.0 / self.step.ceiling_time_s
+
+
+def decode_curve(
+    setup: Setup,
+    axis: Axis,
+    values: Sequence[float],
+    *,
+    batch: int,
+    depth_tokens: float,
+    fits: Callable[[float], bool],
+) -> tuple[CurvePoint, ...]:
+    """Decode along one axis with the others held: the one builder behind the JSON's batching, context
+    and offload curves, the web's plots and `estimate --plot` (docs/PHYSICS.md, sections 6 and 7).
+
+    Each point is `setup.step(B, d)` on the setup (with `n` GPU layers on the offload axis, or the experts
+    of `n` layers in system RAM on the expert axis); per-stream
+    speed `1 / t(B, d)`, aggregate `B / t(B, d)`. `roofline_tok_s` is the same step at eta = 1 without
+    fixed costs, `1 / max((W_read(B) + B * KV(d)) / BW, FLOPs / peak)`: the bandwidth limit with KV
+    reads, per stream, so it never exceeds the weights-only ceiling.
+    """
+    points = []
+    ideal = setup.ideal()
+    for value in values:
+        b, depth, layers, at, at_ideal = batch, depth_tokens, None, setup, ideal
+        if axis == "batch":
+            b = int(value)
+        elif axis == "context":
+            depth = float(value)
+        elif axis == "gpu_layers":
+            layers = int(value)
+            at = setup.with_gpu_layers(layers)
+            at_ideal = at.ideal()
+        else:  # expert_layers: the routed experts of that many layers sit in system RAM
+            at = setup.with_expert_layers(int(value))
+            at_ideal = at.ideal()
+        step = at.step(b, depth).step
+        roofline = 1.0 / at_ideal.step(b, depth).step.time_s
+        points.append(CurvePoint(b, depth, layers, step, roofline, fits(value)))
+    return tuple(points)
+
+
 def batch_curve(
     setup: Setup, batches: Sequence[int], depth_tokens: float, fits: Callable[[int], bool]
 ) -> tuple[BatchPoint, ...]:
-    """Per-stream `1 / t(B)` and aggregate `B / t(B)` decode at each batch (docs/PHYSICS.md section 6)."""
-    points = []
-    for b in batches:
-        ls = setup.step(b, depth_tokens)
-        s = ls.step
-        points.append(
-            BatchPoint(
-                batch=b,
-                per_stream_tok_s=1.0 / s.time_s,
-                aggregate_tok_s=b / s.time_s,
-                ceiling_per_stream_tok_s=1.0 / s.ceiling_time_s,
-                ceiling_aggregate_tok_s=b / s.ceiling_time_s,
-                bound=s.bound,
-                weight_bytes_per_step=s.weight_bytes,
-                kv_bytes_per_step=s.kv_read_bytes + s.kv_write_bytes,
-                flops_per_step=s.flops,
-                experts_touched=experts_touched(setup.model, b),
-                fits=fits(b),
-            )
+    """`decode_curve` along the batch, as the JSON's `batching.curve` shows it (docs/PHYSICS.md section 6)."""
+    return tuple(
+        BatchPoint(
+            batch=p.batch,
+            per_stream_tok_s=p.per_stream_tok_s,
+            aggregate_tok_s=p.aggregate_tok_s,
+            ceiling_per_stream_tok_s=p.ceiling_per_stream_tok_s,
+            ceiling_aggregate_tok_s=p.batch / p.step.ceiling_time_s,
+            bound=p.step.bound,
+            weight_bytes_per_step=p.step.weight_bytes,
+            kv_bytes_per_step=p.step.kv_read_bytes + p.step.kv_write_bytes,
+            flops_per_step=p.step.flops,
+            experts_touched=experts_touched(setup.model, p.batch),
+            fits=p.fits,
         )
-    return tuple(points)
+        for p in decode_curve(setup, "batch", batches, batch=1, depth_tokens=depth_tokens, fits=lambda b: fits(int(b)))
+    )
 
 
 def compute_bound_batch(setup: Setup, depth_tokens: float, limit: int = 1 << 20) -> int | None:
@@ -99,23 +163,20 @@ class ContextPoint(_Plain):
 def context_curve(
     setup: Setup, depths: Sequence[float], batch: int, fits: Callable[[float], bool]
 ) -> tuple[ContextPoint, ...]:
-    """Decode speed as the cache fills: every step reads the whole cache of each stream."""
-    ideal = setup.ideal()
-    points = []
-    for depth in depths:
-        s = setup.step(batch, depth).step
-        points.append(
-            ContextPoint(
-                depth_tokens=float(depth),
-                estimate_tok_s=1.0 / s.time_s,
-                roofline_tok_s=1.0 / ideal.step(batch, depth).time_s,
-                ceiling_tok_s=1.0 / s.ceiling_time_s,
-                kv_bytes_per_token=s.kv_read_bytes / batch,
-                bound=s.bound,
-                fits=fits(depth),
-            )
+    """`decode_curve` along the depth, as the JSON's `context.curve` shows it: every step reads the
+    whole cache of each stream."""
+    return tuple(
+        ContextPoint(
+            depth_tokens=p.depth_tokens,
+            estimate_tok_s=p.per_stream_tok_s,
+            roofline_tok_s=p.roofline_tok_s,
+            ceiling_tok_s=p.ceiling_per_stream_tok_s,
+            kv_bytes_per_token=p.step.kv_read_bytes / batch,
+            bound=p.step.bound,
+            fits=p.fits,
         )
-    return tuple(points)
+        for p in decode_curve(setup, "context", depths, batch=batch, depth_tokens=0.0, fits=fits)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,22 +195,18 @@ def offload_curve(
     gpu_memory_gb: Callable[[int], float],
     fits: Callable[[int], bool],
 ) -> tuple[OffloadPoint, ...]:
-    """Speed for every GPU layer count from 0 (all on the CPU) to all layers."""
-    points = []
-    for n in range(setup.model.n_layers + 1):
-        s = setup.with_gpu_layers(n).step(batch, depth_tokens).step
-        points.append(
-            OffloadPoint(
-                gpu_layers=n,
-                estimate_tok_s=1.0 / s.time_s,
-                ceiling_tok_s=1.0 / s.ceiling_time_s,
-                gpu_memory_gb=gpu_memory_gb(n),
-                fits=fits(n),
-            )
+    """`decode_curve` along the GPU layers, from 0 (all on the CPU) to all layers."""
+    layers = range(setup.model.n_layers + 1)
+    return tuple(
+        OffloadPoint(
+            gpu_layers=int(p.gpu_layers or 0),
+            estimate_tok_s=p.per_stream_tok_s,
+            ceiling_tok_s=p.ceiling_per_stream_tok_s,
+            gpu_memory_gb=gpu_memory_gb(int(p.gpu_layers or 0)),
+            fits=p.fits,
         )
-    return tuple(points)
-
-
+        for p in decode_curve(setup, "gpu_layers", layers, batch=batch, depth_tokens=depth_tokens, fits=lambda n: fits(int(n)))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,17 +225,16 @@ def expert_offload_curve(
     gpu_memory_gb: Callable[[int], float],
     fits: Callable[[int], bool],
 ) -> tuple[ExpertOffloadPoint, ...]:
-    """Speed and GPU memory for every number of layers whose experts sit in system RAM, 0 to all."""
-    points = []
-    for n in range(setup.model.n_layers + 1):
-        s = setup.with_expert_layers(n).step(batch, depth_tokens).step
-        points.append(
-            ExpertOffloadPoint(
-                expert_layers=n,
-                estimate_tok_s=1.0 / s.time_s,
-                ceiling_tok_s=1.0 / s.ceiling_time_s,
-                gpu_memory_gb=gpu_memory_gb(n),
-                fits=fits(n),
-            )
+    """`decode_curve` along the layers whose experts sit in system RAM, from 0 to all."""
+    layers = range(setup.model.n_layers + 1)
+    points = decode_curve(setup, "expert_layers", layers, batch=batch, depth_tokens=depth_tokens, fits=lambda n: fits(int(n)))
+    return tuple(
+        ExpertOffloadPoint(
+            expert_layers=n,
+            estimate_tok_s=p.per_stream_tok_s,
+            ceiling_tok_s=p.ceiling_per_stream_tok_s,
+            gpu_memory_gb=gpu_memory_gb(n),
+            fits=p.fits,
         )
-    return tuple(points)
+        for n, p in zip(layers, points, strict=True)
+    )

@@ -13,7 +13,7 @@ from typing import Any
 
 from tokometer.costmodel.mixers import HYBRID_ARCHITECTURES, Layer, hybrid_layers
 from tokometer.errors import IngestError, InputError
-from tokometer.specs import AttentionGroup, AttentionKind, ModelSpec, ParamGroups
+from tokometer.specs import BARE_ARCHITECTURE, AttentionGroup, AttentionKind, ModelSpec, ParamGroups
 
 KNOWN_ARCHITECTURES = (
     "llama",
@@ -490,7 +490,7 @@ def bare_spec(
     return ModelSpec(
         id=None,
         name=label,
-        architecture="bare",
+        architecture=BARE_ARCHITECTURE,
         n_layers=n_layers,
         hidden_size=0,
         n_heads=0,

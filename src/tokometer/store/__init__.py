@@ -13,22 +13,26 @@ killed; its summary is recomputed from its stored requests when it is read.
 
     store = open_store()
     run_id = store.save_run(result_dict)     # a whole run at once (imports)
-    store.list_runs(limit=50)   # newest first, summaries only
-    store.get_run(run_id)       # everything, requests included
+    store.list_runs(limit=50)   # newest first, summaries only (ListedRun)
+    store.get_run(run_id)       # everything, requests included (RunRecord)
+
+Reads are typed: `runrecord.RunRecord` and `ListedRun`, whose `to_dict()` is the JSON the CLI and the
+web print.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tokometer.errors import TokometerError
-from tokometer.runrecord import RunRecord
+from tokometer.runrecord import ListedRun, RunRecord
 from tokometer.store.migrations import migrate, transaction
 
+T = TypeVar("T")
 DB_NAME = "runs.db"
 _RUN_COLUMNS = (
     "started_at", "finished_at", "status", "source", "url", "model", "hardware", "mode", "protocol",
@@ -183,8 +187,8 @@ class RunStore:
             run.protocol,
             _dumps(run.config),
             _dumps(run.server),
-            _dumps(run.summary),
-            _dumps(run.levels),
+            _dumps(run.summary.to_dict() if run.summary is not None else {}),
+            _dumps([level.to_dict() for level in run.levels]),
             _dumps(run.prediction),
             _dumps(run.grading),
             _dumps(list(run.notes)),
@@ -238,7 +242,7 @@ class RunStore:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def _row(self, row: sqlite3.Row) -> dict[str, Any]:
+    def _header(self, row: sqlite3.Row) -> dict[str, Any]:
         return {
             "id": row["id"],
             "started_at": row["started_at"],
@@ -251,11 +255,17 @@ class RunStore:
             "mode": row["mode"],
             "protocol": row["protocol"],
             "summary": _loads(row["summary_json"]) or {},
-            "prediction": prediction_brief(_loads(row["prediction_json"])),
             "grading": _loads(row["grading_json"]),
         }
 
-    def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[dict[str, Any]]:
+    def _typed(self, build: Callable[[dict[str, Any]], T], data: dict[str, Any]) -> T:
+        """A stored run as its type; a row no type accepts is a store error naming the run."""
+        try:
+            return build(data)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise StoreError(f"run #{data.get('id')} in {self.path} cannot be read: {exc}") from None
+
+    def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[ListedRun]:
         """Newest first: id, when, where, what, summary, prediction headline, grading."""
         try:
             if model:
@@ -267,9 +277,10 @@ class RunStore:
                 rows = self.db.execute(
                     f"SELECT {_LIST_COLUMNS} FROM runs ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)
                 )
-            return [self._row(row) for row in rows]
+            found = [{**self._header(row), "prediction": prediction_brief(_loads(row["prediction_json"]))} for row in rows]
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return [self._typed(ListedRun.from_dict, data) for data in found]
 
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
@@ -286,7 +297,7 @@ class RunStore:
 
     def get_run(
         self, run_id: int, *, with_requests: bool = True, requests_limit: int | None = None, requests_offset: int = 0
-    ) -> dict[str, Any]:
+    ) -> RunRecord:
         """One run in full: configuration, server identity, summary, levels, prediction, requests
         (all of them, or `requests_limit` from `requests_offset` in order, for large runs)."""
         run_id = self._check_id(run_id)
@@ -294,7 +305,7 @@ class RunStore:
             row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise RunNotFound(run_id, self.path)
-            run = self._row(row)
+            run = self._header(row)
             run["prediction"] = _loads(row["prediction_json"])
             run["config"] = _loads(row["config_json"]) or {}
             run["server"] = _loads(row["server_json"])
@@ -309,19 +320,11 @@ class RunStore:
                         (run_id, -1 if requests_limit is None else requests_limit, max(0, requests_offset)),
                     )
                 ]
-            return run
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read {self.path}: {exc}") from None
+        return self._typed(RunRecord.from_dict, run)
 
-    def get_record(self, run_id: int) -> RunRecord:
-        """One run in full, typed."""
-        run = self.get_run(run_id)
-        try:
-            return RunRecord.from_dict(run)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(f"run #{run_id} in {self.path} cannot be read: {exc}") from None
-
-    def get_runs(self, run_ids: Sequence[int], *, with_requests: bool = True) -> list[dict[str, Any]]:
+    def get_runs(self, run_ids: Sequence[int], *, with_requests: bool = True) -> list[RunRecord]:
         return [self.get_run(i, with_requests=with_requests) for i in run_ids]
 
     def schema(self) -> str:

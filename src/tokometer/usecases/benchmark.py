@@ -21,7 +21,7 @@ from tokometer.bench.detect import Endpoint
 from tokometer.bench.runner import BenchConfig, BenchResult, Progress, Runner
 from tokometer.bench.summary import summarize_records
 from tokometer.errors import InputError
-from tokometer.runrecord import RunRecord
+from tokometer.runrecord import RunRecord, RunSummary
 from tokometer.store import RunStore, default_path
 from tokometer.store.writer import RunWriter
 from tokometer.usecases.request import mean_decode_depth
@@ -182,7 +182,13 @@ def benchmark(
         if writer is not None:
             writer.flush()
 
-    bench_runner = runner(config, progress=progress, on_start=on_start, on_exchange=on_exchange, settle=settle, **runner_options)
+    def on_quiet(idle: bool) -> None:
+        if writer is not None:
+            writer.quiet(idle)
+
+    bench_runner = runner(
+        config, progress=progress, on_start=on_start, on_exchange=on_exchange, settle=settle, on_quiet=on_quiet, **runner_options
+    )
     try:
         result = bench_runner.run()
     finally:
@@ -200,29 +206,24 @@ def benchmark(
     return BenchOutcome(result=result, run=run.with_(id=run_id), run_id=run_id, store_error=store_error)
 
 
-def recompute(store: RunStore, run_id: int) -> dict[str, Any]:
+def recompute(store: RunStore, run_id: int) -> RunSummary | None:
     """A stored run's summary recomputed from its timestamps (equals the stored one for tokometer runs)."""
-    run = store.get_run(run_id)
-    return _summary_of(run)
+    return _summary_of(store.get_run(run_id))
 
 
-def _summary_of(run: dict[str, Any]) -> dict[str, Any]:
-    config = run.get("config") or {}
-    records = [RequestRecord.from_dict(r) for r in run.get("requests") or [] if "t0_s" in r]
-    return summarize_records(records, slo_ttft_ms=config.get("slo_ttft_ms"), slo_tpot_ms=config.get("slo_tpot_ms"))
+def _summary_of(run: RunRecord) -> RunSummary | None:
+    records = [RequestRecord.from_dict(r) for r in run.requests if "t0_s" in r]
+    summary = summarize_records(records, slo_ttft_ms=run.config.get("slo_ttft_ms"), slo_tpot_ms=run.config.get("slo_tpot_ms"))
+    return RunSummary.from_dict(summary)
 
 
-def load_run(store: RunStore, run_id: int, *, with_requests: bool = True) -> dict[str, Any]:
+def load_run(store: RunStore, run_id: int, *, with_requests: bool = True) -> RunRecord:
     """One stored run; a run left `incomplete` (its process was killed) gets its summary recomputed."""
     run = store.get_run(run_id, with_requests=True)
-    if run.get("status") == "incomplete":
-        run["summary"] = _summary_of(run)
-        notes = list(run.get("notes") or [])
-        notes.append(f"incomplete: the benchmark process ended without finishing; {len(run['requests'])} request(s) were stored before it did")
-        run["notes"] = notes
-    if not with_requests:
-        run.pop("requests", None)
-    return run
+    if run.is_incomplete:
+        note = f"incomplete: the benchmark process ended without finishing; {len(run.requests)} request(s) were stored before it did"
+        run = run.with_(summary=_summary_of(run), notes=(*run.notes, note))
+    return run if with_requests else run.with_(requests=())
 
 
 __all__ = ["BenchOutcome", "Predictor", "benchmark", "load_run", "predict_and_grade", "recompute"]

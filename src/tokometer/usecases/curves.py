@@ -7,17 +7,20 @@ use-case (`estimate_curves`) rather than work the serialiser does behind a calle
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from tokometer.costmodel.curves import (
+    Axis,
     BatchPoint,
     ContextPoint,
+    CurvePoint,
     ExpertOffloadPoint,
     OffloadPoint,
     batch_curve,
     compute_bound_batch,
     context_curve,
+    decode_curve,
     expert_offload_curve,
     offload_curve,
 )
@@ -71,12 +74,32 @@ def _session_kv_bytes(e: Estimate, depth_tokens: float) -> float:
     return kv_cache_bytes(e.kv_model or e.model, depth_tokens, e.kv_dtype.bytes_per_weight)
 
 
+def _batch_fits(e: Estimate) -> Callable[[float], bool]:
+    """KV for that many sessions at the estimate's context fits beside the weights."""
+    free = _free_kv_bytes(e)
+    per_session = _session_kv_bytes(e, e.memory.context_tokens)
+    return lambda b: per_session * b <= free
+
+
+def _context_fits(e: Estimate) -> Callable[[float], bool]:
+    """KV for the estimate's sessions at that depth fits beside the weights."""
+    free = _free_kv_bytes(e)
+    sessions = e.memory.sessions
+    return lambda c: _session_kv_bytes(e, c) * sessions <= free
+
+
+def along(e: Estimate, axis: Axis, values: Sequence[float]) -> tuple[CurvePoint, ...]:
+    """The estimate's setup along `axis` at exactly `values` (the web's plots ask for their own x)."""
+    if axis == "gpu_layers":
+        raise ValueError("offload curves need an offload plan: use offload_points")
+    fits = _batch_fits(e) if axis == "batch" else _context_fits(e)
+    return decode_curve(e.layout_setup, axis, values, batch=e.step.batch, depth_tokens=e.step.depth_tokens, fits=fits)
+
+
 def batch_points(e: Estimate, batches: Sequence[int] | None = None) -> tuple[BatchPoint, ...]:
     """Per-stream and aggregate decode at each batch; `fits`: KV for that many sessions fits."""
     chosen = sorted(set(batches or CURVE_BATCHES) | {e.step.batch})
-    free = _free_kv_bytes(e)
-    per_session = _session_kv_bytes(e, e.memory.context_tokens)
-    return batch_curve(e.layout_setup, chosen, e.step.depth_tokens, lambda b: per_session * b <= free)
+    return batch_curve(e.layout_setup, chosen, e.step.depth_tokens, _batch_fits(e))
 
 
 def context_points(e: Estimate, depths: Sequence[float] | None = None) -> tuple[ContextPoint, ...]:
@@ -84,9 +107,7 @@ def context_points(e: Estimate, depths: Sequence[float] | None = None) -> tuple[
     limit = e.model.max_context_tokens
     default = [d for d in CURVE_DEPTHS if limit is None or d <= limit] + ([limit] if limit else [])
     chosen = sorted(set(depths or default) | {e.step.depth_tokens})
-    free = _free_kv_bytes(e)
-    sessions = e.memory.sessions
-    return context_curve(e.layout_setup, chosen, e.step.batch, lambda c: _session_kv_bytes(e, c) * sessions <= free)
+    return context_curve(e.layout_setup, chosen, e.step.batch, _context_fits(e))
 
 
 def offload_points(e: Estimate) -> tuple[OffloadPoint, ...]:

@@ -3,11 +3,11 @@
 No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
 return data, so tests call them directly.
 
-Curves: the roofline's decode steps are the library's batching curve (`usecases.curves.batch_points`,
-the points of `batching.curve` in the JSON), one estimate for all of them. `curve()` still calls
-`estimate` once per x (and serialises only the sections without curves): its points carry each x's whole `decode` block (the 80 % band, bytes, times)
-and memory total, which the library's `batching`/`context` points do not, and the library adds
-the setup's own batch or depth to its x values, so it would not give the points asked for.
+Curves: every line is the library's one curve builder (`costmodel.curves.decode_curve`): the
+roofline's decode steps are the estimate's batching curve (`usecases.curves.batch_points`), and the
+Plots page's "bandwidth limit with KV reads" is `usecases.curves.along` at the page's own x values.
+`curve()` also calls `estimate` once per x, because its dots carry each x's whole `decode` block (the
+80 % band, bytes, times) and memory verdict, which belong to an estimate rather than to a curve.
 The panorama calls `estimate` once per device.
 """
 
@@ -25,7 +25,7 @@ from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, q
 from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
 from tokometer.report.json import estimate_json, estimate_sections
 from tokometer.units import GB, TFLOP
-from tokometer.usecases.curves import batch_points, prefill_bytes_moved
+from tokometer.usecases.curves import along, batch_points, prefill_bytes_moved
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.policy import DEFAULT_HARDWARE, DEFAULT_MODEL, DEFAULT_QUANT
 from tokometer.usecases.reading import (
@@ -108,7 +108,9 @@ def _context_values(kwargs: dict[str, Any]) -> list[int]:
 def curve(kwargs: dict[str, Any], axis: str, values: list[Any] | None = None) -> dict[str, Any]:
     """Decode speed along one axis: `context` (tokens already cached) or `batch` (streams).
 
-    Each point carries the estimate's whole `decode` block and the memory verdict at that x.
+    Each point carries the estimate's whole `decode` block and the memory verdict at that x, and
+    `roofline_tok_s`: the bandwidth limit with KV reads, per stream (eta = 1, no fixed costs), from the
+    library's one curve builder (`usecases.curves.along`), the line `estimate --plot` draws too.
     """
     keys = {"context": "context_tokens", "batch": "batch"}
     if axis not in keys:
@@ -116,17 +118,22 @@ def curve(kwargs: dict[str, Any], axis: str, values: list[Any] | None = None) ->
     key = keys[axis]
     if values is None:
         values = _context_values(kwargs) if axis == "context" else list(DEFAULT_BATCHES)
+    xs = sorted({int(x) for x in values})
+    results = [estimate(**{**kwargs, key: x}) for x in xs]
+    lines = along(results[0], "context" if axis == "context" else "batch", xs)  # the one curve builder
     points = []
-    base: dict[str, Any] | None = None
-    for x in sorted(set(values)):
-        result = estimate(**{**kwargs, key: int(x)})
+    for x, result, line in zip(xs, results, lines, strict=True):
         d = estimate_sections(result)  # a point needs no curves
-        base = base or d
         m = d["memory"]
         points.append(
-            {"x": int(x), "decode": d["decode"], "memory": {"fits": m["fits"], "total_gb": m["total_gb"]}}
+            {
+                "x": x,
+                "decode": d["decode"],
+                "memory": {"fits": m["fits"], "total_gb": m["total_gb"]},
+                "roofline_tok_s": line.roofline_tok_s,
+            }
         )
-    assert base is not None
+    base = estimate_sections(results[0])
     return {
         "axis": axis,
         "model": base["model"],
@@ -342,12 +349,11 @@ def runs(limit: int = 50) -> dict[str, Any]:
         listed = store.list_runs(limit=limit)
     rows = []
     for run in listed:
-        summary = run.get("summary") or {}
-        prediction = run.get("prediction") or {}
-        measured = (summary.get("decode_tps") or {}).get("median")
+        prediction = run.prediction or {}
+        measured = run.summary.decode_tps.median if run.summary is not None else None
         rows.append(
             {
-                **run,
+                **run.to_dict(),
                 "measured_over_estimate": _ratio(measured, prediction.get("estimate_tok_s")),
                 "measured_over_ceiling": _ratio(measured, prediction.get("ceiling_tok_s")),
             }
@@ -372,13 +378,12 @@ def run_detail(run_id: str, *, requests_limit: int = 200, requests_offset: int =
         try:
             run = store.get_run(int(run_id), requests_limit=requests_limit, requests_offset=requests_offset)
             total = store.count_requests(int(run_id))
-            if run and run.get("status") == "incomplete":  # killed mid-run: summarise what it stored
+            if run.is_incomplete:  # killed mid-run: summarise what it stored
                 from tokometer.usecases.benchmark import load_run
 
                 whole = load_run(store, int(run_id), with_requests=False)
-                run = {**run, "summary": whole["summary"], "notes": whole["notes"]}
+                run = run.with_(summary=whole.summary, notes=whole.notes)
         except (LookupError, TokometerError):
             return None
-    if not run:
-        return None
-    return {**run, "requests_total": total, "requests_offset": requests_offset, "requests_limit": requests_limit}
+    shown = run.to_dict(stored=True)
+    return {**shown, "requests_total": total, "requests_offset": requests_offset, "requests_limit": requests_limit}

@@ -9,7 +9,6 @@ import { setupLine } from '../widgets.js';
 
 function contextChart(curve) {
   const pts = curve.points;
-  const bw = curve.hardware.memory_bandwidth_gb_per_s * 1e9;
   const x = range(pts.map((p) => p.x), { zero: true, pad: 0 });
   const y = range(pts.flatMap((p) => [p.decode.ceiling_tok_s, p.decode.interval_tok_s.low]), { zero: true });
   const firstMiss = pts.find((p) => !p.memory.fits);
@@ -19,7 +18,7 @@ function contextChart(curve) {
       regions: firstMiss ? [{ from: firstMiss.x, to: x.max, label: t('c.noFit'), cls: 'r-nofit' }] : [],
       series: [
         { name: 'ceiling', cls: 's-ceiling', dashed: true, points: pts.map((p) => [p.x, p.decode.ceiling_tok_s]) },
-        { name: 'kv-limit', cls: 's-kv', points: pts.map((p) => [p.x, bw / p.decode.bytes_per_token]) },
+        { name: 'kv-limit', cls: 's-kv', points: pts.map((p) => [p.x, p.roofline_tok_s]) },
         { name: 'estimate', cls: 's-estimate', dots: true, points: pts.map((p) => [p.x, p.decode.estimate_tok_s]), band: pts.map((p) => [p.x, p.decode.interval_tok_s.low, p.decode.interval_tok_s.high]) },
       ],
     }),
