@@ -65,7 +65,7 @@ class EstimateRequest:
         None, "float", "hardware", "--bandwidth", "Memory bandwidth in GB/s (custom device, or overrides --hw)."
     )
     memory_gb: float | None = _input(None, "float", "hardware", "--memory-gb", "Device memory in GB (custom device, or overrides --hw).")
-    tflops: float | None = _input(None, "float", "hardware", "--tflops", "Dense fp16 TFLOPS (custom device, or overrides --hw).")
+    tflops: float | None = _input(None, "float", "hardware", "--tflops", "Dense fp16 TFLOPS (custom device, or overrides --hw; fp8/fp4 peaks keep their ratio to it).")
     engine: str | None = _input(
         None, "name", "engine", "--engine",
         "Inference engine: llama.cpp, ollama, vllm, sglang, tensorrt-llm, mlx, exllamav2, mlc-llm, gpt-fast, transformers.",

@@ -38,25 +38,29 @@ def resolve_hardware(
     memory_gb: float | None = None,
     tflops: float | None = None,
 ) -> HardwareSpec:
-    """A catalog entry (numbers given alongside override it) or a custom device from bare numbers."""
+    """A catalog entry (numbers given alongside override it) or a custom device from bare numbers.
+
+    Every number given takes effect: with a name, or with none of the three (the default device), they
+    override the entry; `bandwidth_gb_per_s` without a name makes a custom device. `tflops` is the dense
+    fp16 peak: it replaces the fp16-accumulate figure too (else llama.cpp's prefill would keep the
+    datasheet's), and the fp8/int8/fp4 peaks scale with it, keeping the datasheet's ratios.
+    """
     require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
     require_positive("memory_gb", memory_gb)
     require_positive("tflops", tflops)
-    if name:
-        base = hardware_catalog().get(name)
+    if name or bandwidth_gb_per_s is None:
+        base = hardware_catalog().get(name or DEFAULT_HARDWARE)
         changes: dict[str, Any] = {}
         if bandwidth_gb_per_s:
             changes["memory_bandwidth_gb_per_s"] = bandwidth_gb_per_s
         if memory_gb:
             changes["memory_gb"] = memory_gb
         if tflops:
-            changes["fp16_tflops"] = tflops
+            changes.update(_scaled_peaks(base, tflops))
         if changes:
             changes["name"] = base.name + " (custom numbers)"
             changes["source"] = "user-supplied numbers over " + base.source
         return replace(base, **changes) if changes else base
-    if bandwidth_gb_per_s is None:
-        return hardware_catalog().get(DEFAULT_HARDWARE)
     return HardwareSpec(
         id="custom",
         name="custom device",
@@ -69,6 +73,17 @@ def resolve_hardware(
         launch_year=None,
         source="user-supplied numbers",
     )
+
+
+def _scaled_peaks(base: HardwareSpec, fp16_tflops: float) -> dict[str, Any]:
+    """The peaks of `base` with its dense fp16 figure set to `fp16_tflops`: the fp16-accumulate rate goes
+    (it is the datasheet's, not the user's), the narrower types keep their ratio to fp16 (none without it)."""
+    ratio = fp16_tflops / base.fp16_tflops if base.fp16_tflops else None
+    changes: dict[str, Any] = {"fp16_tflops": fp16_tflops, "fp16_acc16_tflops": None, "compute_peak_derived": False}
+    for key in ("fp8_tflops", "int8_tops", "fp4_tflops"):
+        value = getattr(base, key)
+        changes[key] = value * ratio if value is not None and ratio is not None else None
+    return changes
 
 
 def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> QuantFormat | None:
