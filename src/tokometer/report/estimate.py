@@ -51,6 +51,7 @@ def render_estimate(e: Estimate) -> str:
     rows = [
         [f"decode ({stream})", _tok(e.ceiling_tok_s), f"{_tok(e.estimate_tok_s)} ({num(band.low)}-{num(band.high)})"],
     ]
+    fit = d["fit"]
     if b > 1:
         rows.append(["decode (aggregate)", _tok(e.ceiling_tok_s * b), _tok(e.estimate_tok_s * b)])
     spec = d["speculative"]
@@ -83,12 +84,18 @@ def render_estimate(e: Estimate) -> str:
             extras.append(f"{m['max_sessions']:,} sessions of {m['context_tokens']:,} tokens")
         if extras:
             verdict += "; " + ", ".join(extras)
-    lines = [head, "", table(rows, ["", "ceiling", "estimate (80% band)"]), "", f"memory: {verdict}"]
+    if fit["fits"] or fit["headline"] is None:
+        lines = [head, "", table(rows, ["", "ceiling", "estimate (80% band)"]), "", f"memory: {verdict}"]
+    else:  # the verdict first; every speed below is what it would do if it fit
+        lines = [head, "", "DOES NOT FIT" + fit["headline"].removeprefix("does not fit")]
+        lines += [f"  - {r['text']}" for r in fit["remedies"]]
+        lines += ["", "as set, if it fit:", table(rows, ["", "ceiling if it fit", "estimate if it fit (80% band)"])]
+        lines += ["", f"memory: {verdict}"]
     lines += _lever_lines(d)
-    lines.append(f"feel: {d['latency']['verdict']}")
+    lines.append(f"feel{'' if fit['fits'] else ' (if it fit)'}: {d['latency']['verdict']}")
     lines.append("")
     lines += [f"why: {line}" for line in explanation(e)]
-    lines += [f"note: {w}" for w in estimate_warnings(e)]
+    lines += [f"note: {w}" for w in estimate_warnings(e) if fit["fits"] or not w.startswith("does not fit:")]
     return "\n".join(lines)
 
 

@@ -70,6 +70,7 @@ from tokometer.usecases.policy import (
     default_engine,
     quant_runs,
 )
+from tokometer.usecases.remedies import Remedy, nearest_fits
 from tokometer.usecases.request import EstimateRequest
 from tokometer.usecases.resolve import (
     format_peak,
@@ -166,6 +167,12 @@ class Estimate:
     offload: OffloadPlan | None = None
     kv_model: ModelSpec | None = None  # whose KV cache the (GPU) memory holds: draft, TP copies, GPU layers
     advice: QuantAdvice | None = None  # only when offloaded or over memory, and `advise` was on
+    remedies: tuple[Remedy, ...] = ()  # the nearest setups that fit, when this one does not (`advise` on)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the setup fits its device(s); when not, every speed is what it would do if it fit."""
+        return self.memory.fits
 
     @functools.cached_property
     def layout_setup(self) -> Setup:
@@ -309,7 +316,7 @@ def estimate(
             f"does not fit: needs {plan.total_gb:.1f} GB, {where} offers {plan.available_gb:.1f} GB "
             f"to {eng.name}; the speed shown assumes it did"
         )
-    return Estimate(
+    result = Estimate(
         model=spec,
         hardware=hardware,
         quant=fmt,
@@ -338,6 +345,9 @@ def estimate(
         kv_model=kv_model,
         advice=advice if offload_plan is not None or not plan.fits else None,
     )
+    if req.advise and not plan.fits:
+        result = replace(result, remedies=nearest_fits(req, result, estimate))
+    return result
 
 
 def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:

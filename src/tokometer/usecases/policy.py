@@ -16,7 +16,7 @@ DEFAULT_CPU_HARDWARE = "ddr5-dual-channel"  # dual-channel DDR5-5600 desktop, 89
 DEFAULT_ACCEPTANCE = 0.7
 DEFAULT_DRAFT_TOKENS = 4
 # `tokometer fit` and the "drop a quant step" advice walk this ladder, best quality first
-QUANT_LADDER = ("bf16", "fp8", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q3-k-m", "q2-k-file")
+QUANT_LADDER = ("bf16", "fp8", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q3-k-m", "q2-k")
 
 
 def quant_runs(quant: QuantFormat, hardware: HardwareSpec, engine: EngineSpec) -> bool:
