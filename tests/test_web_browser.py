@@ -437,3 +437,34 @@ def test_runs_page_lists_measured_next_to_predicted(browser: Any, monkeypatch: p
         tab.shot("runs")
         assert tab.errors == []
         tab.page.context.close()
+
+
+def test_a_setup_that_does_not_fit_says_so_first_with_the_nearest_that_fit(tab: Tab, home: Path) -> None:
+    """Issue #14, item 2: 70B Q4_K_M on a 4090 leads with "does not fit" and the CLI's remedies; the
+    big figures read "if it fit"; in French too."""
+    expected = cli_json(home, "estimate", "llama-3.1-70b", "--hw", "rtx-4090", "-q", "q4-k-m")
+    remedies = expected["fit"]["remedies"]
+    assert not expected["fit"]["fits"] and remedies
+    tab.open("/throughput?mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090")
+    tab.page.wait_for_selector("[data-testid=nofit]")
+    verdict = tab.page.locator("[data-testid=nofit]")
+    ceiling = tab.page.locator("[data-testid=ceiling]")
+    assert verdict.bounding_box()["y"] < ceiling.bounding_box()["y"]  # the verdict comes first
+    assert "Does not fit" in tab.text("[data-testid=nofit] h2")
+    items = tab.page.locator("[data-testid=remedies] li")
+    assert items.count() == len(remedies)
+    for i, remedy in enumerate(remedies):
+        assert items.nth(i).get_attribute("data-kind") == remedy["kind"]
+        assert float(items.nth(i).get_attribute("data-value")) == pytest.approx(remedy["estimate_tok_s"], rel=1e-12)
+        assert num(remedy["estimate_tok_s"]) in items.nth(i).inner_text()
+    assert "if it fit" in tab.text("[data-testid=ceiling-if-fit]").lower()  # h3 is set in capitals
+    tab.shot("throughput-does-not-fit")
+
+    tab.page.click("button[data-lang=fr]")
+    tab.page.wait_for_function("() => document.querySelector('[data-testid=nofit] h2')?.textContent.startsWith('Ne tient pas')")
+    assert "si cela tenait" in tab.text("[data-testid=ceiling-if-fit]").lower()
+
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090")  # one that fits: no verdict
+    assert tab.page.locator("[data-testid=nofit]").count() == 0
+    assert tab.page.locator("[data-testid=ceiling-if-fit]").count() == 0
+    assert tab.errors == []
