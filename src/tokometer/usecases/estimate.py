@@ -65,9 +65,10 @@ from tokometer.usecases.policy import (
     DEFAULT_CPU_HARDWARE,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_MODEL,
-    DEFAULT_QUANT,
     QUANT_LADDER,
     default_engine,
+    default_quant,
+    engine_for_hardware,
     quant_runs,
 )
 from tokometer.usecases.remedies import Remedy, nearest_fits
@@ -215,15 +216,17 @@ def estimate(
     else:
         req = EstimateRequest(**fields)
     warnings: list[str] = []
-    spec, fmt, weights = _model_and_weights(req)
     hw = req.hw
     if isinstance(hw, HardwareSpec):
         hardware = hw
     else:
         hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+    named = engine_catalog().get(req.engine) if req.engine else None
+    spec, fmt, weights = _model_and_weights(req, hardware, named)
     prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
 
-    eng = engine_catalog().get(req.engine) if req.engine else default_engine(hardware, fmt)
+    defaulted = fmt is not None and req.quant is None and req.bits is None and req.weights_gb is None
+    eng = named or (engine_for_hardware(hardware) if defaulted else default_engine(hardware, fmt))
     eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
     kv_fmt = quant_catalog().get(req.kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
@@ -250,6 +253,11 @@ def estimate(
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
     lever_step = setup.step(int(batch), depth)
     step = lever_step.step
+    if not (0.0 < step.ceiling_time_s < math.inf and 0.0 < step.time_s < math.inf):
+        # a bandwidth like 1e-300 GB/s: no finite decode time, so nothing to report but that
+        raise InputError(
+            f"these numbers give no finite decode step ({step.ceiling_time_s:g} s): a bandwidth or size out of any real range"
+        )
     ceiling_tok_s = 1.0 / step.ceiling_time_s
     estimate_tok_s = 1.0 / step.time_s
     band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
@@ -350,11 +358,14 @@ def estimate(
     return result
 
 
-def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
+def _model_and_weights(
+    req: EstimateRequest, hardware: HardwareSpec, engine: EngineSpec | None
+) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
     """The model (a spec, bare numbers or a name), its weight format and the bytes of each weight class.
 
     `weights_gb` alone makes a format from the file size; with a format it rescales that format's bytes.
-    A bare `estimate()` is the default model at the default quant.
+    No format at all: a model file counts its own bytes, else `policy.default_quant` of the engine
+    (named, or the hardware's usual one): the same rule with or without a model name.
     """
     model, quant, bits, weights_gb = req.model, req.quant, req.bits, req.weights_gb
     if isinstance(model, ModelSpec):
@@ -367,8 +378,8 @@ def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | N
         )
     else:
         spec = resolve_model(model or DEFAULT_MODEL)
-        if model is None and quant is None and bits is None and weights_gb is None:
-            quant = DEFAULT_QUANT
+    if quant is None and bits is None and weights_gb is None and spec.exact_weight_bytes is None:
+        quant = default_quant(engine or engine_for_hardware(hardware), spec.default_quant)
     if weights_gb is not None and bits is None and quant is None:
         fmt: QuantFormat | None = QuantFormat(
             id="file-size",

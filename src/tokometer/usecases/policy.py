@@ -11,7 +11,7 @@ from tokometer.specs import EngineSpec, HardwareSpec, QuantFormat
 
 DEFAULT_MODEL = "llama-3.1-8b"
 DEFAULT_HARDWARE = "rtx-4090"
-DEFAULT_QUANT = "q4-k-m"
+DEFAULT_QUANT = "q4-k-m"  # what llama.cpp-family engines run when no format is named (see `default_quant`)
 DEFAULT_CPU_HARDWARE = "ddr5-dual-channel"  # dual-channel DDR5-5600 desktop, 89.6 GB/s
 DEFAULT_ACCEPTANCE = 0.7
 DEFAULT_DRAFT_TOKENS = 4
@@ -27,9 +27,37 @@ def quant_runs(quant: QuantFormat, hardware: HardwareSpec, engine: EngineSpec) -
     return True
 
 
+DEFAULT_PRECISION_RULE = (
+    "Without --quant/--bits/--weights-gb: a model file counts its own bytes; otherwise the hardware picks the "
+    "engine (llama.cpp on consumer GPUs, Apple and CPUs; vLLM on datacenter GPUs) and the engine the format: "
+    "Q4_K_M under llama.cpp-family engines, the model's published dtype (BF16) under the others."
+)
+
+
+def runs_gguf(engine: EngineSpec) -> bool:
+    """llama.cpp and the engines built on it (Ollama, LM Studio) run GGUF files."""
+    return (engine.based_on or engine.id) == "llama-cpp"
+
+
+def default_quant(engine: EngineSpec, model_default: str | None) -> str:
+    """The one default precision rule (`DEFAULT_PRECISION_RULE`): GGUF engines get Q4_K_M, the people's
+    download; the others the model's published dtype (BF16 unless the model says otherwise)."""
+    return DEFAULT_QUANT if runs_gguf(engine) else (model_default or "bf16")
+
+
+def engine_for_hardware(hardware: HardwareSpec) -> EngineSpec:
+    """The hardware's usual engine, before any format is chosen: vLLM on datacenter GPUs, else llama.cpp."""
+    consumer = hardware.vendor == "apple" or hardware.kind in ("cpu", "apu") or hardware.segment != "datacenter"
+    return engine_catalog().get("llama-cpp" if consumer else "vllm")
+
+
 def default_engine(hardware: HardwareSpec, quant: QuantFormat | None) -> EngineSpec:
+    """The engine a setup gets when none is named: llama.cpp on Apple, CPUs, APUs, laptops and consumer
+    GPUs, and for ggml formats (or a model file's own bytes, `quant` None) anywhere; vLLM for other
+    formats on datacenter GPUs."""
     engines = engine_catalog()
-    ggml = quant is None or quant.kind in ("block", "mix") or quant.ggml_type is not None
+    # plain floats (fp16, bf16) run everywhere: on a datacenter GPU they go to vLLM, as when no format is named
+    ggml = quant is None or quant.kind in ("block", "mix") or (quant.ggml_type is not None and quant.kind != "plain")
     if hardware.vendor == "apple" or hardware.kind in ("cpu", "apu") or hardware.segment == "laptop":
         return engines.get("llama-cpp")
     if hardware.segment == "datacenter" and not ggml:
