@@ -78,6 +78,7 @@ class HardwareSpec(_Plain):
     notes: str | None = None
     compute_source: str | None = None  # where the compute peaks come from
     compute_peak_derived: bool = False  # peaks computed (units x clock x FLOPs/cycle), not a datasheet figure
+    gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Dense peak for `dtype`; None when the catalog gives none (`compute_peak_derived` says how sure)."""

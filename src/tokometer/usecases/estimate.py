@@ -69,6 +69,7 @@ from tokometer.usecases.policy import (
     default_engine,
     default_quant,
     engine_for_hardware,
+    gpu_memory_gb,
     quant_runs,
 )
 from tokometer.usecases.remedies import Remedy, nearest_fits
@@ -80,6 +81,7 @@ from tokometer.usecases.resolve import (
     resolve_model,
     resolve_quant,
     setup_for_format,
+    variant_note,
 )
 
 
@@ -221,6 +223,10 @@ def estimate(
         hardware = hw
     else:
         hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+    if isinstance(hw, str) and hw:
+        note = variant_note(hw, hardware)
+        if note:
+            warnings.append(note)
     named = engine_catalog().get(req.engine) if req.engine else None
     spec, fmt, weights = _model_and_weights(req, hardware, named)
     prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
@@ -237,6 +243,11 @@ def estimate(
     quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)
+    if hardware.vendor == "apple" and hardware.gpu_memory_limit_gb is None and math.isfinite(hardware.memory_gb):
+        warnings.append(
+            f"macOS lets the GPU use about {gpu_memory_gb(hardware):.1f} GB of the {hardware.memory_gb:g} GB by default "
+            "(its working-set limit); after raising it with sudo sysctl iogpu.wired_limit_mb, pass --memory-gb"
+        )
     depth = req.depth_tokens
     workload = Workload(
         prompt_tokens=int(prompt_tokens),
@@ -296,7 +307,7 @@ def estimate(
     plan = memory_plan(
         kv_model,
         add_weights(resident, *([draft_info.weights] if draft_info else [])),
-        hardware.memory_gb * layout.devices,
+        gpu_memory_gb(hardware) * layout.devices,
         usable_fraction=eng.usable_memory_fraction,
         runtime_overhead_gb=eng.runtime_overhead_gb * layout.devices,
         context_tokens=plan_context,
@@ -558,7 +569,7 @@ def _quant_advice(
         return memory_plan(
             spec,
             weights,
-            hardware.memory_gb,
+            gpu_memory_gb(hardware),
             usable_fraction=engine.usable_memory_fraction,
             runtime_overhead_gb=engine.runtime_overhead_gb,
             context_tokens=context,

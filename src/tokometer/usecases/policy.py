@@ -19,6 +19,29 @@ DEFAULT_DRAFT_TOKENS = 4
 QUANT_LADDER = ("bf16", "fp8", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q3-k-m", "q2-k")
 
 
+# macOS's default GPU working set (Metal's recommendedMaxWorkingSetSize) on Apple silicon: about 2/3 of
+# RAM up to 36 GB, 3/4 above. Sources: 128 GB -> ~96 GB, 64 -> ~48, 32 -> ~21-24 (https://stencel.io/posts/
+# apple-silicon-limitations-with-usage-on-local-llm%20.html); "~65-70 % up to 36 GB, ~75 % above" (https://www.
+# thinkdifferent.blog/blog/the-macbook-pro-setting-that-doubles-your-ai-performance/); 75 % as GPUStack reads it
+# (https://github.com/gpustack/gpustack/issues/1375); an 8 GB Mac ~5.3 GB (https://github.com/SceneWorks/
+# SceneWorks/pull/1552). macOS 26 on a 128 GiB M5 Max measured 107.5 GiB (https://github.com/antirez/ds4/pull/893):
+# newer systems may give more, hence the override (--memory-gb).
+APPLE_WORKING_SET_SMALL = 2.0 / 3.0
+APPLE_WORKING_SET_LARGE = 0.75
+APPLE_WORKING_SET_SPLIT_GB = 36.0
+
+
+def gpu_memory_gb(hardware: HardwareSpec) -> float:
+    """The memory the device's GPU may use: a user-given limit; on Apple GPUs macOS's default working set
+    (2/3 of RAM up to 36 GB, 3/4 above, sources above); else all of it."""
+    if hardware.gpu_memory_limit_gb is not None:
+        return hardware.gpu_memory_limit_gb
+    if hardware.vendor == "apple" and hardware.kind != "cpu":
+        share = APPLE_WORKING_SET_SMALL if hardware.memory_gb <= APPLE_WORKING_SET_SPLIT_GB else APPLE_WORKING_SET_LARGE
+        return hardware.memory_gb * share
+    return hardware.memory_gb
+
+
 def quant_runs(quant: QuantFormat, hardware: HardwareSpec, engine: EngineSpec) -> bool:
     """Whether `tokometer fit` and the quant advice offer this format: FP8 needs hardware FP8 and an
     engine with FP8 kernels (llama.cpp has no FP8 weight type)."""

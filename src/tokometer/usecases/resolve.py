@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.catalog import hardware_catalog, model_catalog, quant_catalog
+from tokometer.catalog import hardware_catalog, model_catalog, normalise, quant_catalog
 from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import Peak, compute_peak
 from tokometer.errors import InputError, UnknownEntryError, require_positive
@@ -54,7 +54,8 @@ def resolve_hardware(
         if bandwidth_gb_per_s:
             changes["memory_bandwidth_gb_per_s"] = bandwidth_gb_per_s
         if memory_gb:
-            changes["memory_gb"] = memory_gb
+            # on Apple silicon the number that matters is what the GPU may wire (iogpu.wired_limit_mb)
+            changes["gpu_memory_limit_gb" if base.vendor == "apple" else "memory_gb"] = memory_gb
         if tflops:
             changes.update(_scaled_peaks(base, tflops))
         if changes:
@@ -72,6 +73,42 @@ def resolve_hardware(
         fp16_tflops=tflops,
         launch_year=None,
         source="user-supplied numbers",
+    )
+
+
+# words that make a different product, not a variant of the same one (rtx-4090 vs rtx-4090-laptop)
+OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "max-q")
+
+
+def hardware_variants(name: str, chosen: HardwareSpec) -> tuple[HardwareSpec, ...]:
+    """The other catalog devices a name could mean: `H100` is the SXM5 card, but also the PCIe and NVL ones.
+
+    A variant is an entry whose id extends the typed name (`h100` -> `h100-pcie`), leading vendor words
+    dropped; another product (`-laptop`, `-ti`...) is not a variant.
+    """
+    catalog = hardware_catalog()
+    words = normalise(name).split("-")
+    for start in range(len(words)):
+        key = "-".join(words[start:])
+        found = [
+            hw for hw in catalog
+            if hw.id != chosen.id and hw.id.startswith(key + "-")
+            and not any(part in OTHER_PRODUCT_WORDS for part in hw.id[len(key) + 1 :].split("-"))
+        ]
+        if found or key in catalog.ids:
+            return tuple(found)
+    return ()
+
+
+def variant_note(name: str, chosen: HardwareSpec) -> str | None:
+    """A visible note when a typed hardware name is ambiguous: what was assumed and what else it could be."""
+    others = hardware_variants(name, chosen)
+    if not others:
+        return None
+
+    return (
+        f"{name} names several devices: {chosen.name} ({chosen.memory_gb:g} GB, "
+        f"{chosen.memory_bandwidth_gb_per_s:g} GB/s) assumed; the others: {', '.join(hw.id for hw in others)}"
     )
 
 
