@@ -283,8 +283,12 @@ def test_the_advanced_section_fits_a_phone(browser: Any, server: str) -> None:
 
 
 def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
-    batch = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")["decode"]
+    full = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")
+    batch = full["decode"]
     tab.open("/batch?model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&batch=16")
+    # one ridge rule: the page's "compute-bound from" is the CLI's batching line (issue #14, item 11)
+    assert tab.value("ridge-batch") == full["batching"]["compute_bound_batch"] == batch["ridge_batch"]
+    assert tab.text("[data-testid=ridge-batch]") == num(full["batching"]["compute_bound_batch"])
     assert tab.value("aggregate-estimate") == pytest.approx(batch["aggregate_tok_s"], rel=1e-12)
     assert tab.value("aggregate-ceiling") == pytest.approx(batch["aggregate_ceiling_tok_s"], rel=1e-12)
     memory = cli_json(home, "estimate", "qwen3-32b", "--hw", "rtx-4090", "-q", "q4-k-m", "--context", "32768", "--sessions", "2")["memory"]

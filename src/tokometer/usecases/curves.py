@@ -15,7 +15,6 @@ from tokometer.costmodel.curves import (
     ContextPoint,
     OffloadPoint,
     batch_curve,
-    compute_bound_batch,
     context_curve,
     offload_curve,
 )
@@ -47,7 +46,7 @@ def estimate_curves(e: Estimate) -> EstimateCurves:
         batch=batch_points(e),
         context=context_points(e),
         offload=offload_points(e) if e.offload is not None else (),
-        compute_bound_batch=compute_bound_batch(e.layout_setup, s.depth_tokens),
+        compute_bound_batch=e.ridge_batch,  # the one ridge rule (`costmodel.curves.compute_bound_batch`)
         empty_step=e.layout_setup.step(s.batch, 0.0).step,
     )
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
+from tokometer.costmodel.curves import compute_bound_batch
 from tokometer.costmodel.layout import (
     Layout,
     LeverStep,
@@ -44,7 +45,6 @@ from tokometer.costmodel.roofline import (
     compute_peak,
     interval,
     prefill,
-    ridge_batch,
 )
 from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
 from tokometer.errors import InputError
@@ -161,7 +161,7 @@ class Estimate:
     tpot_s: float
     e2e_s: float | None
     memory: MemoryPlan
-    ridge_batch: float | None
+    ridge_batch: int | None  # smallest batch the modelled step computes longer than it reads (CLI, web, plots)
     quantized: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
     setup: Setup | None = None  # the model laid out on the devices; None: one device
@@ -354,7 +354,7 @@ def estimate(
         tpot_s=tpot_step.time_s,
         e2e_s=e2e,
         memory=plan,
-        ridge_batch=ridge_batch(spec, weights, hardware, peak),
+        ridge_batch=compute_bound_batch(setup, depth),
         quantized=quantized,
         warnings=tuple(spec.warnings) + tuple(warnings),
         setup=setup,
