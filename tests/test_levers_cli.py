@@ -233,3 +233,22 @@ def test_sweep_formats(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     assert code == 2 and "--context" in err
     code, _, err = cli(capsys, "sweep", "--batch", "two")
     assert code == 2 and "whole numbers" in err
+
+
+def test_fit_shows_named_columns_user_names_and_the_top_rows() -> None:
+    """Issue #14, item 11: every column has a header, quants and engines read as users write them, and
+    one question prints the top rows (--all for everything)."""
+    from tokometer.report.estimate import FIT_TOP_ROWS
+
+    r = run_cli("fit", "--hw", "rtx-4090")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    header, rule = lines[2], lines[3]
+    assert len(header.split()) >= len(rule.split()) - 1  # "weights GB" and "needs GB" are two words each
+    assert header.rstrip().endswith("verdict")
+    body = lines[4:4 + FIT_TOP_ROWS]
+    assert all("q2-k" not in line and "llama-cpp" not in line for line in body)
+    assert any("Q4_K_M" in line or "Q2_K" in line for line in body)
+    assert "--all lists every row" in r.out
+    everything = run_cli("fit", "--hw", "rtx-4090", "--all")
+    assert len(everything.out.splitlines()) > len(lines) + FIT_TOP_ROWS

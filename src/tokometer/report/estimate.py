@@ -169,22 +169,27 @@ def render_utilization(report: UtilizationReport) -> str:
     return "\n".join(lines)
 
 
-def render_fit(report: FitReport) -> str:
+FIT_TOP_ROWS = 20  # `tokometer fit` prints this many rows unless --all
+
+
+def render_fit(report: FitReport, *, limit: int | None = FIT_TOP_ROWS) -> str:
+    """The fit table, names as users write them (Q4_K_M, llama.cpp); the first `limit` rows (None: all)."""
     hw = report.hardware
+    shown = report.rows if limit is None else report.rows[:limit]
     rows = [
         [
             r.model,
-            r.quant,
+            r.quant_name,
             f"{r.weights_gb:.1f}",
             f"{r.total_gb:.1f}",
             _tok(r.ceiling_tok_s),
             _tok(r.estimate_tok_s),
             "-" if r.max_context_tokens is None else f"{r.max_context_tokens:,}",
             "-" if r.max_sessions is None else f"{r.max_sessions:,}",
-            r.engine,
+            r.engine_name,
             r.reason,
         ]
-        for r in report.rows
+        for r in shown
     ]
     head = (
         f"{hw.name} ({num(hw.memory_gb)} GB, {num(hw.memory_bandwidth_gb_per_s)} GB/s): "
@@ -193,17 +198,19 @@ def render_fit(report: FitReport) -> str:
     )
     if not rows:
         return head + "\n\nnothing fits; try --all to see why"
-    return "\n".join(
-        [
-            head,
-            "",
-            table(
-                rows,
-                ["model", "quant", "weights GB", "needs GB", "ceiling", "estimate", "max context", "sessions",
-                 "engine", ""],
-            ),
-        ]
-    )
+    lines = [
+        head,
+        "",
+        table(
+            rows,
+            ["model", "quant", "weights GB", "needs GB", "ceiling", "estimate", "max context", "sessions",
+             "engine", "verdict"],
+        ),
+    ]
+    if len(shown) < len(report.rows):
+        lines += ["", f"{len(shown)} of {len(report.rows)} rows, largest models first; --best keeps one per model, "
+                  "--all lists every row and what does not fit"]
+    return "\n".join(lines)
 
 
 SWEEP_COLUMNS = (
