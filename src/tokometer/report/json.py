@@ -58,7 +58,7 @@ def remedy_text(r: Remedy, hardware_name: str) -> str:
     """One setup that fits, in words, with the flags that ask for it."""
     speed = f"{r.estimate_tok_s:.3g} tok/s, {r.memory_gb:.1f} of {r.available_gb:.1f} GB"
     if r.kind == "quant":
-        return f"{r.quant_name} weights ({r.weights_gb:.1f} GB): {speed} (--quant {r.quant})"
+        return f"{r.quant_name} weights ({r.weights_gb:.1f} GB): {speed} (--quant {(r.quant or '').replace('-', '_')})"
     if r.kind == "offload":
         return (
             f"offload: {r.gpu_layers} of {r.n_layers} layers on the GPU, the rest on {r.cpu_hw}: {speed} on the GPU "
