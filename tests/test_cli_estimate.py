@@ -106,3 +106,12 @@ def test_does_not_fit_is_said() -> None:
     data = r.json()
     assert data["memory"]["fits"] is False
     assert any("does not fit" in w for w in data["warnings"])
+
+
+def test_hw_local_without_a_profile_says_to_probe_first() -> None:
+    """Issue #14, item 11: as bench says, not "unknown hardware"."""
+    r = run_cli("estimate", "--hw", "local")
+    assert r.code == 2
+    assert r.err.strip().splitlines() == [
+        "error: no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)"
+    ]

@@ -103,6 +103,7 @@ ERRORS: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "batch": -1},
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "kv_dtype": "q4_k_m"},
     {"bandwidth_gb_per_s": 1e-311},
+    {"model": "llama-3.1-8b", "hw": "local"},
 ]
 UTILISATION: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "measured_decode_tok_s": 400},

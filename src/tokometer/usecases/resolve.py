@@ -31,6 +31,17 @@ def resolve_model(name: str) -> ModelSpec:
     raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
 
 
+LOCAL_PROFILE = "local"  # the entry `tokometer probe` writes for this machine
+
+
+def require_local_profile(name: str | None) -> None:
+    """`local` before `tokometer probe` has measured this machine: say what to do, not "unknown hardware"."""
+    if name and normalise(name) == LOCAL_PROFILE and hardware_catalog().find(LOCAL_PROFILE) is None:
+        raise InputError(
+            "no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)", field="hw"
+        )
+
+
 def resolve_hardware(
     name: str | None,
     *,
@@ -48,6 +59,7 @@ def resolve_hardware(
     require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
     require_positive("memory_gb", memory_gb)
     require_positive("tflops", tflops)
+    require_local_profile(name)
     if name or bandwidth_gb_per_s is None:
         base = hardware_catalog().get(name or DEFAULT_HARDWARE)
         changes: dict[str, Any] = {}
