@@ -294,6 +294,11 @@ def estimate(
             )
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
+    if spec.max_context_tokens is not None and plan_context > spec.max_context_tokens:
+        warnings.append(
+            f"{plan_context:,} tokens of context is past {spec.name}'s limit of {spec.max_context_tokens:,} tokens: "
+            "the model cannot attend that far, so the speed there is only arithmetic"
+        )
     n_sessions = int(req.sessions or batch)
     off = layout.offload if layout.offload and layout.offload.gpu_layers < spec.n_layers else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
