@@ -252,3 +252,13 @@ def test_fit_shows_named_columns_user_names_and_the_top_rows() -> None:
     assert "--all lists every row" in r.out
     everything = run_cli("fit", "--hw", "rtx-4090", "--all")
     assert len(everything.out.splitlines()) > len(lines) + FIT_TOP_ROWS
+
+
+def test_utilization_far_below_on_a_cpu_names_a_cpus_culprits() -> None:
+    from tokometer.usecases.utilization import utilization
+
+    cpu = utilization("llama-3.1-8b", "ddr5-dual-channel", measured_decode_tok_s=1.0)
+    gpu = utilization("llama-3.1-8b", "rtx-4090", measured_decode_tok_s=10.0)
+    assert "far below" in cpu.utilisation.verdict and "offloaded" not in cpu.utilisation.verdict
+    assert "threads" in cpu.utilisation.verdict
+    assert "offloaded" in gpu.utilisation.verdict

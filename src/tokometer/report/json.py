@@ -193,6 +193,7 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
         "hardware": {
             "id": e.hardware.id,
             "name": e.hardware.name,
+            "kind": e.hardware.kind,
             "memory_bandwidth_gb_per_s": e.hardware.memory_bandwidth_gb_per_s,
             "memory_gb": e.hardware.memory_gb if math.isfinite(e.hardware.memory_gb) else None,
             "peak_tflops": e.peak.tflops,
