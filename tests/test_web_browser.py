@@ -472,3 +472,14 @@ def test_a_setup_that_does_not_fit_says_so_first_with_the_nearest_that_fit(tab: 
     assert tab.page.locator("[data-testid=nofit]").count() == 0
     assert tab.page.locator("[data-testid=ceiling-if-fit]").count() == 0
     assert tab.errors == []
+
+
+def test_the_does_not_fit_verdict_fits_a_phone(browser: Any, server: str) -> None:
+    phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    phone.open("/throughput?mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090&lang=fr")
+    phone.page.wait_for_selector("[data-testid=nofit]")
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the verdict makes the page scroll sideways on a phone"
+    phone.shot("throughput-does-not-fit-phone-fr")
+    assert phone.errors == []
+    phone.page.context.close()
