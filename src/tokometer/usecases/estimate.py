@@ -370,7 +370,10 @@ def estimate(
         advice=advice if offload_plan is not None or not plan.fits else None,
     )
     if req.advise and not plan.fits:
-        result = replace(result, remedies=nearest_fits(req, result, estimate))
+        remedies = nearest_fits(req, result, estimate)
+        # the smaller quant is a remedy now: the same advice as a note would say it twice (offload keeps its own)
+        said = offload_plan is None and any(r.kind == "quant" for r in remedies)
+        result = replace(result, remedies=remedies, advice=None if said else result.advice)
     return result
 
 
