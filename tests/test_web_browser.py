@@ -271,13 +271,20 @@ def test_bad_advanced_input_is_explained_on_its_field(tab: Tab) -> None:
     assert [e for e in tab.errors if "status of 422" not in e] == []  # Chromium logs the refused request
 
 
-def test_the_advanced_section_fits_a_phone(browser: Any, server: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "shown", "shot"),
+    [
+        ("mode=catalog&model=llama-3.1-70b&quant=fp8&hw=h100-sxm&tp=4&pp=2&link=pcie5", "parallel", "throughput-advanced-phone-fr"),
+        ("mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090", "nofit", "throughput-does-not-fit-phone-fr"),
+    ],
+)
+def test_the_advanced_section_and_the_nofit_verdict_fit_a_phone(browser: Any, server: str, query: str, shown: str, shot: str) -> None:
     phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
-    phone.open("/throughput?lang=fr&mode=catalog&model=llama-3.1-70b&quant=fp8&hw=h100-sxm&tp=4&pp=2&link=pcie5")
-    phone.page.wait_for_selector("[data-testid=parallel]")
+    phone.open(f"/throughput?lang=fr&{query}")
+    phone.page.wait_for_selector(f"[data-testid={shown}]")
     overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 1, "the page scrolls sideways on a phone"
-    phone.shot("throughput-advanced-phone-fr")
+    phone.shot(shot)
     assert phone.errors == []
     phone.page.context.close()
 
@@ -473,13 +480,3 @@ def test_a_setup_that_does_not_fit_says_so_first_with_the_nearest_that_fit(tab: 
     assert tab.page.locator("[data-testid=ceiling-if-fit]").count() == 0
     assert tab.errors == []
 
-
-def test_the_does_not_fit_verdict_fits_a_phone(browser: Any, server: str) -> None:
-    phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
-    phone.open("/throughput?mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090&lang=fr")
-    phone.page.wait_for_selector("[data-testid=nofit]")
-    overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 1, "the verdict makes the page scroll sideways on a phone"
-    phone.shot("throughput-does-not-fit-phone-fr")
-    assert phone.errors == []
-    phone.page.context.close()
