@@ -62,6 +62,14 @@ def test_far_below_points_at_offload() -> None:
     assert codes(grade(summary(100.0), prediction())) == ["below-range"]
 
 
+def test_far_below_on_a_cpu_does_not_point_at_offload() -> None:
+    """Issue #14, item 11: when the device is the CPU there are no layers to offload."""
+    on_cpu = prediction()
+    on_cpu["hardware"] = {**on_cpu["hardware"], "kind": "cpu"}
+    message = grade(summary(30.0), on_cpu)["flags"][0]["message"]
+    assert "offloaded" not in message and "threads" in message
+
+
 def test_batched_levels_use_the_aggregate_for_mbu() -> None:
     result = grade(summary(100.0, aggregate_tps=stats([400.0])), prediction(), batch=4)
     assert result["measured_aggregate_tps"] == 400.0

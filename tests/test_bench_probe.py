@@ -157,3 +157,17 @@ def test_the_torch_gpu_path_runs_and_saves_a_gpu_profile(monkeypatch: pytest.Mon
     save_local_profile(result)
     local = hardware_catalog().get("local")
     assert local.kind == "gpu" and local.backend == "cuda" and local.fp16_tflops == pytest.approx(result.fp16_tflops, rel=1e-3)
+
+
+def test_the_matmul_probe_never_times_one_tiny_gemm() -> None:
+    """Issue #14, item 11 (two quick probes read 0.258 and 0.0488 TFLOPS): best of at least three runs
+    even when the deadline has passed, and sizes large enough to time."""
+    import time
+
+    from tokometer.bench.probe import GEMM_MIN_REPS, QUICK_GEMM_SIZES, _best_rate
+
+    calls: list[int] = []
+    rate, done = _best_rate(lambda: calls.append(1), 1e9, 5, time.perf_counter() - 1.0, min_repetitions=GEMM_MIN_REPS)
+    assert done == len(calls) == GEMM_MIN_REPS >= 3 and rate > 0
+    assert _best_rate(lambda: None, 1.0, 5, time.perf_counter() - 1.0)[1] == 1  # the stream test keeps its early stop
+    assert min(QUICK_GEMM_SIZES) >= 1024

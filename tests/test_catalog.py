@@ -74,7 +74,7 @@ def test_ggml_types_match_the_gguf_package_exactly() -> None:
 
 
 def test_k_quant_mix_is_above_its_block_type() -> None:
-    assert quant_catalog().get("Q4_K_M").bits_per_weight > quant_catalog().get("q4_k").bits_per_weight
+    assert quant_catalog().get("Q4_K_M").bits_per_weight > quant_catalog().get("ggml-q4-k").bits_per_weight
 
 
 @pytest.mark.parametrize("preset", list(model_catalog()), ids=lambda p: p.id)

@@ -106,3 +106,22 @@ def test_does_not_fit_is_said() -> None:
     data = r.json()
     assert data["memory"]["fits"] is False
     assert any("does not fit" in w for w in data["warnings"])
+
+
+def test_hw_local_without_a_profile_says_to_probe_first() -> None:
+    """Issue #14, item 11: as bench says, not "unknown hardware"."""
+    r = run_cli("estimate", "--hw", "local")
+    assert r.code == 2
+    assert r.err.strip().splitlines() == [
+        "error: no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)"
+    ]
+
+
+def test_a_context_past_the_model_limit_gets_a_note() -> None:
+    """Issue #14, item 11: a 10M-token context on a 128k model says it is past the model's limit."""
+    r = run_cli("estimate", "llama-3.1-8b", "--context", "10000000", "--json")
+    assert r.code == 0, r.err
+    notes = [w for w in r.json()["warnings"] if "past Llama 3.1 8B's limit of 131,072 tokens" in w]
+    assert len(notes) == 1 and notes[0].startswith("10,000,000 tokens")
+    within = run_cli("estimate", "llama-3.1-8b", "--context", "100000", "--json").json()["warnings"]
+    assert not any("limit of" in w for w in within)

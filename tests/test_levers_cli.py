@@ -207,7 +207,7 @@ def test_fit_lists_what_fits_with_speed_and_room(capsys: pytest.CaptureFixture[s
     assert all(r["engine"] == "llama-cpp" for r in rows if r["quant"] in ("q4-k-m", "q8-0"))
     assert all(r["max_context_tokens"] >= 8192 and r["max_sessions"] >= 1 for r in rows)
     everything = as_json(capsys, "fit", "--hw", "rtx-4090", "--all", "--model", "llama-3.1-70b")["rows"]
-    assert {r["quant"] for r in everything} >= {"bf16", "q8-0", "q4-k-m", "q2-k-file"}
+    assert {r["quant"] for r in everything} >= {"bf16", "q8-0", "q4-k-m", "q2-k"}
     assert all(not r["ok"] for r in everything if r["quant"] in ("bf16", "q8-0", "q4-k-m"))
     # on an H200, bf16 70B (141 GB) does not fit but FP8 does, with an FP8-capable engine
     hopper = as_json(capsys, "fit", "--hw", "h200", "--model", "llama-3.1-70b", "--best")["rows"]
@@ -236,3 +236,32 @@ def test_sweep_formats(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     assert code == 2 and "--context" in err
     code, _, err = cli(capsys, "sweep", "--batch", "two")
     assert code == 2 and "whole numbers" in err
+
+
+def test_fit_shows_named_columns_user_names_and_the_top_rows() -> None:
+    """Issue #14, item 11: every column has a header, quants and engines read as users write them, and
+    one question prints the top rows (--all for everything)."""
+    from tokometer.report.estimate import FIT_TOP_ROWS
+
+    r = run_cli("fit", "--hw", "rtx-4090")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    header, rule = lines[2], lines[3]
+    assert len(header.split()) >= len(rule.split()) - 1  # "weights GB" and "needs GB" are two words each
+    assert header.rstrip().endswith("verdict")
+    body = lines[4:4 + FIT_TOP_ROWS]
+    assert all("q2-k" not in line and "llama-cpp" not in line for line in body)
+    assert any("Q4_K_M" in line or "Q2_K" in line for line in body)
+    assert "--all lists every row" in r.out
+    everything = run_cli("fit", "--hw", "rtx-4090", "--all")
+    assert len(everything.out.splitlines()) > len(lines) + FIT_TOP_ROWS
+
+
+def test_utilization_far_below_on_a_cpu_names_a_cpus_culprits() -> None:
+    from tokometer.usecases.utilization import utilization
+
+    cpu = utilization("llama-3.1-8b", "ddr5-dual-channel", measured_decode_tok_s=1.0)
+    gpu = utilization("llama-3.1-8b", "rtx-4090", measured_decode_tok_s=10.0)
+    assert "far below" in cpu.utilisation.verdict and "offloaded" not in cpu.utilisation.verdict
+    assert "threads" in cpu.utilisation.verdict
+    assert "offloaded" in gpu.utilisation.verdict

@@ -283,20 +283,31 @@ def test_bad_advanced_input_is_explained_on_its_field(tab: Tab) -> None:
     assert [e for e in tab.errors if "status of 422" not in e] == []  # Chromium logs the refused request
 
 
-def test_the_advanced_section_fits_a_phone(browser: Any, server: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "shown", "shot"),
+    [
+        ("mode=catalog&model=llama-3.1-70b&quant=fp8&hw=h100-sxm&tp=4&pp=2&link=pcie5", "parallel", "throughput-advanced-phone-fr"),
+        ("mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090", "nofit", "throughput-does-not-fit-phone-fr"),
+    ],
+)
+def test_the_advanced_section_and_the_nofit_verdict_fit_a_phone(browser: Any, server: str, query: str, shown: str, shot: str) -> None:
     phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
-    phone.open("/throughput?lang=fr&mode=catalog&model=llama-3.1-70b&quant=fp8&hw=h100-sxm&tp=4&pp=2&link=pcie5")
-    phone.page.wait_for_selector("[data-testid=parallel]")
+    phone.open(f"/throughput?lang=fr&{query}")
+    phone.page.wait_for_selector(f"[data-testid={shown}]")
     overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 1, "the page scrolls sideways on a phone"
-    phone.shot("throughput-advanced-phone-fr")
+    phone.shot(shot)
     assert phone.errors == []
     phone.page.context.close()
 
 
 def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
-    batch = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")["decode"]
+    full = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")
+    batch = full["decode"]
     tab.open("/batch?model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&batch=16")
+    # one ridge rule: the page's "compute-bound from" is the CLI's batching line (issue #14, item 11)
+    assert tab.value("ridge-batch") == full["batching"]["compute_bound_batch"] == batch["ridge_batch"]
+    assert tab.text("[data-testid=ridge-batch]") == num(full["batching"]["compute_bound_batch"])
     assert tab.value("aggregate-estimate") == pytest.approx(batch["aggregate_tok_s"], rel=1e-12)
     assert tab.value("aggregate-ceiling") == pytest.approx(batch["aggregate_ceiling_tok_s"], rel=1e-12)
     memory = cli_json(home, "estimate", "qwen3-32b", "--hw", "rtx-4090", "-q", "q4-k-m", "--context", "32768", "--sessions", "2")["memory"]
@@ -449,3 +460,35 @@ def test_runs_page_lists_measured_next_to_predicted(browser: Any, monkeypatch: p
         tab.shot("runs")
         assert tab.errors == []
         tab.page.context.close()
+
+
+def test_a_setup_that_does_not_fit_says_so_first_with_the_nearest_that_fit(tab: Tab, home: Path) -> None:
+    """Issue #14, item 2: 70B Q4_K_M on a 4090 leads with "does not fit" and the CLI's remedies; the
+    big figures read "if it fit"; in French too."""
+    expected = cli_json(home, "estimate", "llama-3.1-70b", "--hw", "rtx-4090", "-q", "q4-k-m")
+    remedies = expected["fit"]["remedies"]
+    assert not expected["fit"]["fits"] and remedies
+    tab.open("/throughput?mode=catalog&model=llama-3.1-70b&quant=q4-k-m&hw=rtx-4090")
+    tab.page.wait_for_selector("[data-testid=nofit]")
+    verdict = tab.page.locator("[data-testid=nofit]")
+    ceiling = tab.page.locator("[data-testid=ceiling]")
+    assert verdict.bounding_box()["y"] < ceiling.bounding_box()["y"]  # the verdict comes first
+    assert "Does not fit" in tab.text("[data-testid=nofit] h2")
+    items = tab.page.locator("[data-testid=remedies] li")
+    assert items.count() == len(remedies)
+    for i, remedy in enumerate(remedies):
+        assert items.nth(i).get_attribute("data-kind") == remedy["kind"]
+        assert float(items.nth(i).get_attribute("data-value")) == pytest.approx(remedy["estimate_tok_s"], rel=1e-12)
+        assert num(remedy["estimate_tok_s"]) in items.nth(i).inner_text()
+    assert "if it fit" in tab.text("[data-testid=ceiling-if-fit]").lower()  # h3 is set in capitals
+    tab.shot("throughput-does-not-fit")
+
+    tab.page.click("button[data-lang=fr]")
+    tab.page.wait_for_function("() => document.querySelector('[data-testid=nofit] h2')?.textContent.startsWith('Ne tient pas')")
+    assert "si cela tenait" in tab.text("[data-testid=ceiling-if-fit]").lower()
+
+    tab.open("/throughput?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090")  # one that fits: no verdict
+    assert tab.page.locator("[data-testid=nofit]").count() == 0
+    assert tab.page.locator("[data-testid=ceiling-if-fit]").count() == 0
+    assert tab.errors == []
+

@@ -90,6 +90,9 @@ ESTIMATES: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "draft": "llama-3.2-1b"},
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "batch": 16, "context_tokens": 8192},
     {"model": "llama-3.1-8b", "hw": "m2-ultra"},
+    {"model": "llama-3.1-8b", "hw": "h100"},
+    {"model": "llama-3.1-8b", "hw": "rtx-4090", "context_tokens": 10_000_000},
+    {"model": "llama-3.1-70b", "hw": "m3-max-40c-48gb"},
     {"model": "llama-3.1-8b", "hw": "ddr5-dual-channel"},
     {"params_b": 70, "bits": 16, "bandwidth_gb_per_s": 3350},
     {"params_b": 70, "bits": 4.5, "bandwidth_gb_per_s": 1000, "memory_gb": 24},
@@ -100,6 +103,8 @@ ERRORS: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "quant": "zz"},
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "batch": -1},
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "kv_dtype": "q4_k_m"},
+    {"bandwidth_gb_per_s": 1e-311},
+    {"model": "llama-3.1-8b", "hw": "local"},
 ]
 UTILISATION: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "measured_decode_tok_s": 400},

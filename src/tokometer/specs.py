@@ -82,6 +82,7 @@ class HardwareSpec(_Plain):
     price_per_hour_usd: float | None = None
     price_source: str | None = None
     price_date: str | None = None
+    gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Dense peak for `dtype`; None when the catalog gives none (`compute_peak_derived` says how sure)."""

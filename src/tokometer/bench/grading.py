@@ -162,7 +162,13 @@ def grade(
             _flag(
                 "far-below",
                 f"{measured:.1f} tok/s is only {measured / estimate:.0%} of the estimate ({estimate:.1f} tok/s): look for "
-                "layers offloaded to the CPU, a CPU fallback, thermal or power throttling, or another job on the device",
+                + (
+                    "fewer threads than physical cores, another process using the cores or the memory bandwidth, "
+                    "or a build without the CPU's vector extensions"
+                    if hardware.get("kind") == "cpu"
+                    else "layers offloaded to the CPU, a CPU fallback, thermal or power throttling, or another job on "
+                    "the device"
+                ),
                 "error",
             ),
         )

@@ -132,20 +132,31 @@ def _is_laptop() -> bool:
 # --- CPU probe --------------------------------------------------------------------------------
 
 
-def _best_rate(run: Callable[[], None], bytes_moved: float, repetitions: int, deadline: float) -> tuple[float, int]:
-    """Best bytes/s over `repetitions` runs (at least one), stopping early at `deadline`."""
+def _best_rate(
+    run: Callable[[], None], bytes_moved: float, repetitions: int, deadline: float, *, min_repetitions: int = 1
+) -> tuple[float, int]:
+    """Best bytes/s over `repetitions` runs, stopping early at `deadline` but never before `min_repetitions`."""
     best = 0.0
     done = 0
-    for _ in range(repetitions):
+    for _ in range(max(repetitions, min_repetitions)):
         start = time.perf_counter()
         run()
         elapsed = time.perf_counter() - start
         done += 1
         if elapsed > 0:
             best = max(best, bytes_moved / elapsed)
-        if time.perf_counter() > deadline:
+        if done >= min_repetitions and (done >= repetitions or time.perf_counter() > deadline):
             break
     return best, done
+
+
+# the GEMM sizes and the best-of-N of the matmul probe. Two quick probes once read 0.258 and 0.0488 TFLOPS:
+# at 256-1024 a GEMM lasts microseconds to milliseconds, the stream test had used up the shared deadline so
+# each size ran once, and one scheduler hiccup set the figure. Now: sizes large enough to time (>= 1024),
+# a warm-up per size, and at least GEMM_MIN_REPS runs each whatever the deadline.
+QUICK_GEMM_SIZES = (1024, 2048)
+FULL_GEMM_SIZES = (1024, 2048, 3072)
+GEMM_MIN_REPS = 3
 
 
 def _cpu_stream(n: int, cores: int, reps: int, deadline: float) -> tuple[dict[str, float], int]:
@@ -204,7 +215,8 @@ def measure_cpu(*, quick: bool = False, threads: int | None = None, budget_s: fl
 
     # BLAS speed depends on the size (blocking, threads): the peak is the best of a few sizes
     flops_rate = 0.0
-    sizes = (256, 512, 1024) if quick else (512, 1024, 2048)
+    sizes = QUICK_GEMM_SIZES if quick else FULL_GEMM_SIZES
+    gemm_deadline = time.perf_counter() + (2.0 if quick else 10.0)  # its own budget, not what the stream left
     for m in sizes:
         x = np.random.default_rng(0).random((m, m), dtype=np.float32)
         y = np.random.default_rng(1).random((m, m), dtype=np.float32)
@@ -213,7 +225,7 @@ def measure_cpu(*, quick: bool = False, threads: int | None = None, budget_s: fl
             x @ y
 
         gemm()  # warm-up (BLAS threads)
-        rate, _ = _best_rate(gemm, 2.0 * m**3, 3 if quick else 5, deadline + budget / 2)
+        rate, _ = _best_rate(gemm, 2.0 * m**3, 5 if quick else 8, gemm_deadline, min_repetitions=GEMM_MIN_REPS)
         flops_rate = max(flops_rate, rate)
     name = cpu_name()
     memory = total_memory_gb() or 16.0
@@ -309,7 +321,7 @@ def measure_torch(*, quick: bool = False) -> ProbeResult | None:
             x @ y
 
         timed(gemm)()
-        rate, _ = _best_rate(timed(gemm), 2.0 * m**3, 3 if quick else 10, deadline + 10)
+        rate, _ = _best_rate(timed(gemm), 2.0 * m**3, 3 if quick else 10, deadline + 10, min_repetitions=GEMM_MIN_REPS)
         rates[key] = rate / 1e12
         del x, y
     return ProbeResult(

@@ -116,6 +116,7 @@ def bench(
     from tokometer.report.text import to_json
     from tokometer.runrecord import RunSummary
     from tokometer.usecases.benchmark import Predictor, benchmark
+    from tokometer.usecases.request import mean_decode_depth
 
     bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed")
     settings = {k: options.pop(k) for k in bench_keys}
@@ -136,7 +137,12 @@ def bench(
     if predictor.wanted:
         predictor.check_hardware()
         if predict_model or options.get("params_b"):
-            early = predictor.estimate(prompt_tokens=config.prompt_tokens or 512, output_tokens=config.max_tokens)
+            # the depth rule the graded prediction uses (mean decode depth), so the two headlines agree
+            prompt = config.prompt_tokens or 512
+            early = predictor.estimate(
+                prompt_tokens=prompt, output_tokens=config.max_tokens, batch=1,
+                context_tokens=int(mean_decode_depth(prompt, config.max_tokens)),
+            )
             if not as_json:
                 from tokometer.bench.grading import prediction_headline
 

@@ -34,7 +34,12 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
 
         tokometer estimate --params 70 --bits 16 --bandwidth 3350
 
-    With no arguments at all it estimates Llama 3.1 8B Q4_K_M on an RTX 4090.
+    With no arguments at all it estimates Llama 3.1 8B on an RTX 4090.
+
+    Default precision, one rule with or without a model name: a model file counts its own bytes;
+    otherwise the hardware picks the engine (llama.cpp on consumer GPUs, Apple and CPUs, vLLM on
+    datacenter GPUs) and the engine the format: Q4_K_M under llama.cpp-family engines, the model's
+    published dtype (BF16) under the others. --quant, --bits or --weights-gb override it.
 
     \b
     The levers (all off by default; each has its own section of --json):

@@ -64,7 +64,7 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
 @click.option("--kv-dtype", help="KV-cache dtype: fp16, fp8, q8_0, q4_0 [default: the engine's].")
 @click.option("--model", "models", multiple=True, help="Only these models (repeat or comma-separate) [default: the catalog].")
 @click.option("-q", "--quant", "quants", multiple=True, help="Quants to try [default: bf16, fp8 where supported, q8_0, q6_k, q5_k_m, q4_k_m, q3_k_m, q2_k].")
-@click.option("--all", "include_all", is_flag=True, help="Also list what does not fit, with the reason.")
+@click.option("--all", "include_all", is_flag=True, help="Every row (not only the first 20), and what does not fit, with the reason.")
 @click.option("--best", is_flag=True, help="One row per model: its highest-precision quant that fits.")
 @json_option
 def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: Any) -> None:
@@ -73,13 +73,14 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     \b
         tokometer fit --hw rtx-4090 --context 8192 --min-speed 10
     """
-    from tokometer.report.estimate import render_fit
+    from tokometer.report.estimate import FIT_TOP_ROWS, render_fit
     from tokometer.report.text import to_json
     from tokometer.usecases.fit import fit as run_fit
 
     hw = options.pop("hw")
     report = run_fit(hw, models=_split(models) or None, quants=_split(quants) or None, **options)
-    click.echo(to_json(report.to_dict()) if as_json else render_fit(report))
+    limit = None if options.get("include_all") else FIT_TOP_ROWS
+    click.echo(to_json(report.to_dict()) if as_json else render_fit(report, limit=limit))
 
 
 @click.command()

@@ -107,6 +107,8 @@ def max_context_tokens(model: ModelSpec, free_bytes: float, kv_bytes_per_element
     """Largest context whose KV for `sessions` streams fits in `free_bytes`; None if KV never grows."""
     if free_bytes <= 0:
         return 0
+    if not math.isfinite(free_bytes):
+        return None
     if kv_elements_per_token(model, math.inf) == 0:
         if kv_cache_bytes(model, 1e12, kv_bytes_per_element) * sessions <= free_bytes:
             return None
@@ -156,7 +158,11 @@ def memory_plan(
     sessions: int,
     kv_bytes_per_element: float,
 ) -> MemoryPlan:
-    """Weights (every expert) + KV for the planned context and sessions + engine runtime."""
+    """Weights (every expert) + KV for the planned context and sessions + engine runtime.
+
+    A device of unbounded memory (`device_memory_gb` = inf: a custom device given no memory) always
+    fits and has no session or context limit of its own (None), only the model's context limit.
+    """
     kv = kv_cache_bytes(model, context_tokens, kv_bytes_per_element) * sessions
     total = weights.total + kv + runtime_overhead_gb * GB
     available = device_memory_gb * usable_fraction * GB
@@ -168,7 +174,7 @@ def memory_plan(
     per_session = kv_cache_bytes(model, context_tokens, kv_bytes_per_element)
     if free_for_kv <= 0:
         max_sessions: int | None = 0
-    elif per_session <= 0:
+    elif per_session <= 0 or not math.isfinite(free_for_kv):
         max_sessions = None
     else:
         max_sessions = int(free_for_kv // per_session)

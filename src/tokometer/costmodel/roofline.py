@@ -1,4 +1,7 @@
-"""The roofline: which resource bounds a step, decode step time, prefill, the ridge point, the band.
+"""The roofline: which resource bounds a step, decode step time, prefill, the band.
+
+The batch at which decode turns compute-bound is `costmodel.curves.compute_bound_batch` (one rule for
+the CLI, the web and the plots).
 
 docs/PHYSICS.md sections 3-5. Pure functions over frozen values.
 
@@ -199,18 +202,6 @@ def decode_step(
         ceiling_time_s=ceiling,
         bound=bound(memory_time, compute_time, overhead),
     )
-
-
-def ridge_batch(model: ModelSpec, weights: ParamGroups, hardware: HardwareSpec, peak: Peak) -> float | None:
-    """Batch at which decode matmuls turn compute-bound: 2B/bytes_per_param > peak/BW (dense share)."""
-    if not peak.tflops:
-        return None
-    params = model.active_params(1.0)
-    if params <= 0:
-        return None
-    bytes_per_param = weight_bytes_read(model, weights, 1.0) / params
-    machine_balance = peak.tflops * TFLOP / (hardware.memory_bandwidth_gb_per_s * GB)
-    return machine_balance * bytes_per_param / 2.0
 
 
 @dataclass(frozen=True, slots=True)

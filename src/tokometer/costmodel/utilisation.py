@@ -91,6 +91,12 @@ FAR_BELOW = (
     "layers'; 3-10 tok/s on a GPU-class machine is the tell-tale), a CPU fallback (no GPU build, driver "
     "missing), weights spilled into shared system memory, or another process on the device"
 )
+# the same verdict when the device is the CPU itself: no layers to offload, other culprits
+FAR_BELOW_CPU = (
+    "far below the estimate: on a CPU, look for fewer threads than physical cores (llama.cpp -t), another "
+    "process using the cores or the memory bandwidth, memory in one channel only, or a build without the "
+    "CPU's vector extensions"
+)
 
 
 def utilisation(
@@ -105,10 +111,12 @@ def utilisation(
     cpu_only_tok_s: float | None = None,
     measured_prefill_tok_s: float | None = None,
     prefill: Prefill | None = None,
+    on_cpu: bool = False,
 ) -> Utilisation:
     """MBU = bytes_step * steps/s / BW; MFU = FLOP/s / peak; and a verdict in plain words.
 
-    `measured_decode_tok_s` is per stream, so one step per token of each stream.
+    `measured_decode_tok_s` is per stream, so one step per token of each stream. `on_cpu`: the device
+    is a CPU, so the far-below advice names a CPU's culprits, not offloaded layers.
     """
     steps_per_s = measured_decode_tok_s
     achieved = step.bytes * steps_per_s
@@ -135,7 +143,7 @@ def utilisation(
     elif where == "in-band":
         verdict = f"decode {ceiling_fraction:.0%} of the ceiling, within the estimate's 80 % band: as expected"
     elif where == "far-below":
-        verdict = f"decode {ceiling_fraction:.0%} of the ceiling, {estimate_fraction:.0%} of the estimate: " + FAR_BELOW
+        verdict = f"decode {ceiling_fraction:.0%} of the ceiling, {estimate_fraction:.0%} of the estimate: " + (FAR_BELOW_CPU if on_cpu else FAR_BELOW)
     else:
         verdict = (
             f"decode {ceiling_fraction:.0%} of the ceiling, below the estimate's 80 % band: engine overheads "

@@ -51,6 +51,7 @@ def render_estimate(e: Estimate) -> str:
     rows = [
         [f"decode ({stream})", _tok(e.ceiling_tok_s), f"{_tok(e.estimate_tok_s)} ({num(band.low)}-{num(band.high)})"],
     ]
+    fit = d["fit"]
     if b > 1:
         rows.append(["decode (aggregate)", _tok(e.ceiling_tok_s * b), _tok(e.estimate_tok_s * b)])
     spec = d["speculative"]
@@ -83,12 +84,18 @@ def render_estimate(e: Estimate) -> str:
             extras.append(f"{m['max_sessions']:,} sessions of {m['context_tokens']:,} tokens")
         if extras:
             verdict += "; " + ", ".join(extras)
-    lines = [head, "", table(rows, ["", "ceiling", "estimate (80% band)"]), "", f"memory: {verdict}"]
+    if fit["fits"] or fit["headline"] is None:
+        lines = [head, "", table(rows, ["", "ceiling", "estimate (80% band)"]), "", f"memory: {verdict}"]
+    else:  # the verdict first; every speed below is what it would do if it fit
+        lines = [head, "", "DOES NOT FIT" + fit["headline"].removeprefix("does not fit")]
+        lines += [f"  - {r['text']}" for r in fit["remedies"]]
+        lines += ["", "as set, if it fit:", table(rows, ["", "ceiling if it fit", "estimate if it fit (80% band)"])]
+        lines += ["", f"memory: {verdict}"]
     lines += _lever_lines(d)
-    lines.append(f"feel: {d['latency']['verdict']}")
+    lines.append(f"feel{'' if fit['fits'] else ' (if it fit)'}: {d['latency']['verdict']}")
     lines.append("")
     lines += [f"why: {line}" for line in explanation(e)]
-    lines += [f"note: {w}" for w in estimate_warnings(e)]
+    lines += [f"note: {w}" for w in estimate_warnings(e) if fit["fits"] or not w.startswith("does not fit:")]
     return "\n".join(lines)
 
 
@@ -170,22 +177,27 @@ def render_utilization(report: UtilizationReport) -> str:
     return "\n".join(lines)
 
 
-def render_fit(report: FitReport) -> str:
+FIT_TOP_ROWS = 20  # `tokometer fit` prints this many rows unless --all
+
+
+def render_fit(report: FitReport, *, limit: int | None = FIT_TOP_ROWS) -> str:
+    """The fit table, names as users write them (Q4_K_M, llama.cpp); the first `limit` rows (None: all)."""
     hw = report.hardware
+    shown = report.rows if limit is None else report.rows[:limit]
     rows = [
         [
             r.model,
-            r.quant,
+            r.quant_name,
             f"{r.weights_gb:.1f}",
             f"{r.total_gb:.1f}",
             _tok(r.ceiling_tok_s),
             _tok(r.estimate_tok_s),
             "-" if r.max_context_tokens is None else f"{r.max_context_tokens:,}",
             "-" if r.max_sessions is None else f"{r.max_sessions:,}",
-            r.engine,
+            r.engine_name,
             r.reason,
         ]
-        for r in report.rows
+        for r in shown
     ]
     head = (
         f"{hw.name} ({num(hw.memory_gb)} GB, {num(hw.memory_bandwidth_gb_per_s)} GB/s): "
@@ -194,17 +206,19 @@ def render_fit(report: FitReport) -> str:
     )
     if not rows:
         return head + "\n\nnothing fits; try --all to see why"
-    return "\n".join(
-        [
-            head,
-            "",
-            table(
-                rows,
-                ["model", "quant", "weights GB", "needs GB", "ceiling", "estimate", "max context", "sessions",
-                 "engine", ""],
-            ),
-        ]
-    )
+    lines = [
+        head,
+        "",
+        table(
+            rows,
+            ["model", "quant", "weights GB", "needs GB", "ceiling", "estimate", "max context", "sessions",
+             "engine", "verdict"],
+        ),
+    ]
+    if len(shown) < len(report.rows):
+        lines += ["", f"{len(shown)} of {len(report.rows)} rows, largest models first; --best keeps one per model, "
+                  "--all lists every row and what does not fit"]
+    return "\n".join(lines)
 
 
 SWEEP_COLUMNS = (

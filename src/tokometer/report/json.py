@@ -25,6 +25,7 @@ from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
 from tokometer.usecases.estimate import Estimate, QuantAdvice
 from tokometer.usecases.reading import reading_verdict
+from tokometer.usecases.remedies import Remedy
 
 if TYPE_CHECKING:
     from tokometer.usecases.utilization import UtilizationReport
@@ -57,6 +58,44 @@ def advice_text(a: QuantAdvice) -> str:
         f"drop a quant step rather than offload: {a.quant_name} ({a.weights_gb:.1f} GB) fits in "
         f"{a.hardware_name} entirely and decodes at about {a.advised_tok_s:.3g} tok/s, against {now}"
     )
+
+
+def remedy_text(r: Remedy, hardware_name: str) -> str:
+    """One setup that fits, in words, with the flags that ask for it."""
+    speed = f"{r.estimate_tok_s:.3g} tok/s, {r.memory_gb:.1f} of {r.available_gb:.1f} GB"
+    if r.kind == "quant":
+        return f"{r.quant_name} weights ({r.weights_gb:.1f} GB): {speed} (--quant {(r.quant or '').replace('-', '_')})"
+    if r.kind == "offload":
+        return (
+            f"offload: {r.gpu_layers} of {r.n_layers} layers on the GPU, the rest on {r.cpu_hw}: {speed} on the GPU "
+            f"(--gpu-layers {r.gpu_layers})"
+        )
+    split = f"--pp {r.pp}" if (r.pp or 1) > 1 else f"--tp {r.tp}"
+    how = "layers split" if (r.pp or 1) > 1 else "tensor parallel"
+    return f"{r.devices} x {hardware_name} ({how}): {speed} ({split})"
+
+
+def fit_headline(e: Estimate) -> str | None:
+    """The first thing to say about a setup that does not fit its memory (None when it fits)."""
+    m = e.memory
+    if m.fits or not math.isfinite(m.available_gb):
+        return None
+    devices = e.layout_setup.layout.devices
+    where = f"{devices} x {e.hardware.name}" if devices > 1 else e.hardware.name
+    return (
+        f"does not fit: needs {m.total_gb:.1f} GB, {where} offers {m.available_gb:.1f} GB to {e.engine.name}; "
+        + ("nearest setups that fit:" if e.remedies else "nothing near it fits")
+    )
+
+
+def _fit_dict(e: Estimate) -> dict[str, Any]:
+    """`fit`: whether the setup fits; when not, its speeds are 'if it fit', and the nearest setups that do."""
+    return {
+        "fits": e.fits,
+        "speeds_if_it_fit": not e.fits,
+        "headline": fit_headline(e),
+        "remedies": [{**r.__dict__, "text": remedy_text(r, e.hardware.name)} for r in e.remedies],
+    }
 
 
 def estimate_warnings(e: Estimate) -> list[str]:
@@ -168,6 +207,7 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
         "hardware": {
             "id": e.hardware.id,
             "name": e.hardware.name,
+            "kind": e.hardware.kind,
             "memory_bandwidth_gb_per_s": e.hardware.memory_bandwidth_gb_per_s,
             "memory_gb": e.hardware.memory_gb if math.isfinite(e.hardware.memory_gb) else None,
             "peak_tflops": e.peak.tflops,
@@ -245,6 +285,7 @@ def estimate_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
     """The one JSON shape of an estimate (`--json`, the web API, a bench run's prediction)."""
     return {
         **estimate_sections(e),
+        "fit": _fit_dict(e),
         "speculative": _speculative_dict(e),
         "parallel": _parallel_dict(e),
         "offload": _offload_dict(e, curves),

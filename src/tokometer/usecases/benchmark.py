@@ -49,11 +49,10 @@ class Predictor:
         return bool(self.options.get("hw") or self.options.get("bandwidth_gb_per_s"))
 
     def check_hardware(self) -> None:
-        from tokometer.catalog import hardware_catalog
+        from tokometer.usecases.resolve import require_local_profile
 
         hw = self.options.get("hw")
-        if hw and str(hw).lower() == "local" and hardware_catalog().find("local") is None:
-            raise InputError("no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)")
+        require_local_profile(str(hw) if hw else None)
 
     def estimate(self, model: str | None = None, **workload: Any) -> dict[str, Any]:
         from tokometer.usecases.estimate import estimate

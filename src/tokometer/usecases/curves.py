@@ -18,7 +18,6 @@ from tokometer.costmodel.curves import (
     ExpertOffloadPoint,
     OffloadPoint,
     batch_curve,
-    compute_bound_batch,
     context_curve,
     decode_curve,
     expert_offload_curve,
@@ -59,7 +58,7 @@ def estimate_curves(e: Estimate) -> EstimateCurves:
         batch=batch_points(e),
         context=context_points(e),
         offload=offload_points(e) if e.offload is not None else (),
-        compute_bound_batch=compute_bound_batch(e.layout_setup, s.depth_tokens),
+        compute_bound_batch=e.ridge_batch,  # the one ridge rule (`costmodel.curves.compute_bound_batch`)
         empty_step=e.layout_setup.step(s.batch, 0.0).step,
         experts=expert_offload_points(e),
     )

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
+from tokometer.costmodel.curves import compute_bound_batch
 from tokometer.costmodel.layout import (
     Layout,
     LeverStep,
@@ -46,7 +47,6 @@ from tokometer.costmodel.roofline import (
     compute_peak,
     interval,
     prefill,
-    ridge_batch,
 )
 from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
 from tokometer.errors import InputError
@@ -75,10 +75,13 @@ from tokometer.usecases.policy import (
     DEFAULT_CPU_HARDWARE,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_MODEL,
-    DEFAULT_QUANT,
     default_engine,
+    default_quant,
+    engine_for_hardware,
+    gpu_memory_gb,
     quant_runs,
 )
+from tokometer.usecases.remedies import Remedy, nearest_fits
 from tokometer.usecases.request import EstimateRequest
 from tokometer.usecases.resolve import (
     format_peak,
@@ -87,6 +90,7 @@ from tokometer.usecases.resolve import (
     resolve_model,
     resolve_quant,
     setup_for_format,
+    variant_note,
 )
 
 
@@ -168,7 +172,7 @@ class Estimate:
     tpot_s: float
     e2e_s: float | None
     memory: MemoryPlan
-    ridge_batch: float | None
+    ridge_batch: int | None  # smallest batch the modelled step computes longer than it reads (CLI, web, plots)
     quantized: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
     setup: Setup | None = None  # the model laid out on the devices; None: one device
@@ -177,6 +181,12 @@ class Estimate:
     offload: OffloadPlan | None = None
     kv_model: ModelSpec | None = None  # whose KV cache the (GPU) memory holds: draft, TP copies, GPU layers
     advice: QuantAdvice | None = None  # only when offloaded or over memory, and `advise` was on
+    remedies: tuple[Remedy, ...] = ()  # the nearest setups that fit, when this one does not (`advise` on)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the setup fits its device(s); when not, every speed is what it would do if it fit."""
+        return self.memory.fits
 
     @functools.cached_property
     def layout_setup(self) -> Setup:
@@ -220,15 +230,21 @@ def estimate(
     else:
         req = EstimateRequest(**fields)
     warnings: list[str] = []
-    spec, fmt, weights = _model_and_weights(req)
     hw = req.hw
     if isinstance(hw, HardwareSpec):
         hardware = hw
     else:
         hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+    if isinstance(hw, str) and hw:
+        note = variant_note(hw, hardware)
+        if note:
+            warnings.append(note)
+    named = engine_catalog().get(req.engine) if req.engine else None
+    spec, fmt, weights = _model_and_weights(req, hardware, named)
     prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
 
-    eng = engine_catalog().get(req.engine) if req.engine else default_engine(hardware, fmt)
+    defaulted = fmt is not None and req.quant is None and req.bits is None and req.weights_gb is None
+    eng = named or (engine_for_hardware(hardware) if defaulted else default_engine(hardware, fmt))
     fmt, weights, format_notes = _runnable_format(req, spec, fmt, weights, eng)
     warnings += format_notes
     eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
@@ -241,6 +257,11 @@ def estimate(
     quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)
+    if hardware.vendor == "apple" and hardware.gpu_memory_limit_gb is None and math.isfinite(hardware.memory_gb):
+        warnings.append(
+            f"macOS lets the GPU use about {gpu_memory_gb(hardware):.1f} GB of the {hardware.memory_gb:g} GB by default "
+            "(its working-set limit); after raising it with sudo sysctl iogpu.wired_limit_mb, pass --memory-gb"
+        )
     depth = req.depth_tokens
     workload = Workload(
         prompt_tokens=int(prompt_tokens),
@@ -258,6 +279,11 @@ def estimate(
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
     lever_step = setup.step(int(batch), depth)
     step = lever_step.step
+    if not (0.0 < step.ceiling_time_s < math.inf and 0.0 < step.time_s < math.inf):
+        # a bandwidth like 1e-300 GB/s: no finite decode time, so nothing to report but that
+        raise InputError(
+            f"these numbers give no finite decode step ({step.ceiling_time_s:g} s): a bandwidth or size out of any real range"
+        )
     ceiling_tok_s = 1.0 / step.ceiling_time_s
     estimate_tok_s = 1.0 / step.time_s
     band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
@@ -283,6 +309,11 @@ def estimate(
             )
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
+    if spec.max_context_tokens is not None and plan_context > spec.max_context_tokens:
+        warnings.append(
+            f"{plan_context:,} tokens of context is past {spec.name}'s limit of {spec.max_context_tokens:,} tokens: "
+            "the model cannot attend that far, so the speed there is only arithmetic"
+        )
     n_sessions = int(req.sessions or batch)
     off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
@@ -298,7 +329,7 @@ def estimate(
     plan = memory_plan(
         kv_model,
         add_weights(resident, *([draft_info.weights] if draft_info else [])),
-        hardware.memory_gb * layout.devices,
+        gpu_memory_gb(hardware) * layout.devices,
         usable_fraction=eng.usable_memory_fraction,
         runtime_overhead_gb=eng.runtime_overhead_gb * layout.devices,
         context_tokens=plan_context,
@@ -326,7 +357,7 @@ def estimate(
             f"does not fit: needs {plan.total_gb:.1f} GB, {where} offers {plan.available_gb:.1f} GB "
             f"to {eng.name}; the speed shown assumes it did"
         )
-    return Estimate(
+    result = Estimate(
         model=spec,
         hardware=hardware,
         quant=fmt,
@@ -345,7 +376,7 @@ def estimate(
         tpot_s=tpot_step.time_s,
         e2e_s=e2e,
         memory=plan,
-        ridge_batch=ridge_batch(spec, weights, hardware, peak),
+        ridge_batch=compute_bound_batch(setup, depth),
         quantized=quantized,
         warnings=tuple(spec.warnings) + tuple(warnings),
         setup=setup,
@@ -355,13 +386,22 @@ def estimate(
         kv_model=kv_model,
         advice=advice if offload_plan is not None or not plan.fits else None,
     )
+    if req.advise and not plan.fits:
+        remedies = nearest_fits(req, result, estimate)
+        # the smaller quant is a remedy now: the same advice as a note would say it twice (offload keeps its own)
+        said = offload_plan is None and any(r.kind == "quant" for r in remedies)
+        result = replace(result, remedies=remedies, advice=None if said else result.advice)
+    return result
 
 
-def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
+def _model_and_weights(
+    req: EstimateRequest, hardware: HardwareSpec, engine: EngineSpec | None
+) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
     """The model (a spec, bare numbers or a name), its weight format and the bytes of each weight class.
 
     `weights_gb` alone makes a format from the file size; with a format it rescales that format's bytes.
-    A bare `estimate()` is the default model at the default quant.
+    No format at all: a model file counts its own bytes, else `policy.default_quant` of the engine
+    (named, or the hardware's usual one): the same rule with or without a model name.
     """
     model, quant, bits, weights_gb = req.model, req.quant, req.bits, req.weights_gb
     if isinstance(model, ModelSpec):
@@ -374,8 +414,8 @@ def _model_and_weights(req: EstimateRequest) -> tuple[ModelSpec, QuantFormat | N
         )
     else:
         spec = resolve_model(model or DEFAULT_MODEL)
-        if model is None and quant is None and bits is None and weights_gb is None:
-            quant = DEFAULT_QUANT
+    if quant is None and bits is None and weights_gb is None and spec.exact_weight_bytes is None:
+        quant = default_quant(engine or engine_for_hardware(hardware), spec.default_quant)
     if weights_gb is not None and bits is None and quant is None:
         fmt: QuantFormat | None = QuantFormat(
             id="file-size",
@@ -648,7 +688,7 @@ def _quant_advice(
         return memory_plan(
             spec,
             weights,
-            hardware.memory_gb,
+            gpu_memory_gb(hardware),
             usable_fraction=engine.usable_memory_fraction,
             runtime_overhead_gb=engine.runtime_overhead_gb,
             context_tokens=context,

@@ -32,6 +32,7 @@ class FitRow:
     quant_name: str
     bits_per_weight: float
     engine: str
+    engine_name: str
     weights_gb: float
     total_gb: float
     fits: bool
@@ -141,6 +142,7 @@ def fit(
                     quant_name=q.name,
                     bits_per_weight=e.bits_per_weight,
                     engine=eng.id,
+                    engine_name=eng.name,
                     weights_gb=e.weights.total / GB,
                     total_gb=e.memory.total_gb,
                     fits=e.memory.fits,

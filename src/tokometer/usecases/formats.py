@@ -23,7 +23,7 @@ GGUF = "gguf"
 # format kinds made from a number (`--bits`, `--weights-gb`): no file format, every engine takes them
 UNCONSTRAINED_KINDS = ("user-bits", "file-size")
 # the GGUF types offered as choices (the others exist, but nobody is pointed at TQ2_0)
-GGUF_CHOICES = ("bf16", "fp16", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q4-0", "q3-k-m", "q2-k-file", "mxfp4")
+GGUF_CHOICES = ("bf16", "fp16", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q4-0", "q3-k-m", "q2-k", "mxfp4")
 CHOICES_SHOWN = 4
 
 

@@ -59,13 +59,16 @@ class EstimateRequest:
     )
     quant: str | None = _input(
         None, "name", "model", "--quant",
-        "Weight format: fp16, bf16, fp8, q4_k_m, q8_0, nvfp4, awq... (`tokometer quants list`).", short="-q",
+        "Weight format, as the file types people download: q4_k_m, q2_k (the ~3.2 bpw file), q8_0, bf16, fp8, awq... "
+        "(`tokometer quants list`) [default: Q4_K_M under llama.cpp-family engines, the model's published dtype "
+        "(BF16) under the others; the engine defaults to the hardware's usual one].",
+        short="-q",
     )
     bandwidth_gb_per_s: float | None = _input(
         None, "float", "hardware", "--bandwidth", "Memory bandwidth in GB/s (custom device, or overrides --hw)."
     )
     memory_gb: float | None = _input(None, "float", "hardware", "--memory-gb", "Device memory in GB (custom device, or overrides --hw).")
-    tflops: float | None = _input(None, "float", "hardware", "--tflops", "Dense fp16 TFLOPS (custom device, or overrides --hw).")
+    tflops: float | None = _input(None, "float", "hardware", "--tflops", "Dense fp16 TFLOPS (custom device, or overrides --hw; fp8/fp4 peaks keep their ratio to it).")
     engine: str | None = _input(
         None, "name", "engine", "--engine",
         "Inference engine: llama.cpp, ollama, vllm, sglang, tensorrt-llm, mlx, exllamav2, mlc-llm, gpt-fast, transformers.",

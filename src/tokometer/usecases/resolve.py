@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.catalog import hardware_catalog, model_catalog, quant_catalog
+from tokometer.catalog import hardware_catalog, model_catalog, normalise, quant_catalog
 from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import Peak, compute_peak
 from tokometer.errors import InputError, UnknownEntryError, require_positive
@@ -31,6 +31,17 @@ def resolve_model(name: str) -> ModelSpec:
     raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
 
 
+LOCAL_PROFILE = "local"  # the entry `tokometer probe` writes for this machine
+
+
+def require_local_profile(name: str | None) -> None:
+    """`local` before `tokometer probe` has measured this machine: say what to do, not "unknown hardware"."""
+    if name and normalise(name) == LOCAL_PROFILE and hardware_catalog().find(LOCAL_PROFILE) is None:
+        raise InputError(
+            "no `local` hardware profile yet: run `tokometer probe` first (it measures this machine)", field="hw"
+        )
+
+
 def resolve_hardware(
     name: str | None,
     *,
@@ -38,25 +49,31 @@ def resolve_hardware(
     memory_gb: float | None = None,
     tflops: float | None = None,
 ) -> HardwareSpec:
-    """A catalog entry (numbers given alongside override it) or a custom device from bare numbers."""
+    """A catalog entry (numbers given alongside override it) or a custom device from bare numbers.
+
+    Every number given takes effect: with a name, or with none of the three (the default device), they
+    override the entry; `bandwidth_gb_per_s` without a name makes a custom device. `tflops` is the dense
+    fp16 peak: it replaces the fp16-accumulate figure too (else llama.cpp's prefill would keep the
+    datasheet's), and the fp8/int8/fp4 peaks scale with it, keeping the datasheet's ratios.
+    """
     require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
     require_positive("memory_gb", memory_gb)
     require_positive("tflops", tflops)
-    if name:
-        base = hardware_catalog().get(name)
+    require_local_profile(name)
+    if name or bandwidth_gb_per_s is None:
+        base = hardware_catalog().get(name or DEFAULT_HARDWARE)
         changes: dict[str, Any] = {}
         if bandwidth_gb_per_s:
             changes["memory_bandwidth_gb_per_s"] = bandwidth_gb_per_s
         if memory_gb:
-            changes["memory_gb"] = memory_gb
+            # on Apple silicon the number that matters is what the GPU may wire (iogpu.wired_limit_mb)
+            changes["gpu_memory_limit_gb" if base.vendor == "apple" else "memory_gb"] = memory_gb
         if tflops:
-            changes["fp16_tflops"] = tflops
+            changes.update(_scaled_peaks(base, tflops))
         if changes:
             changes["name"] = base.name + " (custom numbers)"
             changes["source"] = "user-supplied numbers over " + base.source
         return replace(base, **changes) if changes else base
-    if bandwidth_gb_per_s is None:
-        return hardware_catalog().get(DEFAULT_HARDWARE)
     return HardwareSpec(
         id="custom",
         name="custom device",
@@ -69,6 +86,53 @@ def resolve_hardware(
         launch_year=None,
         source="user-supplied numbers",
     )
+
+
+# words that make a different product, not a variant of the same one (rtx-4090 vs rtx-4090-laptop)
+OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "max-q")
+
+
+def hardware_variants(name: str, chosen: HardwareSpec) -> tuple[HardwareSpec, ...]:
+    """The other catalog devices a name could mean: `H100` is the SXM5 card, but also the PCIe and NVL ones.
+
+    A variant is an entry whose id extends the typed name (`h100` -> `h100-pcie`), leading vendor words
+    dropped; another product (`-laptop`, `-ti`...) is not a variant.
+    """
+    catalog = hardware_catalog()
+    words = normalise(name).split("-")
+    for start in range(len(words)):
+        key = "-".join(words[start:])
+        found = [
+            hw for hw in catalog
+            if hw.id != chosen.id and hw.id.startswith(key + "-")
+            and not any(part in OTHER_PRODUCT_WORDS for part in hw.id[len(key) + 1 :].split("-"))
+        ]
+        if found or key in catalog.ids:
+            return tuple(found)
+    return ()
+
+
+def variant_note(name: str, chosen: HardwareSpec) -> str | None:
+    """A visible note when a typed hardware name is ambiguous: what was assumed and what else it could be."""
+    others = hardware_variants(name, chosen)
+    if not others:
+        return None
+
+    return (
+        f"{name} names several devices: {chosen.name} ({chosen.memory_gb:g} GB, "
+        f"{chosen.memory_bandwidth_gb_per_s:g} GB/s) assumed; the others: {', '.join(hw.id for hw in others)}"
+    )
+
+
+def _scaled_peaks(base: HardwareSpec, fp16_tflops: float) -> dict[str, Any]:
+    """The peaks of `base` with its dense fp16 figure set to `fp16_tflops`: the fp16-accumulate rate goes
+    (it is the datasheet's, not the user's), the narrower types keep their ratio to fp16 (none without it)."""
+    ratio = fp16_tflops / base.fp16_tflops if base.fp16_tflops else None
+    changes: dict[str, Any] = {"fp16_tflops": fp16_tflops, "fp16_acc16_tflops": None, "compute_peak_derived": False}
+    for key in ("fp8_tflops", "int8_tops", "fp4_tflops"):
+        value = getattr(base, key)
+        changes[key] = value * ratio if value is not None and ratio is not None else None
+    return changes
 
 
 def resolve_quant(name: str | None, bits: float | None, model: ModelSpec) -> QuantFormat | None:

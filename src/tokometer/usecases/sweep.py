@@ -22,6 +22,7 @@ from tokometer.usecases.policy import (
     DEFAULT_QUANT,
     QUANT_LADDER,
     default_engine,
+    gpu_memory_gb,
 )
 from tokometer.usecases.resolve import format_peak, resolve_hardware, resolve_model
 
@@ -203,7 +204,7 @@ def sweep(
     ).reshape(-1, 1, n_q, 1, 1)
     kv_bytes = arrays.kv_cached_elements(depth) * kv_el * batch
     memory_gb = (weights_total + kv_bytes) / GB + hq("runtime")
-    device_gb = np.array([hw.memory_gb for hw in devices]).reshape(1, n_h, 1, 1, 1)
+    device_gb = np.array([gpu_memory_gb(hw) for hw in devices]).reshape(1, n_h, 1, 1, 1)
     fits = memory_gb <= device_gb * hq("usable")
     return SweepResult(
         models=tuple(specs),

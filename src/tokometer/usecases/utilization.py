@@ -66,5 +66,6 @@ def utilization(
         cpu_only_tok_s=cpu_only,
         measured_prefill_tok_s=measured_prefill_tok_s,
         prefill=e.prefill,
+        on_cpu=e.hardware.kind == "cpu",
     )
     return UtilizationReport(estimate=e, utilisation=report, cpu_only_tok_s=cpu_only)

@@ -14,7 +14,7 @@ export function figure(testid, value, unit, extra = {}) {
  * Ceiling and estimate side by side, never one without the other.
  * `decode` is the estimate's decode block; `aggregate` shows the batch totals instead of per stream.
  */
-export function ceilingPair(decode, { aggregate = false, prefix = '' } = {}) {
+export function ceilingPair(decode, { aggregate = false, prefix = '', ifFit = false } = {}) {
   const batch = decode.batch || 1;
   const factor = aggregate ? batch : 1;
   const ceiling = aggregate ? decode.aggregate_ceiling_tok_s : decode.ceiling_tok_s;
@@ -22,11 +22,11 @@ export function ceilingPair(decode, { aggregate = false, prefix = '' } = {}) {
   const band = decode.interval_tok_s;
   return h('div', { class: 'pair' },
     h('section', { class: 'card ceiling' },
-      h('h3', {}, t(aggregate ? 'r.ceilingAggregate' : 'r.ceiling')),
+      h('h3', {}, t(aggregate ? 'r.ceilingAggregate' : 'r.ceiling'), ifFit ? h('span', { class: 'iffit', 'data-testid': `${prefix}ceiling-if-fit` }, ` ${t('r.ifItFit')}`) : null),
       figure(`${prefix}ceiling`, ceiling, t('unit.tok_s')),
       h('p', { class: 'sub' }, t('r.ceilingSub'))),
     h('section', { class: 'card estimate' },
-      h('h3', {}, t(aggregate ? 'r.estimateAggregate' : 'r.estimate')),
+      h('h3', {}, t(aggregate ? 'r.estimateAggregate' : 'r.estimate'), ifFit ? h('span', { class: 'iffit' }, ` ${t('r.ifItFit')}`) : null),
       figure(`${prefix}estimate`, estimate, t('unit.tok_s')),
       h('p', { class: 'sub' },
         t('r.band', { low: num(band.low * factor), high: num(band.high * factor), coverage: pct(band.coverage) }),
@@ -98,4 +98,27 @@ export function setupLine(data) {
   return h('p', { class: 'setup' },
     h('b', {}, m.name), ` · ${num(m.bits_per_weight)} ${t('unit.bitsPerWeight')} · ${gbNum(m.weight_bytes / 1e9)} · `,
     h('b', {}, devices + message(hw.name)), ` (${gbps(hw.memory_bandwidth_gb_per_s)}) · ${data.engine.name}`);
+}
+
+/**
+ * A setup that does not fit: the verdict first, then the nearest setups that do (the JSON's `fit`
+ * section), each worded here from its fields so that it reads in the page's language.
+ */
+export function fitVerdict(data) {
+  const f = data.fit;
+  if (!f || f.fits || !f.headline) return null;
+  const m = data.memory;
+  const speed = (r) => t('r.remedySpeed', { tok: num(r.estimate_tok_s), need: num(r.memory_gb), have: num(r.available_gb) });
+  const line = (r) => {
+    if (r.kind === 'quant') return t('r.remedyQuant', { quant: r.quant_name, gb: num(r.weights_gb), speed: speed(r) });
+    if (r.kind === 'offload') return t('r.remedyOffload', { gpu: r.gpu_layers, n: r.n_layers, cpu: r.cpu_hw, speed: speed(r) });
+    return t(r.pp > 1 ? 'r.remedyLayers' : 'r.remedyTp', { n: r.devices, hw: data.hardware.name, speed: speed(r) });
+  };
+  return h('section', { class: 'card nofit', role: 'alert', 'data-testid': 'nofit' },
+    h('h2', { class: 'nofit-head' }, t('r.nofitHead', { need: num(m.total_gb), have: num(m.available_gb) })),
+    f.remedies.length
+      ? [h('p', {}, t('r.nofitNearest')),
+        h('ul', { 'data-testid': 'remedies' }, f.remedies.map((r) => h('li', { 'data-kind': r.kind, 'data-value': r.estimate_tok_s }, line(r))))]
+      : h('p', {}, t('r.nofitNothing')),
+    h('p', { class: 'sub' }, t('r.nofitBelow')));
 }

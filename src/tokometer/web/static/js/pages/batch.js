@@ -32,7 +32,7 @@ export function mount(root) {
         ceilingPair(d, { aggregate: true, prefix: 'aggregate-' }),
         facts([
           [t('r.bound'), t(`bound.${d.bound}`)],
-          [t('r.ridgeBatch'), d.ridge_batch ? num(d.ridge_batch) : t('r.noPeak')],
+          [t('r.ridgeBatch'), h('span', { 'data-testid': 'ridge-batch', 'data-value': d.ridge_batch ?? '' }, d.ridge_batch ? num(d.ridge_batch) : t('r.noPeak'))],
           [t('r.bytesPerStep'), gbNum(d.bytes_per_step / 1e9)],
           [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ${t('unit.ms')}`],
         ]),

@@ -6,7 +6,7 @@ import { clear, h } from '../dom.js';
 import { ADVANCED, SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
 import { gbNum, gbps, int, msOrUs, num, pct, plain } from '../format.js';
 import { t } from '../i18n.js';
-import { bandBar, ceilingPair, facts, figure, setupLine, why } from '../widgets.js';
+import { bandBar, ceilingPair, facts, figure, fitVerdict, setupLine, why } from '../widgets.js';
 
 export function formula(data) {
   const bw = data.hardware.memory_bandwidth_gb_per_s;
@@ -117,9 +117,11 @@ export function mount(root) {
     render(out, data, values) {
       const d = data.decode;
       const offloaded = data.offload?.active;
+      const fits = data.fit ? data.fit.fits : true;
       clear(out,
         setupLine(data),
-        ceilingPair(d),
+        fitVerdict(data),
+        ceilingPair(d, { ifFit: !fits }),
         bandBar(d),
         offloaded ? null : formula(data),
         facts([
