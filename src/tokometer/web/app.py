@@ -1,11 +1,13 @@
 """The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.usecases.estimate`.
 
 Routes:
-    /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs
+    /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /serving, /runs
         the pages (one HTML shell; the page's state lives in its query string)
     /api/estimate          `report.json.estimate_json`, the JSON of `tokometer estimate --json`, levers
                            included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
     /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
+    /api/simulate, /api/plan  the Serving page: a rate sweep with its knee and one chosen point, and the
+                           cheapest setups meeting p99 objectives (`web.serving`; bounded work per call)
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
     /api/runs, /api/runs/{id}, /api/meta
     /api/schema            the estimate form's fields, from `EstimateRequest`
@@ -37,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.report.text import to_json
 from tokometer.usecases.request import request_schema
-from tokometer.web import compute, feel
+from tokometer.web import compute, feel, serving
 from tokometer.web.inputs import (
     LEVER_FIELDS,
     NAME_FIELDS,
@@ -48,7 +50,7 @@ from tokometer.web.inputs import (
 )
 
 STATIC_DIR = Path(__file__).parent / "static"
-PAGES = ("throughput", "batch", "latency", "memory", "utilisation", "curves", "hardware", "feel", "runs")
+PAGES = ("throughput", "batch", "latency", "memory", "utilisation", "curves", "hardware", "feel", "serving", "runs")
 MAX_BODY_BYTES = 64 * 1024
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
@@ -206,6 +208,14 @@ def _feel(data: Data, request: Request) -> Any:
     return feel.feel_plan(body, rates, 10.0 if seconds is None else seconds, lang, with_tokens=True)
 
 
+def _simulate(data: Data, request: Request) -> Any:
+    return serving.simulate_dict(data)
+
+
+def _plan(data: Data, request: Request) -> Any:
+    return serving.plan_dict(data)
+
+
 def _catalog(kind: str) -> Handler:
     def handler(data: Data, request: Request) -> Any:
         return compute.catalog_rows(kind)
@@ -356,6 +366,8 @@ def create_app(
         Route("/api/latency", endpoint(_latency), methods=both),
         Route("/api/panorama", endpoint(_panorama), methods=both),
         Route("/api/feel", endpoint(_feel), methods=both),
+        Route("/api/simulate", endpoint(_simulate), methods=both),
+        Route("/api/plan", endpoint(_plan), methods=both),
         *[Route(f"/api/{kind}", endpoint(_catalog(kind))) for kind in ("hardware", "models", "quants", "engines")],
         Route("/api/hardware/{name}", endpoint(_hardware_show)),
         Route("/api/runs", endpoint(_runs)),
