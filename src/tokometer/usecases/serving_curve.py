@@ -17,7 +17,15 @@ from typing import Any
 
 from tokometer.costmodel.serving import ServingResult, Workload, fixed
 from tokometer.errors import InputError
-from tokometer.usecases.simulate import CurvePoint, Deployment, auto_rates, deploy, knee, run, sweep_rates
+from tokometer.usecases.simulate import (
+    CurvePoint,
+    Deployment,
+    auto_rates,
+    deploy,
+    knee,
+    run,
+    sweep_rates,
+)
 
 MAX_REQUESTS = 2000  # per simulated point: ~0.05 s of simulation for an 8B model on one H100
 MAX_RATES = 16
