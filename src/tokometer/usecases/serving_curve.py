@@ -68,9 +68,9 @@ class ServingQuery:
             raise InputError(f"rates_per_s holds {len(self.rates_per_s)} rates, at most {MAX_RATES}", field="rates_per_s")
         for name, values in (("rate_per_s", (self.rate_per_s,)), ("rates_per_s", self.rates_per_s),
                              ("slo_ttft_ms", (self.slo_ttft_s,)), ("slo_tpot_ms", (self.slo_tpot_s,))):
-            for value in values:
-                if value is not None and not (value > 0 and math.isfinite(value)):
-                    raise InputError(f"{name} must be a positive number, got {value!r}", field=name)
+            for given in values:
+                if given is not None and not (given > 0 and math.isfinite(given)):
+                    raise InputError(f"{name} must be a positive number, got {given!r}", field=name)
 
 
 @dataclass(frozen=True)
