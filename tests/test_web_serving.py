@@ -136,3 +136,73 @@ def test_bad_plan_input_is_a_422_naming_the_field(client: TestClient, change: di
     body = {"model": "llama-3.1-8b", "rate_per_s": 5, "slo_ttft_ms": 500, "slo_tpot_ms": 50, **change}
     response = client.post("/api/plan", json=body)
     assert response.status_code == 422 and response.json()["field"] == field
+
+
+def level(kind: str, value: float, *, tput: float, ttft_p99: float, tpot_p99: float) -> dict[str, Any]:
+    return {"label": f"{kind}={value:g}", kind: value, "summary": {
+        "requests_ok": 100, "requests_total": 100, "prompt_tokens": 500, "output_tokens": {"median": 100},
+        "output_throughput_tps": tput, "request_throughput_rps": tput / 100,
+        "ttft_ms": {"p99": ttft_p99}, "tpot_ms": {"p99": tpot_p99}}}
+
+
+OVERLAY_RUNS: list[dict[str, Any]] = [
+    {"id": 21, "started_at": "2026-11-30T10:00:00+00:00", "mode": "rate", "model": "served-name", "hardware": None,
+     "config": {"requests": 100, "max_tokens": 100},
+     "prediction": {"model": "Llama 3.1 8B", "hardware": "h100-sxm", "quant": "bf16", "engine": "vllm"},
+     "levels": [level("rate", 2, tput=200, ttft_p99=60, tpot_p99=12), level("rate", 8, tput=790, ttft_p99=90, tpot_p99=16)]},
+    {"id": 22, "started_at": "2026-11-30T11:00:00+00:00", "mode": "concurrency", "model": "llama-3.1-8b",
+     "hardware": "h100-sxm", "config": {}, "prediction": {"engine": "ollama"},
+     "levels": [level("concurrency", 4, tput=300, ttft_p99=70, tpot_p99=11),
+                level("concurrency", 16, tput=1100, ttft_p99=120, tpot_p99=15)]},
+    {"id": 23, "started_at": "2026-11-30T12:00:00+00:00", "mode": "speed", "model": "llama-3.1-8b", "hardware": "h100-sxm"},
+]
+
+
+class OverlayStore:
+    def get_run(self, run_id: int, **kwargs: Any) -> Any:
+        from tokometer.runrecord import RunRecord
+
+        found = next((r for r in OVERLAY_RUNS if r["id"] == run_id), None)
+        if found is None:
+            raise LookupError(run_id)
+        return RunRecord.from_dict({"source": "tokometer", **found})
+
+    def count_requests(self, run_id: int) -> int:
+        return 0
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    module = types.ModuleType("tokometer.store")
+    module.open_store = lambda path=None: OverlayStore()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tokometer.store", module)
+
+
+def test_a_rate_run_is_overlaid_on_the_curve_at_its_own_rates(client: TestClient, store: None, capsys: pytest.CaptureFixture[str]) -> None:
+    data = client.get("/api/runs/21/serving").json()
+    sim = data["simulated"]
+    assert sim["deployment"]["hardware"] == "h100-sxm" and sim["deployment"]["model"] == "Llama 3.1 8B"  # from the prediction
+    assert [p["rate_per_s"] for p in sim["points"]] == [2.0, 8.0]
+    assert [m["tput_out_tok_s"] for m in data["measured"]] == [200, 790]
+    assert data["measured"][1]["ttft_p99_ms"] == 90
+    # the CLI for the same workload: 500-in/100-out as measured, 100 requests as the run asked (click keeps the last -n)
+    cli = cli_json(capsys, "--rate", "2,8", "-n", "100")
+    for ours, theirs in zip(sim["points"], cli["points"], strict=True):
+        assert ours["tput_out_tok_s"] == theirs["tput_out_tok_s"] and ours["ttft_s"] == theirs["ttft_s"]
+
+
+def test_a_concurrency_run_gets_closed_loops_and_a_note_for_an_unknown_engine(client: TestClient, store: None) -> None:
+    data = client.get("/api/runs/22/serving").json()
+    loops = data["simulated"]["closed_loops"]
+    assert [c["concurrency"] for c in loops] == [4, 16]
+    assert loops[1]["tput_out_tok_s"] > loops[0]["tput_out_tok_s"]  # more users, more throughput below saturation
+    assert data["notes"] and "ollama" in data["notes"][0]
+
+
+def test_runs_that_cannot_be_overlaid_say_why(client: TestClient, store: None) -> None:
+    speed = client.get("/api/runs/23/serving")
+    assert speed.status_code == 422 and "only `bench --rate`" in speed.json()["error"]
+    assert client.get("/api/runs/99/serving").status_code == 404

@@ -48,6 +48,7 @@ class ServingQuery:
     num_requests: int = 1000
     rate_per_s: float | None = None
     concurrency: int | None = None
+    concurrency_levels: tuple[int, ...] = field(default=())  # closed loops beside the curve (a bench run's levels)
     rates_per_s: tuple[float, ...] = field(default=())
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
@@ -62,8 +63,11 @@ class ServingQuery:
         ):
             if not low <= value <= high:
                 raise InputError(f"{name} must be between {low:,} and {high:,}, got {value:,}", field=name)
-        if self.concurrency is not None and not 1 <= self.concurrency <= MAX_REQUESTS:
-            raise InputError(f"concurrency must be between 1 and {MAX_REQUESTS:,}, got {self.concurrency:,}", field="concurrency")
+        for n in (self.concurrency, *self.concurrency_levels):
+            if n is not None and not 1 <= n <= MAX_REQUESTS:
+                raise InputError(f"concurrency must be between 1 and {MAX_REQUESTS:,}, got {n:,}", field="concurrency")
+        if len(self.concurrency_levels) > MAX_RATES:
+            raise InputError(f"at most {MAX_RATES} concurrency levels, got {len(self.concurrency_levels)}", field="concurrency")
         if len(self.rates_per_s) > MAX_RATES:
             raise InputError(f"rates_per_s holds {len(self.rates_per_s)} rates, at most {MAX_RATES}", field="rates_per_s")
         for name, values in (("rate_per_s", (self.rate_per_s,)), ("rates_per_s", self.rates_per_s),
@@ -83,6 +87,7 @@ class ServingCurve:
     knee: CurvePoint | None
     chosen: ServingResult
     chosen_rate_per_s: float | None  # None for a closed loop
+    closed_loops: tuple[tuple[int, ServingResult], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI's JSON for each result, less the over-time series (the page draws none of them)."""
@@ -95,6 +100,7 @@ class ServingCurve:
             "knee_rate_per_s": self.knee.rate_per_s if self.knee else None,
             "chosen": {"rate_per_s": self.chosen_rate_per_s, "concurrency": q.concurrency, **_brief(self.chosen),
                        "binding": self.chosen.binding, "time_shares": time_shares(self.chosen)},
+            "closed_loops": [{"concurrency": n, **_brief(r)} for n, r in self.closed_loops],
         }
 
 
@@ -125,10 +131,14 @@ def serving_curve(q: ServingQuery) -> ServingCurve:
     poisson = replace(base, arrival="poisson", rate_per_s=rates[0])
     points = sweep_rates(dep, poisson, rates, **kwargs)
     k = knee(points)
+
+    def closed(n: int) -> ServingResult:
+        return run(dep, Workload("closed", q.num_requests, base.prompt, base.output, concurrency=n), **kwargs)
+
+    loops = tuple((n, closed(n)) for n in q.concurrency_levels)
     if q.concurrency is not None:
-        closed = Workload("closed", q.num_requests, base.prompt, base.output, concurrency=q.concurrency)
-        return ServingCurve(q, dep, tuple(points), k, run(dep, closed, **kwargs), None)
+        return ServingCurve(q, dep, tuple(points), k, closed(q.concurrency), None, loops)
     rate = q.rate_per_s or (k or points[0]).rate_per_s
     same = next((p for p in points if p.rate_per_s == rate), None)
     chosen = same.result if same else run(dep, replace(poisson, rate_per_s=rate), **kwargs)
-    return ServingCurve(q, dep, tuple(points), k, chosen, rate)
+    return ServingCurve(q, dep, tuple(points), k, chosen, rate, loops)

@@ -10,6 +10,7 @@ Routes:
                            cheapest setups meeting p99 objectives (`web.serving`; bounded work per call)
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
     /api/runs, /api/runs/{id}, /api/meta
+    /api/runs/{id}/serving a stored `bench --rate/--concurrency` run beside the simulated curve (`web.serving`)
     /api/schema            the estimate form's fields, from `EstimateRequest`
 
 Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
@@ -216,6 +217,15 @@ def _plan(data: Data, request: Request) -> Any:
     return serving.plan_dict(data)
 
 
+def _run_serving(data: Data, request: Request) -> Any:
+    """A stored `bench --rate/--concurrency` run with the simulated curve for its workload."""
+    run_id = request.path_params["run_id"]
+    run = compute.run_detail(run_id, requests_limit=0)
+    if run is None:
+        return json_response({"error": f"no stored run {run_id[:40]!r}"}, 404)
+    return serving.run_overlay(run)
+
+
 def _catalog(kind: str) -> Handler:
     def handler(data: Data, request: Request) -> Any:
         return compute.catalog_rows(kind)
@@ -372,6 +382,7 @@ def create_app(
         Route("/api/hardware/{name}", endpoint(_hardware_show)),
         Route("/api/runs", endpoint(_runs)),
         Route("/api/runs/{run_id}", endpoint(_run_detail)),
+        Route("/api/runs/{run_id}/serving", endpoint(_run_serving)),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [Middleware(SecurityHeaders)]

@@ -131,3 +131,78 @@ def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
         "configs": [r.to_dict(rate, output) for r in result.rows], "considered": result.considered,
         "pruned": result.pruned, "best_ttft_p99_s": result.best_ttft_p99_s, "best_tpot_p99_s": result.best_tpot_p99_s,
     }
+
+
+OVERLAID_MODES = ("rate", "concurrency")
+OVERLAY_REQUESTS = (50, 1000)  # simulated requests per point: the run's own count, within these bounds
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v not in (None, "")), None)
+
+
+def _measured(level: Mapping[str, Any]) -> dict[str, Any]:
+    summary = level.get("summary") or {}
+
+    def p99(key: str) -> Any:
+        return (summary.get(key) or {}).get("p99")
+
+    return {
+        "label": level.get("label"), "rate_per_s": level.get("rate"), "concurrency": level.get("concurrency"),
+        "req_per_s": summary.get("request_throughput_rps"), "tput_out_tok_s": summary.get("output_throughput_tps"),
+        "ttft_p99_ms": p99("ttft_ms"), "tpot_p99_ms": p99("tpot_ms"), "requests_ok": summary.get("requests_ok"),
+    }
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        return None
+    return float(value)
+
+
+def run_overlay(run: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored `bench --rate/--concurrency` run beside the simulated curve for the same workload.
+
+    Model, hardware, format and engine come from the run's prediction when it has one, else from the
+    run; lengths from what the levels measured (else the run's configuration); the simulated rates
+    are the run's own when it measured two or more, else the saturation sweep; a concurrency run's
+    levels are simulated as closed loops of as many users.
+    """
+    from tokometer.catalog.serving import serving_engines
+
+    mode = run.get("mode")
+    if mode not in OVERLAID_MODES:
+        raise InputError(f"run {run.get('id')} is a {mode!r} run: only `bench --rate` and `--concurrency` runs have a served curve")
+    prediction = run.get("prediction") or {}
+    config = run.get("config") or {}
+    levels = [lv for lv in run.get("levels") or [] if isinstance(lv, Mapping) and lv.get("summary")]
+    if not levels:
+        raise InputError(f"run {run.get('id')} has no measured levels to overlay")
+    notes: list[str] = []
+    model = _first(prediction.get("model"), run.get("model"))
+    hw = _first(prediction.get("hardware"), run.get("hardware"))
+    if model is None or hw is None:
+        raise InputError(f"run {run.get('id')} names no {'model' if model is None else 'hardware'}: "
+                         "run `tokometer bench` with --model-id and --hw to compare it with the simulator")
+    engine = _first(prediction.get("engine"), "vllm")
+    known = {e.engine.id for e in serving_engines().values()} | set(serving_engines())
+    if engine not in known:
+        notes.append(f"the simulator has no scheduler for {engine}; vLLM's is used")
+        engine = "vllm"
+    summaries = [lv["summary"] for lv in levels]
+    prompt = _first(*[_number(s.get("prompt_tokens")) for s in summaries], _number(config.get("prompt_tokens")), 1000.0)
+    output = _first(*[_number((s.get("output_tokens") or {}).get("median")) for s in summaries],
+                    _number(config.get("max_tokens")), 200.0)
+    asked = _number(config.get("requests")) or max((_number(s.get("requests_total")) or 0.0) for s in summaries) or 200.0
+    n = int(min(max(asked, OVERLAY_REQUESTS[0]), OVERLAY_REQUESTS[1]))
+    rates = sorted({r for r in (_number(lv.get("rate")) for lv in levels) if r is not None})
+    users = sorted({int(c) for c in (_number(lv.get("concurrency")) for lv in levels) if c is not None})
+    query = ServingQuery(
+        model=catalog_model(str(model)), hw=str(hw), quant=prediction.get("quant") or None, engine=str(engine),
+        prompt_tokens=int(prompt), output_tokens=int(output), num_requests=n,
+        rates_per_s=tuple(rates[:MAX_RATES]) if len(rates) >= 2 else (), rate_per_s=rates[0] if rates else None,
+        concurrency_levels=tuple(users[:MAX_RATES]),
+    )
+    curve = serving_curve(query)
+    return {"run_id": run.get("id"), "mode": mode, "simulated": curve.to_dict(), "measured": [_measured(lv) for lv in levels],
+            "notes": notes}
