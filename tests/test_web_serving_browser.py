@@ -137,3 +137,33 @@ def test_the_page_reads_on_a_phone_in_french(browser: Any, server: str) -> None:
     shot(page, "serving-phone-fr")
     assert errors == []
     page.context.close()
+
+
+def test_a_rate_run_is_drawn_on_the_simulated_curve(browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from test_web_browser import thread_server
+    from test_web_serving import OverlayStore
+
+    module = types.ModuleType("tokometer.store")
+    module.open_store = lambda path=None: OverlayStore()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tokometer.store", module)
+    with thread_server(create_app()) as base:
+        for run_id, name in ((21, "rate"), (22, "concurrency")):
+            context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e, seen=errors: seen.append(str(e)))
+            page.goto(f"{base}/runs?run={run_id}")
+            page.wait_for_selector("[data-testid=run-overlay] svg.chart", timeout=30_000)
+            chart = page.locator("[data-testid=run-overlay] svg.chart")
+            assert chart.locator("polyline[data-series=ttft-p99]").count() == 1
+            assert chart.locator("circle.pt.p-measured").count() == 2  # both measured levels
+            assert chart.locator("text.ptlabel", has_text=f"{name}=").count() >= 1
+            if name == "concurrency":
+                assert chart.locator("polyline[data-series=closed-ttft-p99]").count() == 1
+                assert "ollama" in page.locator("[data-testid=run-overlay] .warnings").inner_text()
+            page.locator("[data-testid=run-overlay]").screenshot(path=str(SHOTS / f"runs-overlay-{name}.png"))
+            assert errors == []
+            context.close()

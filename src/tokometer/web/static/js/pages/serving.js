@@ -27,23 +27,25 @@ function simulateBody(values) {
  * The latency-throughput chart of an `/api/simulate` answer: p99 TTFT and TPOT (ms, log) against
  * output tok/s, the SLO lines, the knee and the chosen point; `measured` adds a bench run's levels.
  */
-export function servingChart(data, { slo = {}, measured = [] } = {}) {
+export function servingChart(data, { slo = {}, measured = [], showChosen = true } = {}) {
   const pts = data.points.filter((p) => p.ttft_s.p99 !== null);
+  const loops = (data.closed_loops || []).filter((p) => p.ttft_s.p99 !== null);
   const knee = data.points.find((p) => p.rate_per_s === data.knee_rate_per_s);
   const chosen = data.chosen;
-  const xs = [...pts.map((p) => p.tput_out_tok_s), chosen.tput_out_tok_s, ...measured.map((m) => m.tput_out_tok_s)];
-  const ys = [...pts.flatMap((p) => [ms(p.ttft_s.p99), ms(p.tpot_s.p99)]), ms(slo.ttft), ms(slo.tpot),
+  const xs = [...pts.map((p) => p.tput_out_tok_s), ...loops.map((p) => p.tput_out_tok_s), chosen.tput_out_tok_s, ...measured.map((m) => m.tput_out_tok_s)];
+  const ys = [...pts.flatMap((p) => [ms(p.ttft_s.p99), ms(p.tpot_s.p99)]), ...loops.map((p) => ms(p.ttft_s.p99)), ms(slo.ttft), ms(slo.tpot),
     ...measured.flatMap((m) => [m.ttft_p99_ms, m.tpot_p99_ms])].filter((v) => v > 0);
   const x = range(xs, { zero: true });
   const y = range(ys, { log: true });
   const flat = (value, name, cls) => (value ? [{ name, cls: `${cls} dashed`, points: [[x.min, value], [x.max, value]] }] : []);
   const points = [];
   if (knee) points.push({ x: knee.tput_out_tok_s, y: ms(knee.ttft_s.p99), label: t('serve.knee'), cls: 'p-knee' });
-  if (chosen.ttft_s.p99 !== null) points.push({ x: chosen.tput_out_tok_s, y: ms(chosen.ttft_s.p99), label: t('serve.you'), cls: '' });
+  if (showChosen && chosen.ttft_s.p99 !== null) points.push({ x: chosen.tput_out_tok_s, y: ms(chosen.ttft_s.p99), label: t('serve.you'), cls: '' });
   for (const m of measured) {
     if (m.ttft_p99_ms > 0) points.push({ x: m.tput_out_tok_s, y: m.ttft_p99_ms, label: m.label, cls: 'p-measured' });
   }
   const items = [['s-estimate', t('serve.ttftP99')], ['s-stream', t('serve.tpotP99')]];
+  if (loops.length) items.push(['s-kv', t('serve.closedLoops')]);
   if (slo.ttft || slo.tpot) items.push(['s-ceiling', t('serve.slo')]);
   if (measured.length) items.push(['p-measured', t('serve.measured')]);
   return h('figure', { 'data-testid': 'serving-chart' },
@@ -52,6 +54,7 @@ export function servingChart(data, { slo = {}, measured = [] } = {}) {
       series: [
         { name: 'ttft-p99', cls: 's-estimate', dots: true, points: pts.map((p) => [p.tput_out_tok_s, ms(p.ttft_s.p99)]) },
         { name: 'tpot-p99', cls: 's-stream', dots: true, points: pts.map((p) => [p.tput_out_tok_s, ms(p.tpot_s.p99)]) },
+        { name: 'closed-ttft-p99', cls: 's-kv', dots: true, points: loops.map((p) => [p.tput_out_tok_s, ms(p.ttft_s.p99)]) },
         ...flat(ms(slo.ttft), 'slo-ttft', 's-ceiling'),
         ...flat(ms(slo.tpot), 'slo-tpot', 's-ceiling'),
       ],
