@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -124,14 +125,18 @@ async def request_data(request: Request) -> Data:
     return data
 
 
-def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Parse the request, call `handler(data, request)`, map user errors to 422 JSON."""
+def endpoint(handler: Handler, *, threaded: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    """Parse the request, call `handler(data, request)`, map user errors to 422 JSON.
+
+    `threaded` runs the handler in the thread pool: a simulation taking a second or two then leaves
+    the event loop free to answer other requests meanwhile.
+    """
 
     async def route(request: Request) -> Response:
         data: Data | None = None
         try:
             data = await request_data(request)
-            result = handler(data, request)
+            result = await run_in_threadpool(handler, data, request) if threaded else handler(data, request)
         except BodyTooLarge as exc:
             return json_response({"error": str(exc)}, 413)
         except TokometerError as exc:
@@ -376,13 +381,13 @@ def create_app(
         Route("/api/latency", endpoint(_latency), methods=both),
         Route("/api/panorama", endpoint(_panorama), methods=both),
         Route("/api/feel", endpoint(_feel), methods=both),
-        Route("/api/simulate", endpoint(_simulate), methods=both),
-        Route("/api/plan", endpoint(_plan), methods=both),
+        Route("/api/simulate", endpoint(_simulate, threaded=True), methods=both),
+        Route("/api/plan", endpoint(_plan, threaded=True), methods=both),
         *[Route(f"/api/{kind}", endpoint(_catalog(kind))) for kind in ("hardware", "models", "quants", "engines")],
         Route("/api/hardware/{name}", endpoint(_hardware_show)),
         Route("/api/runs", endpoint(_runs)),
         Route("/api/runs/{run_id}", endpoint(_run_detail)),
-        Route("/api/runs/{run_id}/serving", endpoint(_run_serving)),
+        Route("/api/runs/{run_id}/serving", endpoint(_run_serving, threaded=True)),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [Middleware(SecurityHeaders)]
