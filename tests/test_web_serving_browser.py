@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from test_web_phone import MIN_CHART_FONT_PX, SIDEWAYS_PX
 from tokometer.web.app import create_app
 from web_helpers import CHROMIUM, CHROMIUM_ARGS, start_serve, stop
 
@@ -22,17 +23,6 @@ SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
 QUERY = "model=llama-3.1-8b&quant=bf16&hw=h100-sxm&prompt_tokens=1000&output_tokens=200&slo_ttft_ms=500&slo_tpot_ms=50"
 API_BODY = {"model": "llama-3.1-8b", "quant": "bf16", "hw": "h100-sxm", "prompt_tokens": 1000, "output_tokens": 200,
             "slo_ttft_ms": 500, "slo_tpot_ms": 50}
-MIN_CHART_FONT_PX = """() => {
-  const sizes = [];
-  for (const svg of document.querySelectorAll('svg.chart')) {
-    const scale = svg.getScreenCTM().a;
-    for (const text of svg.querySelectorAll('text')) {
-      if (text.textContent.trim()) sizes.push(parseFloat(getComputedStyle(text).fontSize) * scale);
-    }
-  }
-  return sizes.length ? Math.min(...sizes) : null;
-}"""
-SIDEWAYS_PX = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 
 @pytest.fixture(scope="module")
