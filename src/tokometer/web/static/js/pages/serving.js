@@ -1,7 +1,7 @@
 // Serving: many users on one deployment. A rate sweep through the step-level simulator draws p99 TTFT
 // and TPOT against throughput (SLO lines, knee marked); the slider picks a rate; the plan table lists
 // the cheapest setups meeting the SLOs at that rate (`tokometer simulate --rate` / `tokometer plan`).
-import { post } from '../api.js';
+import { ApiError, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { calculator } from '../form.js';
 import { chart, legend, range } from '../chart.js';
@@ -139,7 +139,12 @@ export async function mount(root) {
       if (body.slo_ttft_ms && body.slo_tpot_ms) {
         const ask = { model: body.model, rate_per_s: rate, prompt_tokens: body.prompt_tokens, output_tokens: body.output_tokens,
           slo_ttft_ms: body.slo_ttft_ms, slo_tpot_ms: body.slo_tpot_ms, ...(body.serving_engine ? { engine: body.serving_engine } : {}) };
-        try { plan = await post('/api/plan', ask); } catch (error) { plan = { error: error.message }; }
+        try {
+          plan = await post('/api/plan', ask);
+        } catch (error) {
+          if (!(error instanceof ApiError)) throw error;
+          plan = { error: error.message }; // the curve stands without the plan
+        }
       }
       return { sim, plan, rate };
     },
