@@ -134,6 +134,8 @@ def server_lines() -> tuple[str, ...]:
         graded = grade(summary, prediction)
         lines += [graded["verdict"]] + [flag["message"] for flag in graded["flags"] if flag["code"] != "far-below"]  # far-below's advice is being reworded (issue 14)
     lines.append(grade({"decode_tps": {"median": 50.0, "n": 3}}, None)["verdict"])
+    plan = client.post("/api/plan", json={"model": "llama-3.1-8b", "rate_per_s": 10, "slo_ttft_ms": 500, "slo_tpot_ms": 50}).json()
+    lines += [row["binding"] for row in plan["configs"]]  # the Serving page's plan table
     return tuple(dict.fromkeys(lines))
 
 

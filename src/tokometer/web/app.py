@@ -1,13 +1,16 @@
 """The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.usecases.estimate`.
 
 Routes:
-    /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /runs
+    /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /serving, /runs
         the pages (one HTML shell; the page's state lives in its query string)
     /api/estimate          `report.json.estimate_json`, the JSON of `tokometer estimate --json`, levers
                            included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
     /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
+    /api/simulate, /api/plan  the Serving page: a rate sweep with its knee and one chosen point, and the
+                           cheapest setups meeting p99 objectives (`web.serving`; bounded work per call)
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
     /api/runs, /api/runs/{id}, /api/meta
+    /api/runs/{id}/serving a stored `bench --rate/--concurrency` run beside the simulated curve (`web.serving`)
     /api/schema            the estimate form's fields, from `EstimateRequest`
 
 Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -37,7 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.report.text import to_json
 from tokometer.usecases.request import request_schema
-from tokometer.web import compute, feel
+from tokometer.web import compute, feel, serving
 from tokometer.web.inputs import (
     LEVER_FIELDS,
     NAME_FIELDS,
@@ -48,7 +52,7 @@ from tokometer.web.inputs import (
 )
 
 STATIC_DIR = Path(__file__).parent / "static"
-PAGES = ("throughput", "batch", "latency", "memory", "utilisation", "curves", "hardware", "feel", "runs")
+PAGES = ("throughput", "batch", "latency", "memory", "utilisation", "curves", "hardware", "feel", "serving", "runs")
 MAX_BODY_BYTES = 64 * 1024
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
@@ -121,14 +125,18 @@ async def request_data(request: Request) -> Data:
     return data
 
 
-def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Parse the request, call `handler(data, request)`, map user errors to 422 JSON."""
+def endpoint(handler: Handler, *, threaded: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    """Parse the request, call `handler(data, request)`, map user errors to 422 JSON.
+
+    `threaded` runs the handler in the thread pool: a simulation taking a second or two then leaves
+    the event loop free to answer other requests meanwhile.
+    """
 
     async def route(request: Request) -> Response:
         data: Data | None = None
         try:
             data = await request_data(request)
-            result = handler(data, request)
+            result = await run_in_threadpool(handler, data, request) if threaded else handler(data, request)
         except BodyTooLarge as exc:
             return json_response({"error": str(exc)}, 413)
         except TokometerError as exc:
@@ -204,6 +212,23 @@ def _feel(data: Data, request: Request) -> Any:
     rates = feel.parse_rates(data.get("rates") or list(feel.DEFAULT_RATES_TOK_S))
     seconds = optional_number(data, "seconds")
     return feel.feel_plan(body, rates, 10.0 if seconds is None else seconds, lang, with_tokens=True)
+
+
+def _simulate(data: Data, request: Request) -> Any:
+    return serving.simulate_dict(data)
+
+
+def _plan(data: Data, request: Request) -> Any:
+    return serving.plan_dict(data)
+
+
+def _run_serving(data: Data, request: Request) -> Any:
+    """A stored `bench --rate/--concurrency` run with the simulated curve for its workload."""
+    run_id = request.path_params["run_id"]
+    run = compute.run_detail(run_id, requests_limit=0)
+    if run is None:
+        return json_response({"error": f"no stored run {run_id[:40]!r}"}, 404)
+    return serving.run_overlay(run)
 
 
 def _catalog(kind: str) -> Handler:
@@ -356,10 +381,13 @@ def create_app(
         Route("/api/latency", endpoint(_latency), methods=both),
         Route("/api/panorama", endpoint(_panorama), methods=both),
         Route("/api/feel", endpoint(_feel), methods=both),
+        Route("/api/simulate", endpoint(_simulate, threaded=True), methods=both),
+        Route("/api/plan", endpoint(_plan, threaded=True), methods=both),
         *[Route(f"/api/{kind}", endpoint(_catalog(kind))) for kind in ("hardware", "models", "quants", "engines")],
         Route("/api/hardware/{name}", endpoint(_hardware_show)),
         Route("/api/runs", endpoint(_runs)),
         Route("/api/runs/{run_id}", endpoint(_run_detail)),
+        Route("/api/runs/{run_id}/serving", endpoint(_run_serving, threaded=True)),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [Middleware(SecurityHeaders)]

@@ -38,6 +38,12 @@ export const FIELDS = {
   draft: { type: 'text', list: 'models' },
   acceptance: { type: 'number', check: 'nonneg', below: 1, placeholder: '0.7' },
   draft_tokens: { type: 'int', check: 'positive', max: 64, placeholder: '4' },
+  // the Serving page (`tokometer simulate` / `plan`)
+  serving_engine: { type: 'select', source: 'serving', empty: 'opt.vllm' },
+  replicas: { type: 'int', check: 'positive', max: 64, placeholder: '1' },
+  rate_per_s: { type: 'number', check: 'positive', unit: 'req_s' },
+  slo_ttft_ms: { type: 'number', check: 'positive', unit: 'ms' },
+  slo_tpot_ms: { type: 'number', check: 'positive', unit: 'ms' },
 };
 
 export const SETUP = {
@@ -59,6 +65,7 @@ export const ADVANCED = [
   ['g.speculative', ['draft', 'acceptance', 'draft_tokens']],
 ];
 const LINKS = ['nvlink', 'pcie5', 'pcie4', 'pcie4x8', 'pcie3'];
+const SERVING_ENGINES = ['sglang', 'tensorrt-llm', 'lmdeploy', 'llama-cpp', 'static']; // vllm is the empty choice
 const BITS = ['32', '16', '8.5', '8', '6.5625', '5.5', '4.9', '4.5', '4.25', '4', '3.4375', '2.625'];
 
 /** The setup a user picked travels from page to page (a model chosen on Memory stays on Throughput). */
@@ -118,6 +125,7 @@ export function toApi(name, raw) {
 
 async function options(source) {
   if (source === 'engines') return (await catalog('engines')).map((e) => [e.id, e.name]);
+  if (source === 'serving') return SERVING_ENGINES.map((id) => [id, t(`engine.${id}`)]);
   if (source === 'cpu') {
     return (await catalog('hardware')).filter((x) => x.kind === 'cpu')
       .sort((a, b) => a.memory_bandwidth_gb_per_s - b.memory_bandwidth_gb_per_s)

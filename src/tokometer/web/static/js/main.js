@@ -4,7 +4,7 @@ import { clear, h } from './dom.js';
 import { LANGS, initLang, lang, setLang, t } from './i18n.js';
 import { rich } from './widgets.js';
 
-const PAGES = ['throughput', 'batch', 'latency', 'memory', 'utilisation', 'curves', 'hardware', 'feel', 'runs'];
+const PAGES = ['throughput', 'batch', 'latency', 'memory', 'utilisation', 'curves', 'hardware', 'feel', 'serving', 'runs'];
 const loaders = {
   throughput: () => import('./pages/throughput.js'),
   batch: () => import('./pages/batch.js'),
@@ -14,6 +14,7 @@ const loaders = {
   curves: () => import('./pages/curves.js'),
   hardware: () => import('./pages/hardware.js'),
   feel: () => import('./pages/feel.js'),
+  serving: () => import('./pages/serving.js'),
   runs: () => import('./pages/runs.js'),
 };
 

@@ -5,6 +5,24 @@ import { int, num, pct } from '../format.js';
 import { lang, message, t } from '../i18n.js';
 import { readState, writeState } from '../url.js';
 import { errorBox, facts, rich } from '../widgets.js';
+import { servingChart } from './serving.js';
+
+/** A `bench --rate/--concurrency` run on the simulated latency-throughput curve for its workload. */
+async function overlay(run) {
+  const box = h('section', { class: 'card plain', 'data-testid': 'run-overlay' }, h('h3', {}, t('runs.overlay')));
+  try {
+    const data = await get(`/api/runs/${encodeURIComponent(run.id)}/serving`);
+    const d = data.simulated.deployment;
+    box.append(
+      h('p', { class: 'muted' }, t('runs.overlayLead', { label: d.label, prompt: data.simulated.workload.prompt_tokens, output: data.simulated.workload.output_tokens })),
+      servingChart(data.simulated, { measured: data.measured, showChosen: false }),
+      data.notes.length ? h('ul', { class: 'warnings' }, data.notes.map((note) => h('li', {}, message(note)))) : null);
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    box.append(h('p', { class: 'muted', 'data-testid': 'run-overlay-error' }, rich(message(error.message))));
+  }
+  return box;
+}
 
 function when(iso) {
   if (!iso) return '–';
@@ -60,6 +78,7 @@ export async function mount(root) {
         ]),
         flags.length ? h('ul', { class: 'warnings', 'data-testid': 'run-flags' }, flags.map((flag) => h('li', { 'data-code': flag.code, class: `flag-${flag.severity}` }, rich(message(flag.message))))) : null,
         h('details', {}, h('summary', {}, 'JSON'), h('pre', { class: 'json' }, JSON.stringify(run, null, 2)))));
+      if (['rate', 'concurrency'].includes(run.mode)) detail.append(await overlay(run));
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       clear(detail, errorBox(error));

@@ -1,0 +1,169 @@
+// Serving: many users on one deployment. A rate sweep through the step-level simulator draws p99 TTFT
+// and TPOT against throughput (SLO lines, knee marked); the slider picks a rate; the plan table lists
+// the cheapest setups meeting the SLOs at that rate (`tokometer simulate --rate` / `tokometer plan`).
+import { ApiError, post } from '../api.js';
+import { clear, h } from '../dom.js';
+import { calculator } from '../form.js';
+import { chart, legend, range } from '../chart.js';
+import { int, num, pct } from '../format.js';
+import { message, t } from '../i18n.js';
+import { facts } from '../widgets.js';
+
+const MAIN = ['model', 'quant', 'hw', 'serving_engine', 'tp', 'replicas', 'prompt_tokens', 'output_tokens', 'rate_per_s', 'slo_ttft_ms', 'slo_tpot_ms'];
+const DEFAULTS = {
+  model: 'llama-3.1-8b', quant: 'bf16', hw: 'h100-sxm', prompt_tokens: '1000', output_tokens: '200', slo_ttft_ms: '500', slo_tpot_ms: '50',
+};
+
+const ms = (s) => (s === null || s === undefined ? null : s * 1e3);
+const msText = (s) => (s === null || s === undefined ? '–' : `${num(s * 1e3)} ${t('unit.ms')}`);
+
+/** The simulate request for a form's values: the page's names, the API's names. */
+function simulateBody(values) {
+  const { serving_engine: engine, ...rest } = values;
+  return { ...rest, ...(engine ? { engine } : {}) };
+}
+
+/**
+ * The latency-throughput chart of an `/api/simulate` answer: p99 TTFT and TPOT (ms, log) against
+ * output tok/s, the SLO lines, the knee and the chosen point; `measured` adds a bench run's levels.
+ */
+export function servingChart(data, { slo = {}, measured = [], showChosen = true } = {}) {
+  const pts = data.points.filter((p) => p.ttft_s.p99 !== null);
+  const loops = (data.closed_loops || []).filter((p) => p.ttft_s.p99 !== null);
+  const knee = data.points.find((p) => p.rate_per_s === data.knee_rate_per_s);
+  const chosen = data.chosen;
+  const xs = [...pts.map((p) => p.tput_out_tok_s), ...loops.map((p) => p.tput_out_tok_s), chosen.tput_out_tok_s, ...measured.map((m) => m.tput_out_tok_s)];
+  const ys = [...pts.flatMap((p) => [ms(p.ttft_s.p99), ms(p.tpot_s.p99)]), ...loops.map((p) => ms(p.ttft_s.p99)), ms(slo.ttft), ms(slo.tpot),
+    ...measured.flatMap((m) => [m.ttft_p99_ms, m.tpot_p99_ms])].filter((v) => v > 0);
+  const x = range(xs, { zero: true });
+  const y = range(ys, { log: true });
+  const flat = (value, name, cls) => (value ? [{ name, cls: `${cls} dashed`, points: [[x.min, value], [x.max, value]] }] : []);
+  const points = [];
+  if (knee) points.push({ x: knee.tput_out_tok_s, y: ms(knee.ttft_s.p99), label: t('serve.knee'), cls: 'p-knee' });
+  if (showChosen && chosen.ttft_s.p99 !== null) points.push({ x: chosen.tput_out_tok_s, y: ms(chosen.ttft_s.p99), label: t('serve.you'), cls: '' });
+  for (const m of measured) {
+    if (m.ttft_p99_ms > 0) points.push({ x: m.tput_out_tok_s, y: m.ttft_p99_ms, label: m.label, cls: 'p-measured' });
+  }
+  const items = [['s-estimate', t('serve.ttftP99')], ['s-stream', t('serve.tpotP99')]];
+  if (loops.length) items.push(['s-kv', t('serve.closedLoops')]);
+  if (slo.ttft || slo.tpot) items.push(['s-ceiling', t('serve.slo')]);
+  if (measured.length) items.push(['p-measured', t('serve.measured')]);
+  return h('figure', { 'data-testid': 'serving-chart' },
+    chart({
+      title: t('serve.chartTitle'), x, y, xLabel: t('serve.xLabel'), yLabel: t('serve.yLabel'),
+      series: [
+        { name: 'ttft-p99', cls: 's-estimate', dots: true, points: pts.map((p) => [p.tput_out_tok_s, ms(p.ttft_s.p99)]) },
+        { name: 'tpot-p99', cls: 's-stream', dots: true, points: pts.map((p) => [p.tput_out_tok_s, ms(p.tpot_s.p99)]) },
+        { name: 'closed-ttft-p99', cls: 's-kv', dots: true, points: loops.map((p) => [p.tput_out_tok_s, ms(p.ttft_s.p99)]) },
+        ...flat(ms(slo.ttft), 'slo-ttft', 's-ceiling'),
+        ...flat(ms(slo.tpot), 'slo-tpot', 's-ceiling'),
+      ],
+      points,
+    }),
+    legend(items),
+    h('figcaption', {}, t('serve.caption')));
+}
+
+function summary(data) {
+  const c = data.chosen;
+  const shares = c.time_shares || {};
+  const bound = ['memory', 'compute', 'overhead'].filter((k) => shares[`bound_${k}`])
+    .sort((a, b) => shares[`bound_${b}`] - shares[`bound_${a}`])
+    .map((k) => `${t(`serve.bound.${k}`)} ${pct(shares[`bound_${k}`])}`).join(', ');
+  const value = (testid, v, text) => h('span', { 'data-testid': testid, 'data-value': v ?? '' }, text);
+  return facts([
+    [t('serve.offered'), value('serve-rate', c.rate_per_s, `${num(c.rate_per_s)} ${t('unit.req_s')}`)],
+    [t('serve.served'), value('serve-req-s', c.req_per_s, `${num(c.req_per_s)} ${t('unit.req_s')} · ${int(c.tput_out_tok_s)} ${t('unit.tok_s')}`)],
+    [t('serve.ttft'), value('serve-ttft-p99', c.ttft_s.p99, `${msText(c.ttft_s.p50)} · ${msText(c.ttft_s.p99)}`)],
+    [t('serve.tpot'), value('serve-tpot-p99', c.tpot_s.p99, `${msText(c.tpot_s.p50)} · ${msText(c.tpot_s.p99)}`)],
+    [t('serve.e2e'), `${msText(c.e2e_s.p50)} · ${msText(c.e2e_s.p99)}`],
+    [t('serve.queue'), `${msText(c.queue_s.mean)}`],
+    [t('serve.kv'), `${pct(c.mean_kv_utilisation)} ${t('serve.ofTokens', { n: int(c.kv_capacity_tokens) })}`],
+    [t('serve.preemptions'), value('serve-preemptions', c.preemptions, int(c.preemptions))],
+    [t('serve.batch'), num(c.mean_batch)],
+    c.goodput_share !== null ? [t('serve.goodput'), pct(c.goodput_share)] : null,
+    [t('serve.steps'), value('serve-binding', c.binding, `${bound} · ${t('serve.split', { prefill: pct(shares.prefill || 0), decode: pct(shares.decode || 0) })}`)],
+  ]);
+}
+
+function planTable(plan, rate) {
+  if (!plan) return h('p', { class: 'muted' }, t('serve.planNeedsSlo'));
+  if (plan.error) return h('p', { class: 'muted', 'data-testid': 'plan-error' }, message(plan.error));
+  if (!plan.configs.length) {
+    return h('p', { 'data-testid': 'plan-none' }, t('serve.planNone', { ttft: msText(plan.best_ttft_p99_s), tpot: msText(plan.best_tpot_p99_s) }));
+  }
+  const cols = ['hardware', 'quant', 'tp', 'replicas', 'gpus', 'usdHour', 'usdM', 'ttft', 'tpot', 'binding'];
+  return h('div', {},
+    h('p', { class: 'muted' }, t('serve.planLead', { rate: num(rate), n: int(plan.considered) })),
+    h('div', { class: 'tablewrap' }, h('table', { class: 'data', 'data-testid': 'plan-table' },
+      h('thead', {}, h('tr', {}, cols.map((c, i) => h('th', { scope: 'col', class: i >= 2 && i < 9 ? 'num' : null }, t(`serve.col.${c}`))))),
+      h('tbody', {}, plan.configs.map((r) => h('tr', {},
+        h('td', {}, r.hardware), h('td', {}, r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, int(r.replicas)),
+        h('td', { class: 'num' }, int(r.gpus)), h('td', { class: 'num' }, `$${num(r.usd_per_hour)}`),
+        h('td', { class: 'num', 'data-value': r.usd_per_million_output_tokens }, `$${num(r.usd_per_million_output_tokens)}`),
+        h('td', { class: 'num' }, num(ms(r.ttft_p99_s))), h('td', { class: 'num' }, num(ms(r.tpot_p99_s))),
+        h('td', { class: 'wrap' }, message(r.binding))))))));
+}
+
+/** A range input beside the rate field: dragging it writes the field, which recomputes (debounced). */
+function slider(form) {
+  const input = h('input', { type: 'range', min: '0', max: '1', step: 'any', 'data-testid': 'rate-slider', 'aria-label': t('f.rate_per_s') });
+  input.addEventListener('input', () => {
+    const field = form.elements.rate_per_s;
+    field.value = String(Number(input.value).toPrecision(3));
+    field.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  form.querySelector('[data-field="rate_per_s"]').append(input);
+  return input;
+}
+
+function setBar(bar, last) {
+  if (!bar || !last) return;
+  const rates = last.sim.points.map((p) => p.rate_per_s);
+  bar.min = String(Math.min(...rates));
+  bar.max = String(Math.max(...rates));
+  bar.value = String(last.rate);
+}
+
+export async function mount(root) {
+  let bar = null;
+  let last = null;
+  const page = await calculator(root, {
+    modes: ['catalog'],
+    fields: () => ({ main: MAIN }),
+    defaults: () => DEFAULTS,
+    async call(body) {
+      const sim = await post('/api/simulate', simulateBody(body));
+      const rate = sim.chosen.rate_per_s;
+      let plan = null;
+      if (body.slo_ttft_ms && body.slo_tpot_ms) {
+        const ask = { model: body.model, rate_per_s: rate, prompt_tokens: body.prompt_tokens, output_tokens: body.output_tokens,
+          slo_ttft_ms: body.slo_ttft_ms, slo_tpot_ms: body.slo_tpot_ms, ...(body.serving_engine ? { engine: body.serving_engine } : {}) };
+        try {
+          plan = await post('/api/plan', ask);
+        } catch (error) {
+          if (!(error instanceof ApiError)) throw error;
+          plan = { error: error.message }; // the curve stands without the plan
+        }
+      }
+      return { sim, plan, rate };
+    },
+    render(out, { sim, plan, rate }, body) {
+      last = { sim, rate };
+      setBar(bar, last);
+      const kneeRate = sim.knee_rate_per_s;
+      clear(out,
+        h('p', { class: 'setup' }, h('b', {}, sim.deployment.label), ` · ${t('serve.kvCap', { n: int(sim.deployment.kv_capacity_tokens) })}`),
+        h('p', { 'data-testid': 'knee', 'data-value': kneeRate ?? '' },
+          kneeRate ? t('serve.kneeAt', { rate: num(kneeRate) }) : t('serve.noKnee')),
+        servingChart(sim, { slo: { ttft: body.slo_ttft_ms ? body.slo_ttft_ms / 1e3 : null, tpot: body.slo_tpot_ms ? body.slo_tpot_ms / 1e3 : null } }),
+        h('h3', { class: 'sec' }, t('serve.atRate', { rate: num(rate) })),
+        summary(sim),
+        h('h3', { class: 'sec' }, t('serve.planTitle')),
+        planTable(plan, rate));
+    },
+  });
+  bar = slider(page.form);
+  setBar(bar, last);
+  return page;
+}
