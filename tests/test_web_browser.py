@@ -481,6 +481,9 @@ def test_a_setup_that_does_not_fit_says_so_first_with_the_nearest_that_fit(tab: 
         assert float(items.nth(i).get_attribute("data-value")) == pytest.approx(remedy["estimate_tok_s"], rel=1e-12)
         assert num(remedy["estimate_tok_s"]) in items.nth(i).inner_text()
     assert "if it fit" in tab.text("[data-testid=ceiling-if-fit]").lower()  # h3 is set in capitals
+    assert any(w.startswith("does not fit:") for w in expected["warnings"])
+    # the verdict card says it; the warning list does not repeat it (issue #14)
+    assert "the speed shown assumes it did" not in tab.page.inner_text("main")
     tab.shot("throughput-does-not-fit")
 
     tab.page.click("button[data-lang=fr]")

@@ -72,7 +72,9 @@ export function rich(text) {
 /** The estimate's own "why" lines and warnings, written in English by the library, shown in the page's language. */
 export function why(data) {
   const lines = data.explanation || [];
-  const warnings = data.warnings || [];
+  // the "does not fit" card already says it (`fitVerdict`): once, as the CLI does
+  const carded = data.fit && !data.fit.fits && data.fit.headline;
+  const warnings = (data.warnings || []).filter((w) => !(carded && w.startsWith('does not fit:')));
   if (!lines.length && !warnings.length) return null;
   return h('section', { class: 'why' },
     h('h3', {}, t('r.why')),
