@@ -301,6 +301,25 @@ def test_the_advanced_section_and_the_nofit_verdict_fit_a_phone(browser: Any, se
     phone.page.context.close()
 
 
+@pytest.mark.parametrize("hw", ["h100-sxm", "rtx-4090"])
+def test_throughput_with_no_quant_follows_the_clis_default_rule(tab: Tab, home: Path, hw: str) -> None:
+    """No format picked: the page sends none and shows what `tokometer estimate --json` gives for the same
+    device (BF16 under vLLM on a datacenter GPU, Q4_K_M under llama.cpp on a consumer one), and says why."""
+    expected = cli_json(home, "estimate", "llama-3.1-8b", "--hw", hw)
+    tab.open(f"/throughput?mode=catalog&model=llama-3.1-8b&hw={hw}")
+    assert tab.page.input_value("#f-quant") == ""
+    wait_value(tab, "estimate", expected["decode"]["estimate_tok_s"])
+    assert tab.value("ceiling") == pytest.approx(expected["decode"]["ceiling_tok_s"], rel=1e-12)
+    choice = tab.page.locator("[data-testid=precision-choice]")
+    assert choice.get_attribute("data-quant") == expected["model"]["quant"]
+    assert choice.get_attribute("data-engine") == expected["engine"]["id"]
+    words = choice.inner_text()
+    assert expected["engine"]["name"] in words and "default rule" in words
+    tab.page.select_option("#f-quant", "q4-k-m")  # a picked format: no default-rule line
+    tab.page.wait_for_function("() => !document.querySelector('[data-testid=precision-choice]')")
+    assert tab.errors == []
+
+
 def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
     full = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")
     batch = full["decode"]

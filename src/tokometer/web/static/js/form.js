@@ -9,7 +9,7 @@ import { errorBox } from './widgets.js';
 /** Every input a page may show, named as the API names it. */
 export const FIELDS = {
   model: { type: 'text', list: 'models', required: true },
-  quant: { type: 'select', source: 'weights', empty: 'opt.modelDefault' },
+  quant: { type: 'select', source: 'weights', empty: 'opt.defaultRule' },
   hw: { type: 'text', list: 'hardware', required: true },
   engine: { type: 'select', source: 'engines', empty: 'opt.auto' },
   kv_dtype: { type: 'select', source: 'kv', empty: 'opt.engineDefault' },
@@ -49,7 +49,7 @@ export const SETUP_MORE = {
   numbers: ['memory_gb', 'tflops', 'active_params_b', 'engine'],
 };
 export const SETUP_DEFAULTS = {
-  model: 'llama-3.1-8b', quant: 'q4-k-m', hw: 'rtx-4090',
+  model: 'llama-3.1-8b', quant: '', hw: 'rtx-4090', // no quant: the server's one default precision rule picks
   params_b: '70', bits: '16', bandwidth_gb_per_s: '3350',
 };
 /** The advanced section: [group title key, fields], collapsed unless one of them is set. */

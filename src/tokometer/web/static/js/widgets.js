@@ -124,3 +124,22 @@ export function fitVerdict(data) {
       : h('p', {}, t('r.nofitNothing')),
     h('p', { class: 'sub' }, t('r.nofitBelow')));
 }
+
+/**
+ * The format and engine the server chose when the user named neither, and why: the one default
+ * precision rule (`usecases/policy.py` DEFAULT_PRECISION_RULE), worded here so that it reads in the
+ * page's language. `engines` and `quants` are the catalogs; null when the user picked a format.
+ */
+export function precisionChoice(data, values, engines, quants) {
+  if (values.quant || values.bits || values.params_b) return null;
+  const engine = engines.find((e) => e.id === data.engine.id);
+  const gguf = (engine?.based_on || data.engine.id) === 'llama-cpp';
+  const quant = data.model.quant;
+  const name = quants.find((q) => q.id === quant)?.name || quant;
+  let rule = 'r.ruleFile';
+  if (quant) rule = !gguf ? 'r.ruleDtype' : (quant === 'q4-k-m' ? 'r.ruleGguf' : 'r.rulePublished');
+  return h('p', { class: 'note choice', 'data-testid': 'precision-choice', 'data-quant': quant ?? '', 'data-engine': data.engine.id },
+    t(quant ? 'r.chosen' : 'r.chosenFile', { quant: name, engine: data.engine.name }), ' ',
+    t(rule, { engine: data.engine.name }),
+    values.engine ? '' : [' ', t('r.ruleEngine')]);
+}

@@ -1,12 +1,12 @@
 // Throughput: the seed calculator. Parameters x precision -> weight bytes; bandwidth / bytes -> ceiling.
 // The advanced section adds the levers: tensor/pipeline parallel, CPU offload, speculative decoding;
 // their results come from the estimate's `parallel`, `offload` and `speculative` sections.
-import { post } from '../api.js';
+import { catalog, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { ADVANCED, SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
 import { gbNum, gbps, int, msOrUs, num, pct, plain } from '../format.js';
 import { t } from '../i18n.js';
-import { bandBar, ceilingPair, facts, figure, fitVerdict, setupLine, why } from '../widgets.js';
+import { bandBar, ceilingPair, facts, figure, fitVerdict, precisionChoice, setupLine, why } from '../widgets.js';
 
 export function formula(data) {
   const bw = data.hardware.memory_bandwidth_gb_per_s;
@@ -108,7 +108,8 @@ export function speculativeResult(data, values = {}) {
     h('p', { class: 'note' }, t('r.specNote')));
 }
 
-export function mount(root) {
+export async function mount(root) {
+  const [engines, quants] = await Promise.all([catalog('engines'), catalog('quants')]);
   return calculator(root, {
     modes: ['numbers', 'catalog'],
     fields: (mode) => ({ main: SETUP[mode], more: [...SETUP_MORE[mode], 'context_tokens'], advanced: ADVANCED }),
@@ -120,6 +121,7 @@ export function mount(root) {
       const fits = data.fit ? data.fit.fits : true;
       clear(out,
         setupLine(data),
+        precisionChoice(data, values, engines, quants),
         fitVerdict(data),
         ceilingPair(d, { ifFit: !fits }),
         bandBar(d),
