@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -317,6 +318,17 @@ def test_throughput_with_no_quant_follows_the_clis_default_rule(tab: Tab, home: 
     assert expected["engine"]["name"] in words and "default rule" in words
     tab.page.select_option("#f-quant", "q4-k-m")  # a picked format: no default-rule line
     tab.page.wait_for_function("() => !document.querySelector('[data-testid=precision-choice]')")
+    assert tab.errors == []
+
+
+def test_throughput_choices_read_in_french(tab: Tab) -> None:
+    """Catalog choices in the page's language: decimal commas, CPU memory in French words (issue #14)."""
+    tab.open("/throughput?lang=fr&mode=catalog&model=llama-3.1-70b&hw=rtx-4090&gpu_layers=40&advanced=1")
+    cpu = tab.page.inner_text("#f-cpu_hw")
+    assert "89,6 Go/s" in cpu and "double canal" in cpu
+    assert not re.search(r"channel|desktop|server|\d\.\d", cpu), cpu
+    quants = tab.page.inner_text("#f-quant")
+    assert "Q4_K_M (4,89 b)" in quants and not re.search(r"\(\d+\.\d+ b\)", quants)
     assert tab.errors == []
 
 

@@ -2,7 +2,7 @@
 import { ApiError, catalog } from './api.js';
 import { clear, h } from './dom.js';
 import { plain } from './format.js';
-import { lang, message, t } from './i18n.js';
+import { lang, locale, message, t } from './i18n.js';
 import { readState, writeState } from './url.js';
 import { errorBox } from './widgets.js';
 
@@ -121,11 +121,21 @@ async function options(source) {
   if (source === 'cpu') {
     return (await catalog('hardware')).filter((x) => x.kind === 'cpu')
       .sort((a, b) => a.memory_bandwidth_gb_per_s - b.memory_bandwidth_gb_per_s)
-      .map((x) => [x.id, `${x.memory_bandwidth_gb_per_s} ${t('unit.gbps')} · ${x.name.replace(/ \(.*\)$/, '')}`]);
+      .map((x) => [x.id, `${plain(x.memory_bandwidth_gb_per_s)} ${t('unit.gbps')} · ${cpuLabel(x.name)}`]);
   }
   const quants = await catalog('quants');
   const usage = source === 'kv' ? ['kv', 'both'] : ['weights', 'both'];
-  return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${q.bits_per_weight} b)`]);
+  const bits = new Intl.NumberFormat(locale(), { maximumFractionDigits: 5 });
+  return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${bits.format(q.bits_per_weight)} b)`]);
+}
+
+/** A CPU memory entry in the page's language ("Dual-channel DDR5-5600 desktop", "12-channel DDR5-6000 server"). */
+function cpuLabel(name) {
+  const short = name.replace(/ \(.*\)$/, '');
+  const desktop = short.match(/^Dual-channel (\S+) desktop$/);
+  if (desktop) return t('opt.cpuDesktop', { memory: desktop[1] });
+  const server = short.match(/^(\d+)-channel (\S+) server$/);
+  return server ? t('opt.cpuServer', { n: server[1], memory: server[2] }) : short;
 }
 
 export async function datalists() {

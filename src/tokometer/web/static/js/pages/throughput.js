@@ -82,7 +82,7 @@ export function offloadResult(data) {
 }
 
 /** Speculative decoding: its own ceiling and estimate side by side, and the speedup over plain decode. */
-export function speculativeResult(data, values = {}) {
+export function speculativeResult(data, values = {}, quants = []) {
   const s = data.speculative;
   if (!s || !s.active) return null;
   return h('section', { class: 'lever', 'data-testid': 'speculative' },
@@ -103,7 +103,7 @@ export function speculativeResult(data, values = {}) {
       [t('r.draftTokens'), int(s.draft_tokens)],
       [t('r.passTime'), t('r.passTimeValue', { total: ms(s.pass_time_s), k: int(s.draft_tokens), draft: ms(s.draft_step_time_s), verify: ms(s.verify_time_s) })],
       [t('r.breakEven'), s.break_even_acceptance === null ? t('r.breakEvenNever') : num(s.break_even_acceptance)],
-      [t('r.draftWeights'), `${gbNum(s.draft_weights_gb)} (${s.draft_quant})`],
+      [t('r.draftWeights'), `${gbNum(s.draft_weights_gb)} (${quants.find((q) => q.id === s.draft_quant)?.name || s.draft_quant})`],
     ]),
     h('p', { class: 'note' }, t('r.specNote')));
 }
@@ -133,7 +133,7 @@ export async function mount(root) {
           [t('r.realisedLabel'), pct(d.realised_fraction)],
           [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ${t('unit.ms')}`],
         ]),
-        speculativeResult(data, values),
+        speculativeResult(data, values, quants),
         parallelResult(data),
         offloadResult(data),
         h('p', { class: 'note' }, t('p.throughput.note')),
