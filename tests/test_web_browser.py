@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -301,6 +302,36 @@ def test_the_advanced_section_and_the_nofit_verdict_fit_a_phone(browser: Any, se
     phone.page.context.close()
 
 
+@pytest.mark.parametrize("hw", ["h100-sxm", "rtx-4090"])
+def test_throughput_with_no_quant_follows_the_clis_default_rule(tab: Tab, home: Path, hw: str) -> None:
+    """No format picked: the page sends none and shows what `tokometer estimate --json` gives for the same
+    device (BF16 under vLLM on a datacenter GPU, Q4_K_M under llama.cpp on a consumer one), and says why."""
+    expected = cli_json(home, "estimate", "llama-3.1-8b", "--hw", hw)
+    tab.open(f"/throughput?mode=catalog&model=llama-3.1-8b&hw={hw}")
+    assert tab.page.input_value("#f-quant") == ""
+    wait_value(tab, "estimate", expected["decode"]["estimate_tok_s"])
+    assert tab.value("ceiling") == pytest.approx(expected["decode"]["ceiling_tok_s"], rel=1e-12)
+    choice = tab.page.locator("[data-testid=precision-choice]")
+    assert choice.get_attribute("data-quant") == expected["model"]["quant"]
+    assert choice.get_attribute("data-engine") == expected["engine"]["id"]
+    words = choice.inner_text()
+    assert expected["engine"]["name"] in words and "default rule" in words
+    tab.page.select_option("#f-quant", "q4-k-m")  # a picked format: no default-rule line
+    tab.page.wait_for_function("() => !document.querySelector('[data-testid=precision-choice]')")
+    assert tab.errors == []
+
+
+def test_throughput_choices_read_in_french(tab: Tab) -> None:
+    """Catalog choices in the page's language: decimal commas, CPU memory in French words (issue #14)."""
+    tab.open("/throughput?lang=fr&mode=catalog&model=llama-3.1-70b&hw=rtx-4090&gpu_layers=40&advanced=1")
+    cpu = tab.page.inner_text("#f-cpu_hw")
+    assert "89,6 Go/s" in cpu and "double canal" in cpu
+    assert not re.search(r"channel|desktop|server|\d\.\d", cpu), cpu
+    quants = tab.page.inner_text("#f-quant")
+    assert "Q4_K_M (4,89 b)" in quants and not re.search(r"\(\d+\.\d+ b\)", quants)
+    assert tab.errors == []
+
+
 def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
     full = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--batch", "16")
     batch = full["decode"]
@@ -481,6 +512,9 @@ def test_a_setup_that_does_not_fit_says_so_first_with_the_nearest_that_fit(tab: 
         assert float(items.nth(i).get_attribute("data-value")) == pytest.approx(remedy["estimate_tok_s"], rel=1e-12)
         assert num(remedy["estimate_tok_s"]) in items.nth(i).inner_text()
     assert "if it fit" in tab.text("[data-testid=ceiling-if-fit]").lower()  # h3 is set in capitals
+    assert any(w.startswith("does not fit:") for w in expected["warnings"])
+    # the verdict card says it; the warning list does not repeat it (issue #14)
+    assert "the speed shown assumes it did" not in tab.page.inner_text("main")
     tab.shot("throughput-does-not-fit")
 
     tab.page.click("button[data-lang=fr]")

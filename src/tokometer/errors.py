@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping
 
@@ -46,6 +45,8 @@ class UnknownEntryError(TokometerError):
         self.kind = kind
         self.name = name
         pool = sorted({c for c in candidates if not c.startswith("~")})
+        import difflib  # only an unknown name pays for it
+
         self.suggestions = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.55)
         hint = f"; did you mean {', '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
         super().__init__(f"unknown {kind} {name!r}{hint} (see `tokometer {kind_command(kind)} list`)")

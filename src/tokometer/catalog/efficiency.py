@@ -8,7 +8,6 @@ fit never saw still gets its class's values.
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -61,6 +60,8 @@ class FittedTable:
 
 
 def _parse_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only on a cache miss: a cached call never parses TOML
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -27,6 +27,7 @@ class Field:
 
 Schema = Mapping[str, Field]
 
+_NUMBERS = (int, float)  # a tuple, built once (`int | float` would build a union for every key)
 _UNIT_SUFFIXES = ("_gb", "_gb_per_s", "_tflops", "_tops", "_w", "_us", "_tokens", "_b")
 
 
@@ -48,7 +49,7 @@ def check_entry(path: Path | str, entry_id: str, raw: Any, schema: Schema) -> di
             raise CatalogError(f"{where}: key {key!r} must be {_names(field.types)}, got {value!r}")
         if not isinstance(value, field.types):
             raise CatalogError(f"{where}: key {key!r} must be {_names(field.types)}, got {value!r}")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+        if isinstance(value, _NUMBERS) and not isinstance(value, bool) and value < 0:
             raise CatalogError(f"{where}: key {key!r} must not be negative, got {value!r}")
         if isinstance(value, list) and not all(isinstance(v, str) for v in value):
             raise CatalogError(f"{where}: key {key!r} must be a list of strings")

@@ -22,7 +22,11 @@ from typing import Any
 from tokometer.errors import IngestError
 from tokometer.specs import ModelSpec
 
-__all__ = ["load_model"]
+__all__ = ["GGUF_SOURCE_PREFIX", "load_model"]
+
+# how a spec read from a GGUF file names its source (engines check it); here, not in gguf_file, so that
+# checking it does not import the GGUF reader
+GGUF_SOURCE_PREFIX = "GGUF file "
 
 
 def load_model(ref: str) -> ModelSpec:

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.errors import IngestError
+from tokometer.ingest import GGUF_SOURCE_PREFIX
 from tokometer.ingest.weights import Tally, disagreement
 from tokometer.specs import AttentionGroup, ModelSpec
 
 GGUF_MAGIC = b"GGUF"
-GGUF_SOURCE_PREFIX = "GGUF file "  # how a spec read from a GGUF file names its source (engines check it)
 SUPPORTED_VERSIONS = (2, 3)
 MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_DECODED_ARRAY = 65_536  # numeric arrays up to this length are decoded (per-layer values)

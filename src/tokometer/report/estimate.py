@@ -5,7 +5,6 @@ Each renderer reads the same dictionaries `--json` prints, so text and JSON cann
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import TYPE_CHECKING, Any
 
@@ -242,6 +241,8 @@ def render_sweep_table(result: SweepResult) -> str:
 
 
 def render_sweep_csv(result: SweepResult) -> str:
+    import csv  # only the sweep's CSV output pays for it
+
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=SWEEP_COLUMNS, lineterminator="\n")
     writer.writeheader()

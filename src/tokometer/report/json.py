@@ -25,9 +25,9 @@ from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
 from tokometer.usecases.estimate import Estimate, QuantAdvice
 from tokometer.usecases.reading import reading_verdict
-from tokometer.usecases.remedies import Remedy
 
 if TYPE_CHECKING:
+    from tokometer.usecases.remedies import Remedy
     from tokometer.usecases.utilization import UtilizationReport
 
 

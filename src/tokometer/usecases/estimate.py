@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
@@ -81,7 +81,6 @@ from tokometer.usecases.policy import (
     gpu_memory_gb,
     quant_runs,
 )
-from tokometer.usecases.remedies import Remedy, nearest_fits
 from tokometer.usecases.request import EstimateRequest
 from tokometer.usecases.resolve import (
     format_peak,
@@ -92,6 +91,9 @@ from tokometer.usecases.resolve import (
     setup_for_format,
     variant_note,
 )
+
+if TYPE_CHECKING:
+    from tokometer.usecases.remedies import Remedy
 
 
 @dataclass(frozen=True)
@@ -387,6 +389,9 @@ def estimate(
         advice=advice if offload_plan is not None or not plan.fits else None,
     )
     if req.advise and not plan.fits:
+        # imported here: only a setup that does not fit pays for it
+        from tokometer.usecases.remedies import nearest_fits
+
         remedies = nearest_fits(req, result, estimate)
         # the smaller quant is a remedy now: the same advice as a note would say it twice (offload keeps its own)
         said = offload_plan is None and any(r.kind == "quant" for r in remedies)

@@ -15,7 +15,7 @@ from typing import Literal
 
 from tokometer.catalog import engine_catalog, quant_catalog
 from tokometer.errors import InputError
-from tokometer.ingest.gguf_file import GGUF_SOURCE_PREFIX
+from tokometer.ingest import GGUF_SOURCE_PREFIX
 from tokometer.specs import EngineSpec, ModelSpec, QuantFormat
 
 Support = Literal["yes", "experimental", "no"]

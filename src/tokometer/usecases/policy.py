@@ -30,6 +30,15 @@ ENGINE_PREFERENCE = (
 )
 
 
+# A bare family name means its most common variant, and the estimate names the others (`resolve.variant_note`).
+# Keyed by the catalog entry the name finds: these are the catch-all entries kept for calibration sources that
+# do not say which variant they ran, never what a user who types the family name gets.
+FAMILY_VARIANTS = {
+    "m2-ultra": "m2-ultra-60c",  # the base Mac Studio (64 GB, 60-core GPU), the configuration most sold
+    "a100": "a100-80gb-sxm",  # what clouds rent most (as H100 means the SXM5 card)
+}
+
+
 # macOS's default GPU working set (Metal's recommendedMaxWorkingSetSize) on Apple silicon: about 2/3 of
 # RAM up to 36 GB, 3/4 above. Sources: 128 GB -> ~96 GB, 64 -> ~48, 32 -> ~21-24 (https://stencel.io/posts/
 # apple-silicon-limitations-with-usage-on-local-llm%20.html); "~65-70 % up to 36 GB, ~75 % above" (https://www.

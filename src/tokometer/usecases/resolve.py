@@ -14,7 +14,7 @@ from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import Peak, compute_peak
 from tokometer.errors import InputError, UnknownEntryError, require_positive
 from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
-from tokometer.usecases.policy import DEFAULT_HARDWARE
+from tokometer.usecases.policy import DEFAULT_HARDWARE, FAMILY_VARIANTS
 
 
 def resolve_model(name: str) -> ModelSpec:
@@ -61,7 +61,7 @@ def resolve_hardware(
     require_positive("tflops", tflops)
     require_local_profile(name)
     if name or bandwidth_gb_per_s is None:
-        base = hardware_catalog().get(name or DEFAULT_HARDWARE)
+        base = family_variant(hardware_catalog().get(name or DEFAULT_HARDWARE))
         changes: dict[str, Any] = {}
         if bandwidth_gb_per_s:
             changes["memory_bandwidth_gb_per_s"] = bandwidth_gb_per_s
@@ -88,8 +88,15 @@ def resolve_hardware(
     )
 
 
+def family_variant(found: HardwareSpec) -> HardwareSpec:
+    """The variant a bare family name means (`policy.FAMILY_VARIANTS`): `M2 Ultra` is the base 64 GB Mac
+    Studio, not the catch-all entry that calibration sources without a core count use."""
+    chosen = FAMILY_VARIANTS.get(found.id)
+    return hardware_catalog().get(chosen) if chosen else found
+
+
 # words that make a different product, not a variant of the same one (rtx-4090 vs rtx-4090-laptop)
-OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "max-q")
+OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "pro", "max", "ultra", "plus")
 
 
 def hardware_variants(name: str, chosen: HardwareSpec) -> tuple[HardwareSpec, ...]:
@@ -104,8 +111,8 @@ def hardware_variants(name: str, chosen: HardwareSpec) -> tuple[HardwareSpec, ..
         key = "-".join(words[start:])
         found = [
             hw for hw in catalog
-            if hw.id != chosen.id and hw.id.startswith(key + "-")
-            and not any(part in OTHER_PRODUCT_WORDS for part in hw.id[len(key) + 1 :].split("-"))
+            if hw.id != chosen.id and hw.id.startswith(key + "-") and hw.id not in FAMILY_VARIANTS
+            and not any(part in OTHER_PRODUCT_WORDS for part in hw.id[len(key) + 1 :].replace("max-q", "maxq").split("-"))
         ]
         if found or key in catalog.ids:
             return tuple(found)

@@ -2,14 +2,14 @@
 import { ApiError, catalog } from './api.js';
 import { clear, h } from './dom.js';
 import { plain } from './format.js';
-import { lang, message, t } from './i18n.js';
+import { lang, locale, message, t } from './i18n.js';
 import { readState, writeState } from './url.js';
 import { errorBox } from './widgets.js';
 
 /** Every input a page may show, named as the API names it. */
 export const FIELDS = {
   model: { type: 'text', list: 'models', required: true },
-  quant: { type: 'select', source: 'weights', empty: 'opt.modelDefault' },
+  quant: { type: 'select', source: 'weights', empty: 'opt.defaultRule' },
   hw: { type: 'text', list: 'hardware', required: true },
   engine: { type: 'select', source: 'engines', empty: 'opt.auto' },
   kv_dtype: { type: 'select', source: 'kv', empty: 'opt.engineDefault' },
@@ -55,7 +55,7 @@ export const SETUP_MORE = {
   numbers: ['memory_gb', 'tflops', 'active_params_b', 'engine'],
 };
 export const SETUP_DEFAULTS = {
-  model: 'llama-3.1-8b', quant: 'q4-k-m', hw: 'rtx-4090',
+  model: 'llama-3.1-8b', quant: '', hw: 'rtx-4090', // no quant: the server's one default precision rule picks
   params_b: '70', bits: '16', bandwidth_gb_per_s: '3350',
 };
 /** The advanced section: [group title key, fields], collapsed unless one of them is set. */
@@ -129,11 +129,21 @@ async function options(source) {
   if (source === 'cpu') {
     return (await catalog('hardware')).filter((x) => x.kind === 'cpu')
       .sort((a, b) => a.memory_bandwidth_gb_per_s - b.memory_bandwidth_gb_per_s)
-      .map((x) => [x.id, `${x.memory_bandwidth_gb_per_s} ${t('unit.gbps')} · ${x.name.replace(/ \(.*\)$/, '')}`]);
+      .map((x) => [x.id, `${plain(x.memory_bandwidth_gb_per_s)} ${t('unit.gbps')} · ${cpuLabel(x.name)}`]);
   }
   const quants = await catalog('quants');
   const usage = source === 'kv' ? ['kv', 'both'] : ['weights', 'both'];
-  return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${q.bits_per_weight} b)`]);
+  const bits = new Intl.NumberFormat(locale(), { maximumFractionDigits: 5 });
+  return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${bits.format(q.bits_per_weight)} b)`]);
+}
+
+/** A CPU memory entry in the page's language ("Dual-channel DDR5-5600 desktop", "12-channel DDR5-6000 server"). */
+function cpuLabel(name) {
+  const short = name.replace(/ \(.*\)$/, '');
+  const desktop = short.match(/^Dual-channel (\S+) desktop$/);
+  if (desktop) return t('opt.cpuDesktop', { memory: desktop[1] });
+  const server = short.match(/^(\d+)-channel (\S+) server$/);
+  return server ? t('opt.cpuServer', { n: server[1], memory: server[2] }) : short;
 }
 
 export async function datalists() {

@@ -72,7 +72,9 @@ export function rich(text) {
 /** The estimate's own "why" lines and warnings, written in English by the library, shown in the page's language. */
 export function why(data) {
   const lines = data.explanation || [];
-  const warnings = data.warnings || [];
+  // the "does not fit" card already says it (`fitVerdict`): once, as the CLI does
+  const carded = data.fit && !data.fit.fits && data.fit.headline;
+  const warnings = (data.warnings || []).filter((w) => !(carded && w.startsWith('does not fit:')));
   if (!lines.length && !warnings.length) return null;
   return h('section', { class: 'why' },
     h('h3', {}, t('r.why')),
@@ -121,4 +123,23 @@ export function fitVerdict(data) {
         h('ul', { 'data-testid': 'remedies' }, f.remedies.map((r) => h('li', { 'data-kind': r.kind, 'data-value': r.estimate_tok_s }, line(r))))]
       : h('p', {}, t('r.nofitNothing')),
     h('p', { class: 'sub' }, t('r.nofitBelow')));
+}
+
+/**
+ * The format and engine the server chose when the user named neither, and why: the one default
+ * precision rule (`usecases/policy.py` DEFAULT_PRECISION_RULE), worded here so that it reads in the
+ * page's language. `engines` and `quants` are the catalogs; null when the user picked a format.
+ */
+export function precisionChoice(data, values, engines, quants) {
+  if (values.quant || values.bits || values.params_b) return null;
+  const engine = engines.find((e) => e.id === data.engine.id);
+  const gguf = (engine?.based_on || data.engine.id) === 'llama-cpp';
+  const quant = data.model.quant;
+  const name = quants.find((q) => q.id === quant)?.name || quant;
+  let rule = 'r.ruleFile';
+  if (quant) rule = !gguf ? 'r.ruleDtype' : (quant === 'q4-k-m' ? 'r.ruleGguf' : 'r.rulePublished');
+  return h('p', { class: 'note choice', 'data-testid': 'precision-choice', 'data-quant': quant ?? '', 'data-engine': data.engine.id },
+    t(quant ? 'r.chosen' : 'r.chosenFile', { quant: name, engine: data.engine.name }), ' ',
+    t(rule, { engine: data.engine.name }),
+    values.engine ? '' : [' ', t('r.ruleEngine')]);
 }

@@ -1,12 +1,12 @@
 // Throughput: the seed calculator. Parameters x precision -> weight bytes; bandwidth / bytes -> ceiling.
 // The advanced section adds the levers: tensor/pipeline parallel, CPU offload, speculative decoding;
 // their results come from the estimate's `parallel`, `offload` and `speculative` sections.
-import { post } from '../api.js';
+import { catalog, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { ADVANCED, SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
 import { gbNum, gbps, int, msOrUs, num, pct, plain } from '../format.js';
 import { t } from '../i18n.js';
-import { bandBar, ceilingPair, facts, figure, fitVerdict, setupLine, why } from '../widgets.js';
+import { bandBar, ceilingPair, facts, figure, fitVerdict, precisionChoice, setupLine, why } from '../widgets.js';
 
 export function formula(data) {
   const bw = data.hardware.memory_bandwidth_gb_per_s;
@@ -82,7 +82,7 @@ export function offloadResult(data) {
 }
 
 /** Speculative decoding: its own ceiling and estimate side by side, and the speedup over plain decode. */
-export function speculativeResult(data, values = {}) {
+export function speculativeResult(data, values = {}, quants = []) {
   const s = data.speculative;
   if (!s || !s.active) return null;
   return h('section', { class: 'lever', 'data-testid': 'speculative' },
@@ -103,12 +103,13 @@ export function speculativeResult(data, values = {}) {
       [t('r.draftTokens'), int(s.draft_tokens)],
       [t('r.passTime'), t('r.passTimeValue', { total: ms(s.pass_time_s), k: int(s.draft_tokens), draft: ms(s.draft_step_time_s), verify: ms(s.verify_time_s) })],
       [t('r.breakEven'), s.break_even_acceptance === null ? t('r.breakEvenNever') : num(s.break_even_acceptance)],
-      [t('r.draftWeights'), `${gbNum(s.draft_weights_gb)} (${s.draft_quant})`],
+      [t('r.draftWeights'), `${gbNum(s.draft_weights_gb)} (${quants.find((q) => q.id === s.draft_quant)?.name || s.draft_quant})`],
     ]),
     h('p', { class: 'note' }, t('r.specNote')));
 }
 
-export function mount(root) {
+export async function mount(root) {
+  const [engines, quants] = await Promise.all([catalog('engines'), catalog('quants')]);
   return calculator(root, {
     modes: ['numbers', 'catalog'],
     fields: (mode) => ({ main: SETUP[mode], more: [...SETUP_MORE[mode], 'context_tokens'], advanced: ADVANCED }),
@@ -120,6 +121,7 @@ export function mount(root) {
       const fits = data.fit ? data.fit.fits : true;
       clear(out,
         setupLine(data),
+        precisionChoice(data, values, engines, quants),
         fitVerdict(data),
         ceilingPair(d, { ifFit: !fits }),
         bandBar(d),
@@ -131,7 +133,7 @@ export function mount(root) {
           [t('r.realisedLabel'), pct(d.realised_fraction)],
           [t('r.stepTime'), `${num(d.step_time_s * 1e3)} ${t('unit.ms')}`],
         ]),
-        speculativeResult(data, values),
+        speculativeResult(data, values, quants),
         parallelResult(data),
         offloadResult(data),
         h('p', { class: 'note' }, t('p.throughput.note')),
