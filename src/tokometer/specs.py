@@ -278,6 +278,9 @@ class Efficiency(_Plain):
     quantized_prefill_efficiency_max: float | None = None  # eta_prefill max for block-quantized weights
     attention_score_bytes: float = 0.0  # bytes an unfused prefill attention moves per score (0: fused)
     prefill_batch_tokens: int | None = None  # tokens a pipeline keeps in flight per prefill batch (llama.cpp -b)
+    kv_bandwidth_fraction: float | None = None  # eta_kv: share of datasheet bandwidth for KV-cache traffic (default eta_bw)
+    decode_alu_flops_per_weight: float = 0.0  # k_alu: shader ops per weight a matvec step does not hide behind memory
+    decode_score_bytes: float = 0.0  # s_dec: bytes an unfused decode attention moves per score (0: fused)
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:
@@ -289,6 +292,10 @@ class Efficiency(_Plain):
         if quantized and self.quantized_bandwidth_fraction is not None:
             return self.quantized_bandwidth_fraction
         return self.bandwidth_fraction
+
+    def kv_fraction_for(self, quantized: bool) -> float:
+        """Attention reads the KV cache with its own kernels (per head, one query): eta_kv, else the weights' eta."""
+        return self.kv_bandwidth_fraction if self.kv_bandwidth_fraction is not None else self.bandwidth_fraction_for(quantized)
 
 
 @dataclass(frozen=True, slots=True)

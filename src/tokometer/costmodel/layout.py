@@ -377,10 +377,14 @@ def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
     link = lay.link
     if link is None:
         raise ValueError("a layout over several devices needs a link")
-    eta = setup.efficiency.bandwidth_fraction_for(setup.quantized)
+    eff = setup.efficiency
     bw = setup.hardware.memory_bandwidth_gb_per_s * GB
     kv = single.kv_read_bytes + single.kv_write_bytes
-    memory = (single.weight_bytes / lay.tp + kv / kv_shards(model, lay.tp)) / (eta * bw)
+    memory = (
+        single.weight_bytes / lay.tp / (eff.bandwidth_fraction_for(setup.quantized) * bw)
+        + kv / kv_shards(model, lay.tp) / (eff.kv_fraction_for(setup.quantized) * bw)
+        + (single.alu_time_s + single.score_time_s) / lay.tp
+    )
     compute = single.compute_time_s / lay.tp
     payload = activation_bytes(model, tokens)
     allreduce = 2 * model.n_layers * allreduce_time_s(payload, lay.tp, link)
