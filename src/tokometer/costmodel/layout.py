@@ -383,6 +383,7 @@ def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
     memory = (
         single.weight_bytes / lay.tp / (eff.bandwidth_fraction_for(setup.quantized) * bw)
         + kv / kv_shards(model, lay.tp) / (eff.kv_fraction_for(setup.quantized) * bw)
+        + eff.ecc_overhead_for(setup.hardware) * (single.weight_bytes / lay.tp + kv / kv_shards(model, lay.tp)) / bw
         + (single.alu_time_s + single.score_time_s) / lay.tp
     )
     compute = single.compute_time_s / lay.tp

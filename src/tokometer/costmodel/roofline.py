@@ -6,7 +6,8 @@ the CLI, the web and the plots).
 docs/PHYSICS.md sections 3-5. Pure functions over frozen values.
 
     t_step = max(t_stream, flops_step / (eta_c * peak)) + n_layers * tau_layer + tau_step
-    t_stream = W / (eta_bw * BW) + KV / (eta_kv * BW) + s_dec * S(c) / BW + k_alu * N_weights / peak_fp32
+    t_stream = W / (eta_bw * BW) + KV / (eta_kv * BW) + e_ecc * (W + KV) / BW + s_dec * S(c) / BW
+               + k_alu * N_weights / peak_fp32
 
 The ceiling is the same with eta = 1, no overheads and no KV traffic: BW / W_read.
 """
@@ -216,6 +217,7 @@ def decode_step(
     memory_time = (
         w_read / (efficiency.bandwidth_fraction_for(quantized) * bw)
         + (kv_read + kv_write) / (efficiency.kv_fraction_for(quantized) * bw)
+        + efficiency.ecc_overhead_for(hardware) * (w_read + kv_read + kv_write) / bw
         + score
         + alu
     )

@@ -162,12 +162,13 @@ def decode_grid(
     alu_flops_per_weight: ArrayLike = 0.0,
     alu_peak_tflops: ArrayLike = 0.0,
     decode_score_bytes: ArrayLike = 0.0,
+    ecc_overhead: ArrayLike = 0.0,
 ) -> GridStep:
     """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
 
     `kv_bandwidth_fraction` (default: `bandwidth_fraction`) is eta_kv; `alu_flops_per_weight` over
     `alu_peak_tflops` (fp32 shader peak, 0: none) is the unhidden matvec ALU time of `roofline.decode_step`;
-    `decode_score_bytes` its unfused attention's traffic per score.
+    `decode_score_bytes` its unfused attention's traffic per score; `ecc_overhead` its e_ecc (0 without inline ECC).
 
     `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
     separately, for formats that keep those tables unquantized.
@@ -194,6 +195,7 @@ def decode_grid(
     alu = np.where(alu_peak > 0, _f(alu_flops_per_weight) * m.matmul_params / np.where(alu_peak > 0, alu_peak, 1.0), 0.0)
     scores = b * attention / (4.0 * m.head_dim)
     memory = w_read / (_f(bandwidth_fraction) * bw) + (kv_read + kv_write) / (eta_kv * bw) + _f(decode_score_bytes) * scores / bw + alu
+    memory = memory + _f(ecc_overhead) * (w_read + kv_read + kv_write) / bw
     peak = _f(peak_tflops) * TFLOP
     has_peak = peak > 0
     safe_peak = np.where(has_peak, peak, 1.0)

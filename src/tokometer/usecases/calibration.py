@@ -57,6 +57,7 @@ class Features:
     kv_s: float = 0.0  # KV-cache bytes read and written / datasheet bandwidth
     alu_s: float = 0.0  # weights multiplied / fp32 shader peak: seconds per ALU op per weight
     decode_score_s: float = 0.0  # decode attention scores / datasheet bandwidth: seconds per byte per score
+    ecc_s: float = 0.0  # (weight + KV bytes) / datasheet bandwidth on a card with inline ECC, else 0
     quantized: bool = False
     n_layers: int = 0
     matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
@@ -112,6 +113,7 @@ def features(case: Case) -> Features | None:
             kv_s=(est.step.kv_read_bytes + est.step.kv_write_bytes) / bw,
             alu_s=est.model.matmul_params_per_token() / (fp32 * 1e12) if fp32 else 0.0,
             decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw,
+            ecc_s=(est.step.weight_bytes + est.step.kv_read_bytes + est.step.kv_write_bytes) / bw if hardware.inline_ecc else 0.0,
             **base,
         )
     if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
@@ -175,6 +177,8 @@ def _bounded_lstsq(
 ALU_PRIOR_FLOPS_PER_WEIGHT = 2.0  # one FMA per weight (dequant extra is what the fit finds)
 ALU_PRIOR_SCALE = 20.0  # a weak pull: k_alu is set by the devices' ALU-to-bandwidth spread, not the prior
 SCORE_PRIOR_BYTES = 100.0  # fp32 score traffic plus some K/V re-reads per query head
+ECC_PRIOR = 0.1  # inline ECC: 1 check byte per 16-32 data bytes plus read-modify-write turnarounds
+ECC_PRIOR_SCALE = 0.2
 SCORE_PRIOR_SCALE = 1000.0  # weak: anything from a fused kernel (0) to no reuse at all (~530 B) is plausible
 
 
@@ -192,6 +196,7 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
             f.kv_s / f.t_measured_s,
             f.alu_s / f.t_measured_s,
             f.decode_score_s / f.t_measured_s,
+            f.ecc_s / f.t_measured_s,
             f.n_layers * 1e-6 / f.t_measured_s,
             1e-6 / f.t_measured_s,
         ]
@@ -206,12 +211,14 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
             1.0 / kv_prior,
             prior.decode_alu_flops_per_weight or ALU_PRIOR_FLOPS_PER_WEIGHT,
             prior.decode_score_bytes or SCORE_PRIOR_BYTES,
+            prior.inline_ecc_overhead or ECC_PRIOR,
             prior.layer_overhead_us,
             prior.step_overhead_us,
         ],
-        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0],
-        [None, None, None, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, None, None],
+        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [None, None, None, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, ECC_PRIOR_SCALE, None, None],
     )
+    has_ecc = any(f.ecc_s > 0 for f in rows)
     has_depth = any(f.decode_score_s > 0 for f in rows)
     return {
         "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
@@ -219,8 +226,9 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
         "kv_bandwidth_fraction": 1.0 / x[2] if has_kv else kv_prior,
         "decode_alu_flops_per_weight": x[3] if has_alu else prior.decode_alu_flops_per_weight,
         "decode_score_bytes": x[4] if has_depth else prior.decode_score_bytes,
-        "layer_overhead_us": x[5],
-        "step_overhead_us": x[6],
+        "inline_ecc_overhead": x[5] if has_ecc else prior.inline_ecc_overhead,
+        "layer_overhead_us": x[6],
+        "step_overhead_us": x[7],
     }
 
 
@@ -273,6 +281,7 @@ def _predicted_time(f: Features, eff: Efficiency) -> float:
             + f.kv_s / eff.kv_fraction_for(f.quantized)
             + f.alu_s * eff.decode_alu_flops_per_weight
             + f.decode_score_s * eff.decode_score_bytes
+            + f.ecc_s * eff.inline_ecc_overhead
             + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
         )
     eta = eff.prefill_max_for(f.quantized) * f.chunk_tokens / (f.chunk_tokens + eff.prefill_half_tokens)
@@ -473,6 +482,7 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "kv_bandwidth_fraction",
             "decode_alu_flops_per_weight",
             "decode_score_bytes",
+            "inline_ecc_overhead",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):

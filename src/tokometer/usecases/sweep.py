@@ -148,7 +148,7 @@ def sweep(
     if not (specs and devices and formats and contexts and batches):
         raise InputError("a sweep needs at least one model, hardware, quant, context and batch")
     n_h, n_q = len(devices), len(formats)
-    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "kv", "runtime", "usable")}
+    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "ecc", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "kv", "runtime", "usable")}
     engines: list[list[str]] = []
     forced = engine_catalog().get(engine) if engine else None
     for i, hw in enumerate(devices):
@@ -165,6 +165,7 @@ def sweep(
             per["eta_kv"][i, j] = eff.kv_fraction_for(quantized)
             per["alu_k"][i, j] = eff.decode_alu_flops_per_weight
             per["score_b"][i, j] = eff.decode_score_bytes
+            per["ecc"][i, j] = eff.ecc_overhead_for(hw)
             per["alu_peak"][i, j] = hw.fp32_tflops or hw.fp16_tflops or 0.0
             per["eta_c"][i, j] = eff.decode_compute_fraction
             per["peak"][i, j] = format_peak(hw, q, eng).tflops or 0.0
@@ -198,6 +199,7 @@ def sweep(
         alu_flops_per_weight=hq("alu_k"),
         alu_peak_tflops=hq("alu_peak"),
         decode_score_bytes=hq("score_b"),
+        ecc_overhead=hq("ecc"),
         compute_fraction=hq("eta_c"),
         peak_tflops=hq("peak"),
         layer_overhead_us=hq("tau_l"),
