@@ -170,6 +170,16 @@ class Step(_Plain):
         return self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes
 
 
+def alu_peak_tflops(hardware: HardwareSpec) -> float | None:
+    """The rate a single-stream matvec's per-weight work runs at (TFLOP/s): the shader fp32 peak on a GPU
+    (dequantize, then fp32 FMA; tensor cores sit idle at batch 1); on a CPU the catalog's reduced-
+    precision dot-product peak, since llama.cpp's CPU kernels multiply quantized weights by 8-bit
+    activations with integer/bf16 dot-product instructions (VNNI, AVX512_BF16, NEON dotprod)."""
+    if hardware.kind == "cpu":
+        return hardware.fp16_tflops or hardware.fp32_tflops
+    return hardware.fp32_tflops or hardware.fp16_tflops
+
+
 def unhidden_alu_time_s(model: ModelSpec, hardware: HardwareSpec, efficiency: Efficiency) -> float:
     """t_alu = k_alu * N_weights / peak_fp32 (s): the matvec's shader work that memory does not hide.
 
@@ -178,7 +188,7 @@ def unhidden_alu_time_s(model: ModelSpec, hardware: HardwareSpec, efficiency: Ef
     A100's 19.5 TFLOPS against 2 TB/s) that work does not fully overlap the stream. k_alu is fitted
     per engine/backend/class (docs/PHYSICS.md section 4); once per step (weights are dequantized once).
     """
-    peak = hardware.fp32_tflops or hardware.fp16_tflops
+    peak = alu_peak_tflops(hardware)
     if not efficiency.decode_alu_flops_per_weight or not peak:
         return 0.0
     return efficiency.decode_alu_flops_per_weight * model.matmul_params_per_token() / (peak * TFLOP)

@@ -27,7 +27,11 @@ from typing import Any
 
 from tokometer.catalog.efficiency import ANY, GroupKey
 from tokometer.costmodel.layout import IDEAL
-from tokometer.costmodel.roofline import decode_score_elements, prefill_score_elements
+from tokometer.costmodel.roofline import (
+    alu_peak_tflops,
+    decode_score_elements,
+    prefill_score_elements,
+)
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
 from tokometer.units import GB
@@ -106,7 +110,7 @@ def features(case: Case) -> Features | None:
     )
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
-        fp32 = hardware.fp32_tflops or hardware.fp16_tflops
+        fp32 = alu_peak_tflops(hardware)
         return Features(  # type: ignore[arg-type]
             t_measured_s=1.0 / case.value,
             memory_s=est.step.weight_bytes / bw,

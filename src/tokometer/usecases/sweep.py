@@ -135,6 +135,7 @@ def sweep(
     import numpy as np
 
     from tokometer.costmodel.memory import UNQUANTIZED_BITS, weight_bytes
+    from tokometer.costmodel.roofline import alu_peak_tflops
     from tokometer.costmodel.vector import ModelArrays, decode_grid
 
     specs = [resolve_model(n) for n in _names(models, model_catalog().ids, DEFAULT_MODEL)]
@@ -166,7 +167,7 @@ def sweep(
             per["alu_k"][i, j] = eff.decode_alu_flops_per_weight
             per["score_b"][i, j] = eff.decode_score_bytes
             per["ecc"][i, j] = eff.ecc_overhead_for(hw)
-            per["alu_peak"][i, j] = hw.fp32_tflops or hw.fp16_tflops or 0.0
+            per["alu_peak"][i, j] = alu_peak_tflops(hw) or 0.0
             per["eta_c"][i, j] = eff.decode_compute_fraction
             per["peak"][i, j] = format_peak(hw, q, eng).tflops or 0.0
             per["tau_l"][i, j] = eff.layer_overhead_us
