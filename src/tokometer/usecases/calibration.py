@@ -110,15 +110,15 @@ def features(case: Case) -> Features | None:
     )
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
-        fp32 = alu_peak_tflops(hardware)
-        return Features(  # type: ignore[arg-type]
+        alu_peak = alu_peak_tflops(hardware)
+        return Features(
             t_measured_s=1.0 / case.value,
             memory_s=est.step.weight_bytes / bw,
             kv_s=(est.step.kv_read_bytes + est.step.kv_write_bytes) / bw,
-            alu_s=est.model.matmul_params_per_token() / (fp32 * 1e12) if fp32 else 0.0,
+            alu_s=est.model.matmul_params_per_token() / (alu_peak * 1e12) if alu_peak else 0.0,
             decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw,
             ecc_s=(est.step.weight_bytes + est.step.kv_read_bytes + est.step.kv_write_bytes) / bw if hardware.inline_ecc else 0.0,
-            **base,
+            **base,  # type: ignore[arg-type]
         )
     if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
         return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
