@@ -451,7 +451,9 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     if off.mode == "stream":
         streamed = (1.0 - share) * layer_weights
         gpu_bytes = single.bytes - streamed
-        gpu_memory = gpu_bytes / (eta * bw)
+        gpu_memory = (gpu_bytes - kv) / (eta * bw) + kv / (eff.kv_fraction_for(setup.quantized) * bw) + _stream_extra_s(
+            eff, setup.hardware, model, weights=model.matmul_params_per_token(), layers=1.0, nbytes=gpu_bytes, single=single
+        )
         transfer = streamed / off.link.effective_bytes_per_s
         compute = single.compute_time_s
         gpu_time = max(gpu_memory, compute)
@@ -481,11 +483,15 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     gpu_flops = share * (single.flops - head_flops)
     cpu_flops = single.flops - gpu_flops
     matmul = model.matmul_params_per_token()
-    gpu_memory = gpu_bytes / (eta * bw) + _stream_extra_s(
+    gpu_memory = share * layer_weights / (eta * bw) + share * kv / (eff.kv_fraction_for(setup.quantized) * bw) + _stream_extra_s(
         eff, setup.hardware, model, weights=share * matmul, layers=share, nbytes=gpu_bytes, single=single
     )
     gpu_compute = gpu_flops / (eff.decode_compute_fraction * peak) if peak else 0.0
-    cpu_memory = cpu_bytes / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw) + _stream_extra_s(
+    cpu_kv = (1.0 - share) * kv
+    cpu_memory = (
+        (cpu_bytes - cpu_kv) / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw)
+        + cpu_kv / (cpu_eff.kv_fraction_for(setup.quantized) * cpu_bw)
+    ) + _stream_extra_s(
         cpu_eff, off.cpu, model, weights=(1.0 - share) * matmul, layers=1.0 - share, nbytes=cpu_bytes, single=single
     )
     cpu_compute = cpu_flops / (cpu_eff.decode_compute_fraction * cpu_peak) if cpu_peak else 0.0
@@ -563,7 +569,10 @@ def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) ->
     cpu_bw = off.cpu.memory_bandwidth_gb_per_s * GB
     cpu_peak = off.cpu_peak.tflops * TFLOP if off.cpu_peak and off.cpu_peak.tflops else None
     cpu_weights = share * routed_params_per_token
-    gpu_memory = gpu_bytes / (eff.bandwidth_fraction_for(setup.quantized) * bw) + _stream_extra_s(
+    kv = single.kv_read_bytes + single.kv_write_bytes
+    gpu_memory = (
+        (gpu_bytes - kv) / (eff.bandwidth_fraction_for(setup.quantized) * bw) + kv / (eff.kv_fraction_for(setup.quantized) * bw)
+    ) + _stream_extra_s(
         eff, setup.hardware, model, weights=model.matmul_params_per_token() - cpu_weights, layers=1.0, nbytes=gpu_bytes, single=single
     )
     gpu_compute = gpu_flops / (eff.decode_compute_fraction * peak) if peak else 0.0
