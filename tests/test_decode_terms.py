@@ -131,3 +131,13 @@ def test_fit_recovers_known_decode_terms_from_synthetic_rows() -> None:
     # the ridge pulls e_ecc a little toward its prior (0.1); it still sits nearer the truth than the prior
     assert abs(fitted["inline_ecc_overhead"] - 0.08) < abs(fitted["inline_ecc_overhead"] - 0.12)
     assert fitted["inline_ecc_overhead"] == pytest.approx(0.08, abs=0.025)
+
+
+def test_estimates_run_fused_decode_attention_while_calibration_rows_keep_the_unfused_term() -> None:
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import efficiency_for
+
+    engine, hw = engine_catalog().get("llama-cpp"), hardware_catalog().get("rtx-4090")
+    measured = efficiency_for(engine, hw, unfused_decode_attention=True)
+    assert measured.decode_score_bytes > 0  # fitted on llama.cpp builds without flash attention
+    assert efficiency_for(engine, hw) == replace(measured, decode_score_bytes=0.0)
