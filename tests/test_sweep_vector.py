@@ -13,7 +13,7 @@ import pytest
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
-from tokometer.costmodel.roofline import Peak, decode_step
+from tokometer.costmodel.roofline import Peak, alu_peak_tflops, decode_step
 from tokometer.costmodel.vector import ModelArrays, decode_grid
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import Efficiency, ModelSpec
@@ -50,6 +50,10 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             prefill_half_tokens=100,
             decode_compute_fraction=rng.uniform(0.1, 1.0),
             quantized_bandwidth_fraction=rng.uniform(0.2, 1.0) if rng.random() < 0.5 else None,
+            kv_bandwidth_fraction=rng.uniform(0.2, 1.0) if rng.random() < 0.5 else None,
+            decode_alu_flops_per_weight=rng.choice([0.0, rng.uniform(0, 12)]),
+            decode_score_bytes=rng.choice([0.0, rng.uniform(0, 600)]),
+            inline_ecc_overhead=rng.choice([0.0, rng.uniform(0, 0.3)]),
         )
         quantized = rng.random() < 0.5
         peak = Peak(rng.uniform(1, 2500), "fp16") if rng.random() < 0.8 else Peak(None, None)
@@ -74,6 +78,11 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             depth_tokens=depth,
             kv_bytes_per_element=kv,
             tokens_per_stream=tokens,
+            kv_bandwidth_fraction=eff.kv_fraction_for(quantized),
+            alu_flops_per_weight=eff.decode_alu_flops_per_weight,
+            alu_peak_tflops=alu_peak_tflops(hw) or 0.0,
+            decode_score_bytes=eff.decode_score_bytes,
+            ecc_overhead=eff.ecc_overhead_for(hw),
         )
         for name in FIELDS:
             want = getattr(scalar, name)

@@ -95,6 +95,17 @@ class HardwareSpec(_Plain):
         }[dtype]
 
     @property
+    def inline_ecc(self) -> bool:
+        """GDDR on a datacenter card (A40, L40S...): ECC on by default, stored inline with the data.
+
+        GDDR has no side-band ECC bits, so the check bytes share the bus with the data and cost
+        bandwidth; HBM and LPDDR parts carry ECC out of band, consumer and workstation cards ship with
+        it off (docs/PHYSICS.md section 4).
+        """
+        memory = (self.memory_type or "").lower()
+        return self.segment == "datacenter" and "gddr" in memory
+
+    @property
     def hardware_class(self) -> str:
         """Coarse class used to pick efficiency for hardware the fit never saw: by memory technology."""
         if self.kind == "cpu":
@@ -278,6 +289,10 @@ class Efficiency(_Plain):
     quantized_prefill_efficiency_max: float | None = None  # eta_prefill max for block-quantized weights
     attention_score_bytes: float = 0.0  # bytes an unfused prefill attention moves per score (0: fused)
     prefill_batch_tokens: int | None = None  # tokens a pipeline keeps in flight per prefill batch (llama.cpp -b)
+    kv_bandwidth_fraction: float | None = None  # eta_kv: share of datasheet bandwidth for KV-cache traffic (default eta_bw)
+    decode_alu_flops_per_weight: float = 0.0  # k_alu: shader ops per weight a matvec step does not hide behind memory
+    decode_score_bytes: float = 0.0  # s_dec: bytes an unfused decode attention moves per score (0: fused)
+    inline_ecc_overhead: float = 0.0  # e_ecc: extra (W + KV) / BW time on cards whose ECC shares the GDDR bus
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:
@@ -289,6 +304,14 @@ class Efficiency(_Plain):
         if quantized and self.quantized_bandwidth_fraction is not None:
             return self.quantized_bandwidth_fraction
         return self.bandwidth_fraction
+
+    def ecc_overhead_for(self, hardware: HardwareSpec) -> float:
+        """e_ecc on a card with inline ECC (HardwareSpec.inline_ecc), else 0: extra seconds per datasheet-byte-second."""
+        return self.inline_ecc_overhead if hardware.inline_ecc else 0.0
+
+    def kv_fraction_for(self, quantized: bool) -> float:
+        """Attention reads the KV cache with its own kernels (per head, one query): eta_kv, else the weights' eta."""
+        return self.kv_bandwidth_fraction if self.kv_bandwidth_fraction is not None else self.bandwidth_fraction_for(quantized)
 
 
 @dataclass(frozen=True, slots=True)

@@ -327,15 +327,22 @@ EFFICIENCY_SCHEMA: Schema = {
     "quantized_prefill_efficiency_max": Field(NUM),
     "attention_score_bytes": Field(NUM),
     "prefill_batch_tokens": Field(INT),
+    "kv_bandwidth_fraction": Field(NUM),
+    "decode_alu_flops_per_weight": Field(NUM),
+    "decode_score_bytes": Field(NUM),
+    "inline_ecc_overhead": Field(NUM),
     "source": Field(STR),
 }
 
 
 def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Efficiency:
     checked = check_entry(where, "efficiency", raw, EFFICIENCY_SCHEMA)
-    for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max"):
+    for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max", "kv_bandwidth_fraction"):
         if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
+    for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead"):
+        if checked.get(key, 0.0) < 0:
+            raise CatalogError(f"{where}: {key} must be >= 0")
     # keys left out take `Efficiency`'s own defaults, so each default is written once
     numbers: dict[str, Any] = {
         key: (int if key in ("prefill_chunk_tokens", "prefill_batch_tokens") else float)(value) for key, value in checked.items() if key != "source"

@@ -8,7 +8,7 @@ fit never saw still gets its class's values.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -102,13 +102,21 @@ def multi_device_log_sd() -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def efficiency_for(engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None) -> Efficiency:
-    """The fitted efficiency for this engine on this kind of hardware, else the engine default."""
+def efficiency_for(
+    engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None, *, unfused_decode_attention: bool = False
+) -> Efficiency:
+    """The fitted efficiency for this engine on this kind of hardware, else the engine default.
+
+    `decode_score_bytes` is what an unfused decode attention costs per score, fitted on measurements
+    taken without flash attention (llama.cpp's default until its 2025 builds switched to
+    `--flash-attn auto`); an estimate for today's engines runs fused attention, so the term is
+    dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
+    """
     table = fitted_table()
     for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
         found = table.entries.get(key)
         if found is not None:
-            return found
+            return found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
     if engine.based_on:
         base = engine_catalog().find(engine.based_on)
         if base is not None and base.efficiency.source != "engine default":

@@ -42,7 +42,15 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from tokometer.costmodel.memory import embedding_row_bytes, head_bytes, head_params
-from tokometer.costmodel.roofline import Peak, Prefill, Step, bound, decode_step
+from tokometer.costmodel.roofline import (
+    Peak,
+    Prefill,
+    Step,
+    alu_peak_tflops,
+    bound,
+    decode_score_elements,
+    decode_step,
+)
 from tokometer.errors import InputError
 from tokometer.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
 from tokometer.units import GB, TFLOP, US
@@ -377,10 +385,15 @@ def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
     link = lay.link
     if link is None:
         raise ValueError("a layout over several devices needs a link")
-    eta = setup.efficiency.bandwidth_fraction_for(setup.quantized)
+    eff = setup.efficiency
     bw = setup.hardware.memory_bandwidth_gb_per_s * GB
     kv = single.kv_read_bytes + single.kv_write_bytes
-    memory = (single.weight_bytes / lay.tp + kv / kv_shards(model, lay.tp)) / (eta * bw)
+    memory = (
+        single.weight_bytes / lay.tp / (eff.bandwidth_fraction_for(setup.quantized) * bw)
+        + kv / kv_shards(model, lay.tp) / (eff.kv_fraction_for(setup.quantized) * bw)
+        + eff.ecc_overhead_for(setup.hardware) * (single.weight_bytes / lay.tp + kv / kv_shards(model, lay.tp)) / bw
+        + (single.alu_time_s + single.score_time_s) / lay.tp
+    )
     compute = single.compute_time_s / lay.tp
     payload = activation_bytes(model, tokens)
     allreduce = 2 * model.n_layers * allreduce_time_s(payload, lay.tp, link)
@@ -403,6 +416,21 @@ def _head_bytes(model: ModelSpec, weights: ParamGroups, tokens: float) -> tuple[
     return head_bytes(model, weights), embedding_row_bytes(model, weights) * tokens, 2.0 * head_params(model) * tokens
 
 
+def _stream_extra_s(
+    eff: Efficiency, hardware: HardwareSpec, model: ModelSpec, *, weights: float, layers: float, nbytes: float, single: Step
+) -> float:
+    """The decode stream's terms beyond bytes / (eta BW) for one part of a split (roofline.decode_step):
+
+    k_alu * weights / peak_fp32 + layers' share of s_dec * scores / BW + e_ecc * bytes / BW, with
+    `weights` the matmul parameters this part multiplies and `layers` its share of the attention layers.
+    """
+    bw = hardware.memory_bandwidth_gb_per_s * GB
+    peak = alu_peak_tflops(hardware)
+    alu = eff.decode_alu_flops_per_weight * weights / (peak * TFLOP) if peak else 0.0
+    scores = layers * single.batch * eff.decode_score_bytes * decode_score_elements(model, single.depth_tokens) / bw
+    return alu + scores + eff.ecc_overhead_for(hardware) * nbytes / bw
+
+
 def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverStep:
     """`gpu_layers` of `n_layers` on the GPU; the rest at RAM speed (cpu) or streamed over PCIe (stream).
 
@@ -423,7 +451,9 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     if off.mode == "stream":
         streamed = (1.0 - share) * layer_weights
         gpu_bytes = single.bytes - streamed
-        gpu_memory = gpu_bytes / (eta * bw)
+        gpu_memory = (gpu_bytes - kv) / (eta * bw) + kv / (eff.kv_fraction_for(setup.quantized) * bw) + _stream_extra_s(
+            eff, setup.hardware, model, weights=model.matmul_params_per_token(), layers=1.0, nbytes=gpu_bytes, single=single
+        )
         transfer = streamed / off.link.effective_bytes_per_s
         compute = single.compute_time_s
         gpu_time = max(gpu_memory, compute)
@@ -452,9 +482,18 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     cpu_bytes = single.bytes - gpu_bytes
     gpu_flops = share * (single.flops - head_flops)
     cpu_flops = single.flops - gpu_flops
-    gpu_memory = gpu_bytes / (eta * bw)
+    matmul = model.matmul_params_per_token()
+    gpu_memory = share * layer_weights / (eta * bw) + share * kv / (eff.kv_fraction_for(setup.quantized) * bw) + _stream_extra_s(
+        eff, setup.hardware, model, weights=share * matmul, layers=share, nbytes=gpu_bytes, single=single
+    )
     gpu_compute = gpu_flops / (eff.decode_compute_fraction * peak) if peak else 0.0
-    cpu_memory = cpu_bytes / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw)
+    cpu_kv = (1.0 - share) * kv
+    cpu_memory = (
+        (cpu_bytes - cpu_kv) / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw)
+        + cpu_kv / (cpu_eff.kv_fraction_for(setup.quantized) * cpu_bw)
+    ) + _stream_extra_s(
+        cpu_eff, off.cpu, model, weights=(1.0 - share) * matmul, layers=1.0 - share, nbytes=cpu_bytes, single=single
+    )
     cpu_compute = cpu_flops / (cpu_eff.decode_compute_fraction * cpu_peak) if cpu_peak else 0.0
     gpu_time = max(gpu_memory, gpu_compute)
     cpu_time = max(cpu_memory, cpu_compute)
@@ -529,9 +568,17 @@ def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) ->
     cpu_eff = off.cpu_efficiency
     cpu_bw = off.cpu.memory_bandwidth_gb_per_s * GB
     cpu_peak = off.cpu_peak.tflops * TFLOP if off.cpu_peak and off.cpu_peak.tflops else None
-    gpu_memory = gpu_bytes / (eff.bandwidth_fraction_for(setup.quantized) * bw)
+    cpu_weights = share * routed_params_per_token
+    kv = single.kv_read_bytes + single.kv_write_bytes
+    gpu_memory = (
+        (gpu_bytes - kv) / (eff.bandwidth_fraction_for(setup.quantized) * bw) + kv / (eff.kv_fraction_for(setup.quantized) * bw)
+    ) + _stream_extra_s(
+        eff, setup.hardware, model, weights=model.matmul_params_per_token() - cpu_weights, layers=1.0, nbytes=gpu_bytes, single=single
+    )
     gpu_compute = gpu_flops / (eff.decode_compute_fraction * peak) if peak else 0.0
-    cpu_memory = cpu_bytes / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw)
+    cpu_memory = cpu_bytes / (cpu_eff.bandwidth_fraction_for(setup.quantized) * cpu_bw) + _stream_extra_s(
+        cpu_eff, off.cpu, model, weights=cpu_weights, layers=0.0, nbytes=cpu_bytes, single=single
+    )
     cpu_compute = cpu_flops / (cpu_eff.decode_compute_fraction * cpu_peak) if cpu_peak else 0.0
     gpu_time = max(gpu_memory, gpu_compute)
     cpu_time = max(cpu_memory, cpu_compute)

@@ -5,7 +5,9 @@ the CLI, the web and the plots).
 
 docs/PHYSICS.md sections 3-5. Pure functions over frozen values.
 
-    t_step = max(bytes_step / (eta_bw * BW), flops_step / (eta_c * peak)) + n_layers * tau_layer + tau_step
+    t_step = max(t_stream, flops_step / (eta_c * peak)) + n_layers * tau_layer + tau_step
+    t_stream = W / (eta_bw * BW) + KV / (eta_kv * BW) + e_ecc * (W + KV) / BW + s_dec * S(c) / BW
+               + k_alu * N_weights / peak_fp32
 
 The ceiling is the same with eta = 1, no overheads and no KV traffic: BW / W_read.
 """
@@ -101,6 +103,17 @@ def attention_flops_per_token(model: ModelSpec, depth_tokens: float) -> float:
     )
 
 
+def decode_score_elements(model: ModelSpec, depth_tokens: float) -> float:
+    """Attention scores one decoded token produces at depth c: sum over layers of n_heads * min(c, window).
+
+    An unfused decode attention (llama.cpp without flash attention) computes them per query head:
+    it re-reads K and V for each head of a GQA group unless a cache serves them, and writes and reads
+    the fp32 scores for the softmax. Times `Efficiency.decode_score_bytes` (fitted) over the bandwidth,
+    it is the cost of depth beyond the KV bytes themselves (docs/PHYSICS.md section 4).
+    """
+    return sum(g.n_layers * (g.attention_dim / max(1, model.head_dim)) * g.cached_tokens(depth_tokens) for g in model.attention)
+
+
 def _causal_pairs(window_tokens: int | None, prompt_tokens: float) -> float:
     """Query-key pairs a causal prompt of T tokens scores: T^2 / 2, or T w - w^2 / 2 under a window w."""
     t, w = prompt_tokens, window_tokens
@@ -149,10 +162,36 @@ class Step(_Plain):
     time_s: float
     ceiling_time_s: float
     bound: Bound
+    alu_time_s: float = 0.0  # shader work of the matvec not hidden behind memory, inside memory_time_s
+    score_time_s: float = 0.0  # unfused attention's per-score traffic, inside memory_time_s
 
     @property
     def bytes(self) -> float:
         return self.weight_bytes + self.kv_read_bytes + self.kv_write_bytes
+
+
+def alu_peak_tflops(hardware: HardwareSpec) -> float | None:
+    """The rate a single-stream matvec's per-weight work runs at (TFLOP/s): the shader fp32 peak on a GPU
+    (dequantize, then fp32 FMA; tensor cores sit idle at batch 1); on a CPU the catalog's reduced-
+    precision dot-product peak, since llama.cpp's CPU kernels multiply quantized weights by 8-bit
+    activations with integer/bf16 dot-product instructions (VNNI, AVX512_BF16, NEON dotprod)."""
+    if hardware.kind == "cpu":
+        return hardware.fp16_tflops or hardware.fp32_tflops
+    return hardware.fp32_tflops or hardware.fp16_tflops
+
+
+def unhidden_alu_time_s(model: ModelSpec, hardware: HardwareSpec, efficiency: Efficiency) -> float:
+    """t_alu = k_alu * N_weights / peak_fp32 (s): the matvec's shader work that memory does not hide.
+
+    A single-stream matvec dequantizes and multiplies every weight it reads on the shader ALUs (fp32
+    FMA rate, not the tensor cores); where ALU throughput per byte of bandwidth is low (Apple GPUs,
+    A100's 19.5 TFLOPS against 2 TB/s) that work does not fully overlap the stream. k_alu is fitted
+    per engine/backend/class (docs/PHYSICS.md section 4); once per step (weights are dequantized once).
+    """
+    peak = alu_peak_tflops(hardware)
+    if not efficiency.decode_alu_flops_per_weight or not peak:
+        return 0.0
+    return efficiency.decode_alu_flops_per_weight * model.matmul_params_per_token() / (peak * TFLOP)
 
 
 def decode_step(
@@ -183,7 +222,15 @@ def decode_step(
         2.0 * model.matmul_params_per_token() + attention_flops_per_token(model, depth_tokens)
     )
     peak_flops = (peak.tflops * TFLOP) if peak and peak.tflops else None
-    memory_time = (w_read + kv_read + kv_write) / (efficiency.bandwidth_fraction_for(quantized) * bw)
+    alu = unhidden_alu_time_s(model, hardware, efficiency)
+    score = batch * efficiency.decode_score_bytes * decode_score_elements(model, depth_tokens) / bw
+    memory_time = (
+        w_read / (efficiency.bandwidth_fraction_for(quantized) * bw)
+        + (kv_read + kv_write) / (efficiency.kv_fraction_for(quantized) * bw)
+        + efficiency.ecc_overhead_for(hardware) * (w_read + kv_read + kv_write) / bw
+        + score
+        + alu
+    )
     compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
     overhead = model.n_layers * efficiency.layer_overhead_us * US + efficiency.step_overhead_us * US
     ceiling = max(w_read / bw, flops / peak_flops if peak_flops else 0.0)
@@ -201,6 +248,8 @@ def decode_step(
         time_s=roof + overhead,
         ceiling_time_s=ceiling,
         bound=bound(memory_time, compute_time, overhead),
+        alu_time_s=alu,
+        score_time_s=score,
     )
 
 

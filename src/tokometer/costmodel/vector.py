@@ -50,6 +50,7 @@ class ModelArrays:
     kv_elements: Array  # [..., G]: n_layers * elements per token, per attention group
     windows: Array  # [..., G]: tokens a group keeps (inf: all, 0: linear)
     attention_coef: Array  # [..., G]: 4 * n_layers * n_heads * head_dim
+    head_dim: Array  # attention scores = attention FLOPs / (4 * head_dim)
 
     @classmethod
     def from_specs(cls, models: Sequence[ModelSpec], weights: Sequence[ParamGroups] | None = None) -> ModelArrays:
@@ -88,6 +89,7 @@ class ModelArrays:
             kv_elements=kv,
             windows=windows,
             attention_coef=attention,
+            head_dim=column([max(1, m.head_dim) for m in models]),
         )
 
     def along(self, axis: int, ndim: int) -> ModelArrays:
@@ -156,8 +158,17 @@ def decode_grid(
     tokens_per_stream: ArrayLike = 1.0,
     head_scale: ArrayLike | None = None,
     row_scale: ArrayLike | None = None,
+    kv_bandwidth_fraction: ArrayLike | None = None,
+    alu_flops_per_weight: ArrayLike = 0.0,
+    alu_peak_tflops: ArrayLike = 0.0,
+    decode_score_bytes: ArrayLike = 0.0,
+    ecc_overhead: ArrayLike = 0.0,
 ) -> GridStep:
     """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
+
+    `kv_bandwidth_fraction` (default: `bandwidth_fraction`) is eta_kv; `alu_flops_per_weight` over
+    `alu_peak_tflops` (fp32 shader peak, 0: none) is the unhidden matvec ALU time of `roofline.decode_step`;
+    `decode_score_bytes` its unfused attention's traffic per score; `ecc_overhead` its e_ecc (0 without inline ECC).
 
     `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
     separately, for formats that keep those tables unquantized.
@@ -179,7 +190,12 @@ def decode_grid(
     attention = (m.attention_coef * ctx).sum(axis=-1)
     flops = tokens * (2.0 * m.matmul_params + attention)
     bw = _f(bandwidth_gb_per_s) * GB
-    memory = (w_read + kv_read + kv_write) / (_f(bandwidth_fraction) * bw)
+    eta_kv = _f(bandwidth_fraction if kv_bandwidth_fraction is None else kv_bandwidth_fraction)
+    alu_peak = _f(alu_peak_tflops) * TFLOP
+    alu = np.where(alu_peak > 0, _f(alu_flops_per_weight) * m.matmul_params / np.where(alu_peak > 0, alu_peak, 1.0), 0.0)
+    scores = b * attention / (4.0 * m.head_dim)
+    memory = w_read / (_f(bandwidth_fraction) * bw) + (kv_read + kv_write) / (eta_kv * bw) + _f(decode_score_bytes) * scores / bw + alu
+    memory = memory + _f(ecc_overhead) * (w_read + kv_read + kv_write) / bw
     peak = _f(peak_tflops) * TFLOP
     has_peak = peak > 0
     safe_peak = np.where(has_peak, peak, 1.0)

@@ -2,7 +2,8 @@
 
 Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
 
-    t_step = X / eta_bw(quantized?) + n_layers * tau_layer + tau_step,   X = bytes_step / BW
+    t_step = X_w / eta_bw(quantized?) + X_kv / eta_kv + s_dec * X_s + k_alu * Y + n_layers * tau_layer + tau_step,
+    X_w = weight bytes / BW,  X_kv = KV-cache bytes / BW,  X_s = scores / BW,  Y = weights / fp32 peak
 
 so each group (engine / backend / hardware class) is fitted by weighted least squares on
 relative error (each row divided by its measured time), with a weak ridge toward the engine's
@@ -26,7 +27,11 @@ from typing import Any
 
 from tokometer.catalog.efficiency import ANY, GroupKey
 from tokometer.costmodel.layout import IDEAL
-from tokometer.costmodel.roofline import prefill_score_elements
+from tokometer.costmodel.roofline import (
+    alu_peak_tflops,
+    decode_score_elements,
+    prefill_score_elements,
+)
 from tokometer.errors import TokometerError
 from tokometer.specs import Efficiency
 from tokometer.units import GB
@@ -52,7 +57,11 @@ class Features:
     hardware_id: str
     prior: Efficiency
     t_measured_s: float
-    memory_s: float = 0.0  # bytes / datasheet bandwidth
+    memory_s: float = 0.0  # weight bytes / datasheet bandwidth
+    kv_s: float = 0.0  # KV-cache bytes read and written / datasheet bandwidth
+    alu_s: float = 0.0  # weights multiplied / fp32 shader peak: seconds per ALU op per weight
+    decode_score_s: float = 0.0  # decode attention scores / datasheet bandwidth: seconds per byte per score
+    ecc_s: float = 0.0  # (weight + KV bytes) / datasheet bandwidth on a card with inline ECC, else 0
     quantized: bool = False
     n_layers: int = 0
     matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
@@ -100,7 +109,17 @@ def features(case: Case) -> Features | None:
         n_layers=est.model.n_layers,
     )
     if case.metric == "tg":
-        return Features(t_measured_s=1.0 / case.value, memory_s=est.step.memory_time_s, **base)  # type: ignore[arg-type]
+        bw = hardware.memory_bandwidth_gb_per_s * GB
+        alu_peak = alu_peak_tflops(hardware)
+        return Features(
+            t_measured_s=1.0 / case.value,
+            memory_s=est.step.weight_bytes / bw,
+            kv_s=(est.step.kv_read_bytes + est.step.kv_write_bytes) / bw,
+            alu_s=est.model.matmul_params_per_token() / (alu_peak * 1e12) if alu_peak else 0.0,
+            decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw,
+            ecc_s=(est.step.weight_bytes + est.step.kv_read_bytes + est.step.kv_write_bytes) / bw if hardware.inline_ecc else 0.0,
+            **base,  # type: ignore[arg-type]
+        )
     if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
         return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
     peak = est.peak.tflops * 1e12
@@ -121,14 +140,22 @@ def _default(engine_id: str) -> Efficiency:
     return engine_catalog().get(engine_id).efficiency
 
 
-def _bounded_lstsq(rows: list[list[float]], target: list[float], prior: list[float], lower: list[float]) -> list[float]:
-    """min sum (A x - b)^2 + RIDGE * sum ((x - prior)/scale)^2, with x >= lower (active set)."""
+def _bounded_lstsq(
+    rows: list[list[float]], target: list[float], prior: list[float], lower: list[float], scales: list[float | None] | None = None
+) -> list[float]:
+    """min sum (A x - b)^2 + RIDGE * sum ((x - prior)/scale)^2, with x >= lower (active set).
+
+    `scales`: how far each unknown may stray from its prior at the cost of one row (default |prior|).
+    """
     import numpy as np
 
     a = np.asarray(rows, dtype=float)
     b = np.asarray(target, dtype=float)
     p = np.asarray(prior, dtype=float)
     scale = np.maximum(np.abs(p), 1e-9)
+    for i, given in enumerate(scales or []):
+        if given is not None:
+            scale[i] = given
     fixed: dict[int, float] = {}
     for _ in range(len(prior) + 1):
         free = [i for i in range(len(prior)) if i not in fixed]
@@ -151,14 +178,29 @@ def _bounded_lstsq(rows: list[list[float]], target: list[float], prior: list[flo
     return [float(max(v, lo)) for v, lo in zip(x, lower, strict=True)]
 
 
+ALU_PRIOR_FLOPS_PER_WEIGHT = 2.0  # one FMA per weight (dequant extra is what the fit finds)
+ALU_PRIOR_SCALE = 20.0  # a weak pull: k_alu is set by the devices' ALU-to-bandwidth spread, not the prior
+SCORE_PRIOR_BYTES = 100.0  # fp32 score traffic plus some K/V re-reads per query head
+ECC_PRIOR = 0.1  # inline ECC: 1 check byte per 16-32 data bytes plus read-modify-write turnarounds
+ECC_PRIOR_SCALE = 0.2
+SCORE_PRIOR_SCALE = 1000.0  # weak: anything from a fused kernel (0) to no reuse at all (~530 B) is plausible
+
+
 def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
     has_plain = any(not f.quantized for f in rows)
     has_quant = any(f.quantized for f in rows)
+    has_kv = any(f.kv_s > 0 for f in rows)
+    has_alu = any(f.alu_s > 0 for f in rows)
     q_prior = prior.quantized_bandwidth_fraction or prior.bandwidth_fraction
+    kv_prior = prior.kv_bandwidth_fraction or prior.bandwidth_fraction
     a = [
         [
             (0.0 if f.quantized else f.memory_s) / f.t_measured_s,
             (f.memory_s if f.quantized else 0.0) / f.t_measured_s,
+            f.kv_s / f.t_measured_s,
+            f.alu_s / f.t_measured_s,
+            f.decode_score_s / f.t_measured_s,
+            f.ecc_s / f.t_measured_s,
             f.n_layers * 1e-6 / f.t_measured_s,
             1e-6 / f.t_measured_s,
         ]
@@ -167,14 +209,30 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
     x = _bounded_lstsq(
         a,
         [1.0] * len(rows),
-        [1.0 / prior.bandwidth_fraction, 1.0 / q_prior, prior.layer_overhead_us, prior.step_overhead_us],
-        [1.0, 1.0, 0.0, 0.0],
+        [
+            1.0 / prior.bandwidth_fraction,
+            1.0 / q_prior,
+            1.0 / kv_prior,
+            prior.decode_alu_flops_per_weight or ALU_PRIOR_FLOPS_PER_WEIGHT,
+            prior.decode_score_bytes or SCORE_PRIOR_BYTES,
+            prior.inline_ecc_overhead or ECC_PRIOR,
+            prior.layer_overhead_us,
+            prior.step_overhead_us,
+        ],
+        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [None, None, None, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, ECC_PRIOR_SCALE, None, None],
     )
+    has_ecc = any(f.ecc_s > 0 for f in rows)
+    has_depth = any(f.decode_score_s > 0 for f in rows)
     return {
         "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
         "quantized_bandwidth_fraction": 1.0 / x[1] if has_quant else q_prior,
-        "layer_overhead_us": x[2],
-        "step_overhead_us": x[3],
+        "kv_bandwidth_fraction": 1.0 / x[2] if has_kv else kv_prior,
+        "decode_alu_flops_per_weight": x[3] if has_alu else prior.decode_alu_flops_per_weight,
+        "decode_score_bytes": x[4] if has_depth else prior.decode_score_bytes,
+        "inline_ecc_overhead": x[5] if has_ecc else prior.inline_ecc_overhead,
+        "layer_overhead_us": x[6],
+        "step_overhead_us": x[7],
     }
 
 
@@ -222,7 +280,14 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
 
 def _predicted_time(f: Features, eff: Efficiency) -> float:
     if f.case.metric == "tg":
-        return f.memory_s / eff.bandwidth_fraction_for(f.quantized) + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+        return (
+            f.memory_s / eff.bandwidth_fraction_for(f.quantized)
+            + f.kv_s / eff.kv_fraction_for(f.quantized)
+            + f.alu_s * eff.decode_alu_flops_per_weight
+            + f.decode_score_s * eff.decode_score_bytes
+            + f.ecc_s * eff.inline_ecc_overhead
+            + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+        )
     eta = eff.prefill_max_for(f.quantized) * f.chunk_tokens / (f.chunk_tokens + eff.prefill_half_tokens)
     eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
     score = f.score_s * eff.attention_score_bytes
@@ -418,6 +483,10 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "attention_score_bytes",
             "prefill_batch_tokens",
             "decode_compute_fraction",
+            "kv_bandwidth_fraction",
+            "decode_alu_flops_per_weight",
+            "decode_score_bytes",
+            "inline_ecc_overhead",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):

@@ -135,6 +135,7 @@ def sweep(
     import numpy as np
 
     from tokometer.costmodel.memory import UNQUANTIZED_BITS, weight_bytes
+    from tokometer.costmodel.roofline import alu_peak_tflops
     from tokometer.costmodel.vector import ModelArrays, decode_grid
 
     specs = [resolve_model(n) for n in _names(models, model_catalog().ids, DEFAULT_MODEL)]
@@ -148,7 +149,7 @@ def sweep(
     if not (specs and devices and formats and contexts and batches):
         raise InputError("a sweep needs at least one model, hardware, quant, context and batch")
     n_h, n_q = len(devices), len(formats)
-    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_c", "peak", "tau_l", "tau_s", "kv", "runtime", "usable")}
+    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "ecc", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "kv", "runtime", "usable")}
     engines: list[list[str]] = []
     forced = engine_catalog().get(engine) if engine else None
     for i, hw in enumerate(devices):
@@ -160,7 +161,13 @@ def sweep(
             if kv_fmt.usage == "weights":
                 raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)")
             engines[i].append(eng.id)
-            per["eta"][i, j] = eff.bandwidth_fraction_for(q.kind in ("block", "mix", "group"))
+            quantized = q.kind in ("block", "mix", "group")
+            per["eta"][i, j] = eff.bandwidth_fraction_for(quantized)
+            per["eta_kv"][i, j] = eff.kv_fraction_for(quantized)
+            per["alu_k"][i, j] = eff.decode_alu_flops_per_weight
+            per["score_b"][i, j] = eff.decode_score_bytes
+            per["ecc"][i, j] = eff.ecc_overhead_for(hw)
+            per["alu_peak"][i, j] = alu_peak_tflops(hw) or 0.0
             per["eta_c"][i, j] = eff.decode_compute_fraction
             per["peak"][i, j] = format_peak(hw, q, eng).tflops or 0.0
             per["tau_l"][i, j] = eff.layer_overhead_us
@@ -189,6 +196,11 @@ def sweep(
         weight_scale=scale,
         bandwidth_gb_per_s=bandwidth,
         bandwidth_fraction=hq("eta"),
+        kv_bandwidth_fraction=hq("eta_kv"),
+        alu_flops_per_weight=hq("alu_k"),
+        alu_peak_tflops=hq("alu_peak"),
+        decode_score_bytes=hq("score_b"),
+        ecc_overhead=hq("ecc"),
         compute_fraction=hq("eta_c"),
         peak_tflops=hq("peak"),
         layer_overhead_us=hq("tau_l"),

@@ -386,6 +386,17 @@ def unsupported_setup(case: Case) -> str | None:
     return None
 
 
+def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
+    """The shipped fit as the row ran: calibration rows were measured with unfused decode attention
+    (llama.cpp builds before flash attention became their default), so its per-score term applies."""
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import efficiency_for
+
+    request = case_request(case, hardware)
+    engine = engine_catalog().get(request.engine or "llama-cpp")
+    return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=True)
+
+
 def predict_case(
     case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False
 ) -> CaseResult:
@@ -404,6 +415,8 @@ def predict_case(
     try:
         hardware = resolve_case_hardware(case)
         result.hardware_id = hardware.id
+        if efficiency is None and not strict:
+            efficiency = case_efficiency(case, hardware)
         request = case_request(case, hardware, efficiency=efficiency)
         gen = generated_tokens(case)
         est = estimate(request)

@@ -1,0 +1,143 @@
+"""The decode stream's terms beyond W / (eta BW): KV efficiency, unfused attention scores, inline ECC,
+unhidden matvec arithmetic (docs/PHYSICS.md section 4), and that the fit recovers them."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from tokometer.catalog import hardware_catalog, make_efficiency, model_catalog
+from tokometer.costmodel.layout import IDEAL
+from tokometer.costmodel.roofline import (
+    Peak,
+    alu_peak_tflops,
+    decode_score_elements,
+    decode_step,
+    unhidden_alu_time_s,
+)
+from tokometer.errors import CatalogError
+from tokometer.specs import Efficiency
+from tokometer.units import GB, TFLOP
+from tokometer.usecases.calibration import Features, _predicted_time, fit_decode
+
+LLAMA_70B = model_catalog().get("llama-3-70b").spec
+BASE = replace(IDEAL, bandwidth_fraction=0.8)
+
+
+def _step(eff: Efficiency, hw_id: str = "rtx-4090", depth: float = 4096.0, batch: int = 1):  # type: ignore[no-untyped-def]
+    hw = hardware_catalog().get(hw_id)
+    return decode_step(LLAMA_70B, LLAMA_70B.params, hw, eff, batch=batch, depth_tokens=depth, peak=Peak(None, None))
+
+
+def test_decode_scores_count_query_heads_times_depth() -> None:
+    # Llama 3 70B: 80 layers x 64 query heads, one score per cached token
+    assert decode_score_elements(LLAMA_70B, 1000.0) == pytest.approx(80 * 64 * 1000.0)
+    assert decode_score_elements(LLAMA_70B, 0.0) == 0.0
+
+
+def test_score_term_is_bytes_per_score_over_bandwidth_per_stream() -> None:
+    hw = hardware_catalog().get("rtx-4090")
+    plain = _step(BASE, batch=3)
+    scored = _step(replace(BASE, decode_score_bytes=500.0), batch=3)
+    want = 3 * 500.0 * decode_score_elements(LLAMA_70B, 4096.0) / (hw.memory_bandwidth_gb_per_s * GB)
+    assert scored.memory_time_s - plain.memory_time_s == pytest.approx(want)
+    assert scored.score_time_s == pytest.approx(want)
+
+
+def test_kv_traffic_uses_its_own_efficiency() -> None:
+    hw = hardware_catalog().get("rtx-4090")
+    plain = _step(BASE)
+    slow_kv = _step(replace(BASE, kv_bandwidth_fraction=0.4))
+    kv = plain.kv_read_bytes + plain.kv_write_bytes
+    bw = hw.memory_bandwidth_gb_per_s * GB
+    assert slow_kv.memory_time_s - plain.memory_time_s == pytest.approx(kv / (0.4 * bw) - kv / (0.8 * bw))
+
+
+def test_inline_ecc_is_datacenter_gddr_only_and_costs_bytes() -> None:
+    cat = hardware_catalog()
+    assert cat.get("a40").inline_ecc and cat.get("l40s").inline_ecc
+    assert not any(cat.get(h).inline_ecc for h in ("rtx-a6000", "rtx-4090", "h100-pcie", "m2-ultra-76c"))
+    eff = replace(BASE, inline_ecc_overhead=0.1)
+    on, off = _step(eff, "a40"), _step(BASE, "a40")
+    assert on.memory_time_s - off.memory_time_s == pytest.approx(0.1 * on.bytes / (cat.get("a40").memory_bandwidth_gb_per_s * GB))
+    assert _step(eff, "rtx-a6000").memory_time_s == pytest.approx(_step(BASE, "rtx-a6000").memory_time_s)
+
+
+def test_alu_term_is_ops_per_weight_over_the_shader_or_dot_product_peak() -> None:
+    cat = hardware_catalog()
+    eff = replace(BASE, decode_alu_flops_per_weight=6.0)
+    a100 = cat.get("a100-80gb-sxm")
+    assert alu_peak_tflops(a100) == a100.fp32_tflops  # shader fp32, not the 312 TFLOPS tensor peak
+    assert unhidden_alu_time_s(LLAMA_70B, a100, eff) == pytest.approx(6.0 * LLAMA_70B.matmul_params_per_token() / (19.5 * TFLOP))
+    cpu = cat.get("ddr5-6000-dual-channel")
+    assert alu_peak_tflops(cpu) == cpu.fp16_tflops  # dot-product instructions on a CPU
+    assert unhidden_alu_time_s(LLAMA_70B, a100, BASE) == 0.0
+    # once per step: a batch of streams shares the dequantization
+    assert _step(eff, "a100-80gb-sxm", batch=8).alu_time_s == _step(eff, "a100-80gb-sxm", batch=1).alu_time_s
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("decode_score_bytes", -1.0), ("decode_alu_flops_per_weight", -0.5), ("inline_ecc_overhead", -0.1), ("kv_bandwidth_fraction", 1.5)],
+)
+def test_catalog_rejects_impossible_decode_terms(key: str, value: float) -> None:
+    raw = {"bandwidth_fraction": 0.8, "layer_overhead_us": 10.0, "step_overhead_us": 100.0, "prefill_efficiency_max": 0.5, "prefill_half_tokens": 100.0}
+    assert make_efficiency(raw, "test", "x").decode_score_bytes == 0.0
+    with pytest.raises(CatalogError, match=key):
+        make_efficiency({**raw, key: value}, "test", "x")
+
+
+def test_fit_recovers_known_decode_terms_from_synthetic_rows() -> None:
+    truth = replace(
+        BASE,
+        bandwidth_fraction=0.85,
+        quantized_bandwidth_fraction=0.75,
+        kv_bandwidth_fraction=0.6,
+        decode_alu_flops_per_weight=6.0,
+        decode_score_bytes=300.0,
+        inline_ecc_overhead=0.08,
+        layer_overhead_us=30.0,
+        step_overhead_us=400.0,
+    )
+    rng = random.Random(7)
+    rows = []
+    for _ in range(60):
+        f = Features(
+            case=None,  # type: ignore[arg-type]
+            group="llama-cpp/cuda/gddr-gpu",
+            engine_id="llama-cpp",
+            backend="cuda",
+            hardware_id="x",
+            prior=BASE,
+            t_measured_s=1.0,
+            memory_s=rng.uniform(2e-3, 5e-2),
+            kv_s=rng.uniform(0, 5e-3),
+            alu_s=rng.uniform(1e-5, 1e-3),
+            decode_score_s=rng.uniform(0, 2e-5),
+            ecc_s=rng.uniform(2e-3, 5e-2) if rng.random() < 0.3 else 0.0,
+            quantized=rng.random() < 0.5,
+            n_layers=rng.choice([32, 80]),
+        )
+        t = _predicted_time(replace(f, case=type("C", (), {"metric": "tg"})()), truth)  # type: ignore[arg-type]
+        rows.append(replace(f, t_measured_s=t))
+    fitted = fit_decode(rows, replace(BASE, bandwidth_fraction=0.7, layer_overhead_us=25.0, step_overhead_us=300.0))
+    assert fitted["bandwidth_fraction"] == pytest.approx(0.85, rel=0.03)
+    assert fitted["quantized_bandwidth_fraction"] == pytest.approx(0.75, rel=0.03)
+    assert fitted["kv_bandwidth_fraction"] == pytest.approx(0.6, rel=0.1)
+    assert fitted["decode_alu_flops_per_weight"] == pytest.approx(6.0, rel=0.1)
+    assert fitted["decode_score_bytes"] == pytest.approx(300.0, rel=0.1)
+    # the ridge pulls e_ecc a little toward its prior (0.1); it still sits nearer the truth than the prior
+    assert abs(fitted["inline_ecc_overhead"] - 0.08) < abs(fitted["inline_ecc_overhead"] - 0.12)
+    assert fitted["inline_ecc_overhead"] == pytest.approx(0.08, abs=0.025)
+
+
+def test_estimates_run_fused_decode_attention_while_calibration_rows_keep_the_unfused_term() -> None:
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import efficiency_for
+
+    engine, hw = engine_catalog().get("llama-cpp"), hardware_catalog().get("rtx-4090")
+    measured = efficiency_for(engine, hw, unfused_decode_attention=True)
+    assert measured.decode_score_bytes > 0  # fitted on llama.cpp builds without flash attention
+    assert efficiency_for(engine, hw) == replace(measured, decode_score_bytes=0.0)
