@@ -44,6 +44,8 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel devices per replica.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages per replica.")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Engine replicas behind the router.")
+@click.option("--disagg", help="P:D disaggregated prefill and decode pools (replicas each); the prompt's KV crosses --kv-link.")
+@click.option("--kv-link", help="Link between the pools: nvlink, pcie4, pcie5x8... or GB/s (default: NVLink if the device has it, else PCIe).")
 @click.option("--router", type=click.Choice(["round-robin", "least-outstanding"]), default="round-robin", show_default=True)
 @click.option("--rate", help="Requests per second (Poisson); a list like 1,2,4,8 draws the latency-throughput curve.")
 @click.option("--sweep-rate", is_flag=True, help="Sweep rates from 10 % to 120 % of saturation and find the knee.")
@@ -68,7 +70,7 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
 @json_option
 def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, replicas: int,
-             router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
+             disagg: str | None, kv_link: str | None, router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
              max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
@@ -83,6 +85,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     from tokometer.usecases.simulate import (
         auto_rates,
         deploy,
+        disaggregation,
         knee,
         parse_lengths,
         read_trace,
@@ -109,6 +112,12 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
                  max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
                  prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
+    if disagg is not None:
+        if replicas != 1:
+            raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
+        kwargs["disagg"] = disaggregation(dep, disagg, kv_link)
+    elif kv_link is not None:
+        raise InputError("--kv-link only applies with --disagg P:D")
     arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
     base = Workload("offline", n, p_dist, o_dist)
     if rate is not None or sweep_rate:
@@ -138,7 +147,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         plot_serving(plot_file, result=result)
     if as_json:
         click.echo(to_json({"deployment": dep.to_dict(), "workload": workload.to_dict() | {"trace": len(workload.trace)},
-                            "result": result.to_dict(), "binding": result.binding}))
+                            "result": result.to_dict(), "binding": result.binding}
+                           | ({"disagg": kwargs["disagg"].to_dict()} if disagg is not None else {})))
     else:
         click.echo(render_result(dep, result, slo=slo))
 
