@@ -109,7 +109,7 @@ def simulate_levels(
         level["simulation"] = SimulatedGrade(
             engine=engine,
             engine_assumed=assumed,
-            workload={"arrival": workload.arrival, kind: value, "num_requests": workload.num_requests,
+            workload={"arrival": workload.arrival, kind: level[kind], "num_requests": workload.num_requests,
                       "prompt_tokens": round(workload.prompt.a), "output_tokens": round(workload.output.a), "seed": seed},
             metrics=compare(summary, result),
             deployment=dep.label,
