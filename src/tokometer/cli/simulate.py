@@ -1,11 +1,10 @@
 """`tokometer simulate` (a served workload, step by step), `tokometer plan` (cheapest setup meeting
-SLOs) and the serving validation commands. Entry points only: the work is in `usecases/`."""
+SLOs). Entry points only: the work is in `usecases/`."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -151,70 +150,3 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
                            | ({"disagg": kwargs["disagg"].to_dict()} if disagg is not None else {})))
     else:
         click.echo(render_result(dep, result, slo=slo))
-
-
-@click.command("validate-serving")
-@click.argument("rows", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--loso", is_flag=True, help="Also leave each source out: fit without it, score it.")
-@json_option
-def validate_serving(rows: Path | None, loso: bool, as_json: bool) -> None:
-    """Predict every serving row (default: the shipped serving.csv) through the simulator."""
-    from tokometer.catalog.serving import serving_efficiency
-    from tokometer.report.text import table, to_json
-    from tokometer.usecases.serving_validate import (
-        default_data_path,
-        group_runs,
-        predict,
-        read_rows,
-        report,
-    )
-
-    path = rows or default_data_path()
-    parsed, bad = read_rows(path)
-    runs = group_runs(parsed)
-    rep = report(predict(runs, serving_efficiency) + bad)
-    if loso:
-        from tokometer.usecases.serving_fit import leave_one_source_out, record_run
-
-        recs = [r for r in (record_run(run) for run in runs) if r is not None]
-        cv = report(leave_one_source_out(runs, recs))
-        rep["loso"] = {"metrics": cv["metrics"], "scenarios": cv["scenarios"]}
-    if as_json:
-        rep.pop("results")
-        click.echo(to_json(rep))
-        return
-    out = []
-    for scenario, metrics in rep["scenarios"].items():
-        for metric, m in metrics.items():
-            cv_m = rep.get("loso", {}).get("scenarios", {}).get(scenario, {}).get(metric, {})
-            out.append([scenario, metric, str(m["n"]), str(m["scored"]), _pct(m["median_ape"]), _pct(m["p90_ape"]),
-                        _pct(m["within_15"]), _pct(cv_m.get("median_ape")), _pct(m["naive_median_ape"])])
-    click.echo(table(out, ["scenario", "metric", "rows", "scored", "median err", "p90 err", "within 15%", "LOSO median", "naive median"]))
-    reasons: dict[str, int] = {}
-    for r in rep["unpredictable"]:
-        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
-    for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
-        click.echo(f"not scored ({count}): {reason}")
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-@click.command("calibrate-serving")
-@click.argument("rows", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--write", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the fitted table (JSON) here.")
-@json_option
-def calibrate_serving(rows: Path | None, out: Path | None, as_json: bool) -> None:
-    """Fit the serving efficiency per engine (batched-compute curve, step overhead) on serving rows."""
-    from tokometer.report.text import to_json
-    from tokometer.usecases.serving_fit import calibrate_serving as fit
-    from tokometer.usecases.serving_validate import default_data_path
-
-    data = fit(rows or default_data_path(), out)
-    if as_json:
-        click.echo(to_json(data))
-        return
-    for key, e in data["entries"].items():
-        click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  "
-                   f"step overhead {e['step_overhead_us']:,.0f} us  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
