@@ -65,7 +65,7 @@ def render_serving_report(rep: dict[str, Any], title: str) -> str:
 
 def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
     from tokometer.report.text import num, table, to_json
-    from tokometer.usecases.serving_validate import validate_serving
+    from tokometer.usecases.serving_fit import validate_serving
 
     if baseline or loho:
         raise click.UsageError(

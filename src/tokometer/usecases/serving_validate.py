@@ -76,26 +76,6 @@ def is_serving_file(path: str | Path) -> bool:
     return any(c.strip() in SERVING_COLUMNS for c in header)
 
 
-def validate_serving(path: str | Path, *, loso: bool = False) -> dict[str, Any]:
-    """Predict every serving row through the simulator; `loso` adds leave-one-source-out scores.
-
-    The report: `metrics.<metric>.{n,scored,median_ape,p90_ape,within_15,naive_median_ape}`, the
-    same per scenario, `unpredictable` rows with their reasons, and `results` row by row.
-    """
-    from tokometer.catalog.serving import serving_efficiency
-
-    parsed, bad = read_rows(path)
-    runs = group_runs(parsed)
-    rep = report(predict(runs, serving_efficiency) + bad)
-    if loso:
-        from tokometer.usecases.serving_fit import leave_one_source_out, record_run
-
-        recs = [r for r in (record_run(run) for run in runs) if r is not None]
-        cv = report(leave_one_source_out(runs, recs))
-        rep["loso"] = {"metrics": cv["metrics"], "scenarios": cv["scenarios"]}
-    return rep
-
-
 def default_data_path() -> Path:
     return Path(str(resources.files("tokometer") / "calibration_data" / "serving.csv"))
 
