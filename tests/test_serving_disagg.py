@@ -113,6 +113,8 @@ def test_cli_disagg_json_and_bad_input(capsys: pytest.CaptureFixture[str]) -> No
     assert data["disagg"]["prefill_replicas"] == 1 and data["disagg"]["decode_replicas"] == 2
     assert data["disagg"]["link_bytes_per_s"] < 50e9  # the link's effective share of 50 GB/s
     assert data["result"]["replicas"] == 3 and data["result"]["completed"] == 50
+    code, out, _ = cli(capsys, *args, "--disagg", "1:2", "--kv-link", "50")
+    assert code == 0 and "1 prefill + 2 decode replicas" in out and "counted in TTFT" in out
     for bad in (["--disagg", "2"], ["--disagg", "1:1", "--replicas", "2"], ["--kv-link", "nvlink"], ["--disagg", "1:1", "--kv-link", "fast"]):
         code, out, err = cli(capsys, *args, *bad)
         assert code == 2, (bad, out, err)

@@ -150,3 +150,11 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
                            | ({"disagg": kwargs["disagg"].to_dict()} if disagg is not None else {})))
     else:
         click.echo(render_result(dep, result, slo=slo))
+        if disagg is not None:
+            pools = kwargs["disagg"]
+            click.echo(
+                f"disaggregated: {pools.prefill_replicas} prefill + {pools.decode_replicas} decode replicas; "
+                f"each prompt's KV crosses a {pools.link_bytes_per_s / 1e9:,.0f} GB/s link "
+                f"({pools.transfer_s(round(workload.prompt.mean)) * 1e3:,.2f} ms for a {workload.prompt.mean:,.0f}-token prompt), "
+                "counted in TTFT"
+            )

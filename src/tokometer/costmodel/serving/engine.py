@@ -146,8 +146,9 @@ class Replica:
         if not self.busy and self.clock < at:
             self.clock = at
         req = Request(arrival, max(1, prompt), output, ready)
-        req.cached = min(cached, req.prompt - 1)
-        req.then_output = then_output
+        if cached or then_output:
+            req.cached = min(cached, req.prompt - 1)
+            req.then_output = then_output
         self.waiting.append(req)
 
     # ---------------------------------------------------------------- one step
