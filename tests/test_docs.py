@@ -68,3 +68,18 @@ def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
     assert tables in readme, "README accuracy tables are stale: run `python scripts/accuracy_tables.py`"
     for held_out in ("nothing (in-sample)", "every row of the device, multi-device rows too", "every row of the publication"):
         assert held_out in tables
+
+
+@pytest.mark.slow  # leave-one-source-out refits the serving efficiency three times: about 40 s here
+def test_readme_serving_accuracy_table_is_what_the_script_writes() -> None:
+    """The README's serving table is `scripts/serving_accuracy.py`'s output from `validate --serving --lso`."""
+    spec = importlib.util.spec_from_file_location("serving_accuracy", ROOT / "scripts" / "serving_accuracy.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = module.render(module.report())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert table in readme, "README serving accuracy table is stale: run `python scripts/serving_accuracy.py`"
+    for _, held_out in module.HELD_OUT:
+        assert held_out in table
+    assert "| offline | tput_out |" in table and "| static-batch | tput_out |" in table

@@ -181,6 +181,78 @@ def _summary(data: Any) -> RunSummary | None:
     return RunSummary.from_dict(data) if isinstance(data, Mapping) and data else None
 
 
+SIMULATED_METRICS: tuple[str, ...] = (
+    "tput_out_tok_s", "req_per_s", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
+)
+
+
+@dataclass(frozen=True)
+class MetricCheck:
+    """One measured figure beside the simulator's: `error_fraction = predicted / measured - 1`."""
+
+    measured: float | None
+    predicted: float | None
+
+    @property
+    def error_fraction(self) -> float | None:
+        if self.measured is None or self.predicted is None or self.measured <= 0:
+            return None
+        return self.predicted / self.measured - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"measured": self.measured, "predicted": self.predicted, "error_fraction": self.error_fraction}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MetricCheck:
+        data = data if isinstance(data, Mapping) else {}
+        return cls(data.get("measured"), data.get("predicted"))
+
+
+@dataclass(frozen=True)
+class SimulatedGrade:
+    """A rate or concurrency level against the serving simulator run on the same workload.
+
+    `workload` is what was simulated (arrival, rate or concurrency, requests, prompt and output
+    tokens, seed); `engine` the scheduler used (`engine_assumed` when the server did not say and the
+    user gave no --engine); `metrics` are keyed by `SIMULATED_METRICS`.
+    """
+
+    engine: str
+    engine_assumed: bool
+    workload: dict[str, Any]
+    metrics: dict[str, MetricCheck]
+    deployment: str = ""
+
+    @property
+    def median_abs_error(self) -> float | None:
+        errors = sorted(abs(e) for m in self.metrics.values() if (e := m.error_fraction) is not None)
+        if not errors:
+            return None
+        mid = len(errors) // 2
+        return errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "engine_assumed": self.engine_assumed,
+            "deployment": self.deployment,
+            "workload": dict(self.workload),
+            "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "median_abs_error": self.median_abs_error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SimulatedGrade:
+        metrics = data.get("metrics") or {}
+        return cls(
+            engine=str(data.get("engine") or ""),
+            engine_assumed=bool(data.get("engine_assumed")),
+            workload=dict(data.get("workload") or {}),
+            metrics={str(k): MetricCheck.from_dict(v) for k, v in metrics.items()},
+            deployment=str(data.get("deployment") or ""),
+        )
+
+
 @dataclass(frozen=True)
 class Level:
     """One level of a depth, concurrency or rate run: its summary, and once graded its prediction."""
@@ -191,6 +263,7 @@ class Level:
     summary: RunSummary | None
     prediction: dict[str, Any] | None = None  # the prediction's headline (`bench.grading.prediction_headline`)
     grading: dict[str, Any] | None = None
+    simulation: SimulatedGrade | None = None  # rate and concurrency levels: the serving simulator's view
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +276,8 @@ class Level:
             data["prediction"] = self.prediction
         if self.grading is not None:
             data["grading"] = self.grading
+        if self.simulation is not None:
+            data["simulation"] = self.simulation.to_dict()
         return data | self.extra
 
     @classmethod
@@ -218,7 +293,8 @@ class Level:
             summary=_summary(data.get("summary")),
             prediction=data.get("prediction"),
             grading=data.get("grading"),
-            extra=_known(data, ("label", kind, "summary", "prediction", "grading")),
+            simulation=SimulatedGrade.from_dict(data["simulation"]) if isinstance(data.get("simulation"), Mapping) else None,
+            extra=_known(data, ("label", kind, "summary", "prediction", "grading", "simulation")),
         )
 
 
@@ -331,6 +407,6 @@ class ListedRun:
 
 __all__ = [
     "FAILURE_KINDS", "LEVEL_KINDS", "RUN_STATUSES", "TOKEN_SOURCES", "FailureKind", "Goodput", "Level", "LevelKind",
-    "ListedRun", "Phase", "RequestRow", "RunMode", "RunRecord", "RunSource", "RunStatus", "RunSummary", "Stats",
-    "Throughput", "TokenSource",
+    "ListedRun", "MetricCheck", "Phase", "RequestRow", "RunMode", "RunRecord", "RunSource", "RunStatus", "RunSummary",
+    "SIMULATED_METRICS", "SimulatedGrade", "Stats", "Throughput", "TokenSource",
 ]

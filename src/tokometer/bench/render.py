@@ -91,6 +91,10 @@ def render_run(run: RunRecord, *, with_requests: bool = False) -> str:
     if run.levels:
         lines.append("")
         lines.append(render_levels(run.levels))
+        simulated = [level for level in run.levels if level.simulation is not None]
+        if simulated:
+            lines.append("")
+            lines.append(render_simulated(simulated))
     grading = run.grading or {}
     if grading.get("verdict"):
         lines.append("")
@@ -133,6 +137,31 @@ def render_levels(levels: Sequence[Level]) -> str:
         )
     header = ["level", "decode tok/s", "aggregate tok/s", "TTFT ms", "prompt tok", "predicted tok/s", "of ceiling", "ok"]
     return table(rows, header)
+
+
+_SIMULATED_LABELS = {
+    "tput_out_tok_s": "output tok/s", "req_per_s": "requests/s",
+    "ttft_ms_p50": "TTFT p50 ms", "ttft_ms_p90": "TTFT p90 ms", "ttft_ms_p99": "TTFT p99 ms",
+    "tpot_ms_p50": "TPOT p50 ms", "tpot_ms_p90": "TPOT p90 ms", "tpot_ms_p99": "TPOT p99 ms",
+}
+
+
+def render_simulated(levels: Sequence[Level]) -> str:
+    """Each level's measured figures beside the serving simulator's for the same workload."""
+    lines = []
+    for level in levels:
+        sim = level.simulation
+        assert sim is not None
+        assumed = f" ({sim.engine}'s scheduler assumed: the server did not name its engine; pass --engine)" if sim.engine_assumed else ""
+        lines.append(f"{level.label} simulated: {sim.deployment or sim.engine}{assumed}")
+        rows = []
+        for key, check in sim.metrics.items():
+            err = check.error_fraction
+            rows.append([_SIMULATED_LABELS.get(key, key), num(check.measured), num(check.predicted), "-" if err is None else f"{err:+.0%}"])
+        lines.append(table(rows, ["", "measured", "simulated", "error"]))
+        if sim.median_abs_error is not None:
+            lines.append(f"median |error| {sim.median_abs_error:.0%}")
+    return "\n".join(lines)
 
 
 def render_requests(requests: Sequence[Mapping[str, Any]]) -> str:

@@ -36,8 +36,6 @@ COMMANDS: dict[str, str] = {
     # serving (issue 11)
     "simulate": "tokometer.cli.simulate:simulate",
     "plan": "tokometer.cli.plan:plan",
-    "validate-serving": "tokometer.cli.simulate:validate_serving",
-    "calibrate-serving": "tokometer.cli.simulate:calibrate_serving",
 }
 
 

@@ -1,11 +1,10 @@
 """`tokometer simulate` (a served workload, step by step), `tokometer plan` (cheapest setup meeting
-SLOs) and the serving validation commands. Entry points only: the work is in `usecases/`."""
+SLOs). Entry points only: the work is in `usecases/`."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -44,6 +43,8 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel devices per replica.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages per replica.")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Engine replicas behind the router.")
+@click.option("--disagg", help="P:D disaggregated prefill and decode pools (replicas each); the prompt's KV crosses --kv-link.")
+@click.option("--kv-link", help="Link between the pools: nvlink, pcie4, pcie5x8... or GB/s (default: NVLink if the device has it, else PCIe).")
 @click.option("--router", type=click.Choice(["round-robin", "least-outstanding"]), default="round-robin", show_default=True)
 @click.option("--rate", help="Requests per second (Poisson); a list like 1,2,4,8 draws the latency-throughput curve.")
 @click.option("--sweep-rate", is_flag=True, help="Sweep rates from 10 % to 120 % of saturation and find the knee.")
@@ -68,7 +69,7 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
 @json_option
 def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, replicas: int,
-             router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
+             disagg: str | None, kv_link: str | None, router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
              max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
@@ -83,6 +84,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     from tokometer.usecases.simulate import (
         auto_rates,
         deploy,
+        disaggregation,
         knee,
         parse_lengths,
         read_trace,
@@ -109,6 +111,12 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
                  max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
                  prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
+    if disagg is not None:
+        if replicas != 1:
+            raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
+        kwargs["disagg"] = disaggregation(dep, disagg, kv_link)
+    elif kv_link is not None:
+        raise InputError("--kv-link only applies with --disagg P:D")
     arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
     base = Workload("offline", n, p_dist, o_dist)
     if rate is not None or sweep_rate:
@@ -138,73 +146,15 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         plot_serving(plot_file, result=result)
     if as_json:
         click.echo(to_json({"deployment": dep.to_dict(), "workload": workload.to_dict() | {"trace": len(workload.trace)},
-                            "result": result.to_dict(), "binding": result.binding}))
+                            "result": result.to_dict(), "binding": result.binding}
+                           | ({"disagg": kwargs["disagg"].to_dict()} if disagg is not None else {})))
     else:
         click.echo(render_result(dep, result, slo=slo))
-
-
-@click.command("validate-serving")
-@click.argument("rows", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--loso", is_flag=True, help="Also leave each source out: fit without it, score it.")
-@json_option
-def validate_serving(rows: Path | None, loso: bool, as_json: bool) -> None:
-    """Predict every serving row (default: the shipped serving.csv) through the simulator."""
-    from tokometer.catalog.serving import serving_efficiency
-    from tokometer.report.text import table, to_json
-    from tokometer.usecases.serving_validate import (
-        default_data_path,
-        group_runs,
-        predict,
-        read_rows,
-        report,
-    )
-
-    path = rows or default_data_path()
-    parsed, bad = read_rows(path)
-    runs = group_runs(parsed)
-    rep = report(predict(runs, serving_efficiency) + bad)
-    if loso:
-        from tokometer.usecases.serving_fit import leave_one_source_out, record_run
-
-        recs = [r for r in (record_run(run) for run in runs) if r is not None]
-        cv = report(leave_one_source_out(runs, recs))
-        rep["loso"] = {"metrics": cv["metrics"], "scenarios": cv["scenarios"]}
-    if as_json:
-        rep.pop("results")
-        click.echo(to_json(rep))
-        return
-    out = []
-    for scenario, metrics in rep["scenarios"].items():
-        for metric, m in metrics.items():
-            cv_m = rep.get("loso", {}).get("scenarios", {}).get(scenario, {}).get(metric, {})
-            out.append([scenario, metric, str(m["n"]), str(m["scored"]), _pct(m["median_ape"]), _pct(m["p90_ape"]),
-                        _pct(m["within_15"]), _pct(cv_m.get("median_ape")), _pct(m["naive_median_ape"])])
-    click.echo(table(out, ["scenario", "metric", "rows", "scored", "median err", "p90 err", "within 15%", "LOSO median", "naive median"]))
-    reasons: dict[str, int] = {}
-    for r in rep["unpredictable"]:
-        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
-    for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
-        click.echo(f"not scored ({count}): {reason}")
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-@click.command("calibrate-serving")
-@click.argument("rows", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--write", "out", type=click.Path(dir_okay=False, path_type=Path), help="Write the fitted table (JSON) here.")
-@json_option
-def calibrate_serving(rows: Path | None, out: Path | None, as_json: bool) -> None:
-    """Fit the serving efficiency per engine (batched-compute curve, step overhead) on serving rows."""
-    from tokometer.report.text import to_json
-    from tokometer.usecases.serving_fit import calibrate_serving as fit
-    from tokometer.usecases.serving_validate import default_data_path
-
-    data = fit(rows or default_data_path(), out)
-    if as_json:
-        click.echo(to_json(data))
-        return
-    for key, e in data["entries"].items():
-        click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  "
-                   f"step overhead {e['step_overhead_us']:,.0f} us  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
+        if disagg is not None:
+            pools = kwargs["disagg"]
+            click.echo(
+                f"disaggregated: {pools.prefill_replicas} prefill + {pools.decode_replicas} decode replicas; "
+                f"each prompt's KV crosses a {pools.link_bytes_per_s / 1e9:,.0f} GB/s link "
+                f"({pools.transfer_s(round(workload.prompt.mean)) * 1e3:,.2f} ms for a {workload.prompt.mean:,.0f}-token prompt), "
+                "counted in TTFT"
+            )

@@ -42,8 +42,58 @@ def render_report(rep: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
+def render_serving_report(rep: dict[str, Any], title: str) -> str:
+    """Per scenario and metric: rows, scored, fitted error (median, p90, within 15 %), LOSO and naive medians."""
+    from tokometer.report.text import table
+
+    out = []
+    for scenario, metrics in rep["scenarios"].items():
+        for metric, m in metrics.items():
+            cv_m = rep.get("loso", {}).get("scenarios", {}).get(scenario, {}).get(metric, {})
+            out.append([scenario or "(none)", metric, str(m["n"]), str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]),
+                        _fmt(m["within_15"]), _fmt(cv_m.get("median_ape")), _fmt(m["naive_median_ape"])])
+    lines = [title, "", table(out, ["scenario", "metric", "rows", "scored", "median err", "p90 err", "within 15%", "LOSO median", "naive median"])]
+    lines += ["", f"{rep['scored']} of {rep['rows']} rows scored"]
+    reasons: dict[str, int] = {}
+    for r in rep["unpredictable"]:
+        reasons[r["reason"]] = reasons.get(r["reason"], 0) + 1
+    if reasons:
+        lines += ["", "not scored:"]
+        lines += [f"  {count:4d}  {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])]
+    return "\n".join(lines)
+
+
+def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
+    from tokometer.report.text import num, table, to_json
+    from tokometer.usecases.serving_fit import validate_serving
+
+    if baseline or loho:
+        raise click.UsageError(
+            f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {cases.name} has serving columns "
+            "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
+        )
+    rep = validate_serving(cases, loso=lso)
+    rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(cases)}
+    rows = rep.pop("results")
+    if as_json:
+        if show_rows:
+            rep["results"] = rows
+        click.echo(to_json(rep))
+        return
+    title = f"{cases}: serving rows through the simulator" + (" (with leave-one-source-out)" if lso else "")
+    click.echo(render_serving_report(rep, title))
+    if show_rows:
+        click.echo("")
+        click.echo(table(
+            [[r["row_id"], r["scenario"] or "-", r["metric"], num(r["measured"]), num(r["predicted"]), _fmt(r["ape"]), r["reason"] or ""]
+             for r in rows],
+            ["row", "scenario", "metric", "measured", "predicted", "error", "not scored because"],
+        ))
+
+
 @click.command()
-@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), default=MEASUREMENTS_CSV, required=False)
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--serving", is_flag=True, help="Score the shipped serving rows (calibration_data/serving.csv) instead of measurements.csv.")
 @click.option(
     "--baseline",
     type=click.Choice(["ceiling", "derate"]),
@@ -55,7 +105,7 @@ def render_report(rep: dict[str, Any], title: str) -> str:
 @click.option("--lso", is_flag=True, help="Leave-one-source-out: each publication is predicted by a fit on the others only.")
 @click.option("--rows", "show_rows", is_flag=True, help="Also print every row with its prediction or the reason it was not scored.")
 @json_option
-def validate(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
+def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
     CASES [default: the shipped calibration measurements.csv] follows its schema: hardware by hardware_id /
@@ -64,12 +114,25 @@ def validate(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows
     Metrics scored: tg, pp, ttft_ms (batch 1), tg_agg, pp_agg, tput_out. A row that cannot be read
     or predicted (unknown metric or engine, unreadable cell, served workload) and a row flagged in
     its source are listed with the reason and counted, never fatal.
+
+    A file with serving columns (scenario, request_rate, concurrency, num_requests, dataset,
+    kv_cache_dtype, max_num_seqs_or_batch; `--serving` takes the shipped serving.csv) is predicted
+    through the serving simulator, one run per published run: metrics tput_out, tput_total,
+    tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
+    reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
     from tokometer.report.text import to_json
     from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
+    from tokometer.usecases.serving_validate import default_data_path, is_serving_file
     from tokometer.usecases.validation import read_cases, report
     from tokometer.usecases.validation import validate as run
 
+    if serving and cases is not None:
+        raise click.UsageError("give a CASES file or --serving, not both")
+    cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
+    if is_serving_file(cases):
+        _validate_serving(cases, baseline, loho, lso, show_rows, as_json)
+        return
     if baseline and (loho or lso):
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
     if loho and lso:
@@ -116,21 +179,48 @@ def validate(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows
         )
 
 
+def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
+    from tokometer.catalog.serving import SERVING_EFFICIENCY_FILE, serving_efficiency_table
+    from tokometer.report.text import to_json
+    from tokometer.usecases.serving_fit import calibrate_serving
+
+    target = out or SERVING_EFFICIENCY_FILE
+    data = calibrate_serving(cases, target)
+    serving_efficiency_table.cache_clear()
+    if as_json:
+        click.echo(to_json({"written": str(target), **data}))
+        return
+    for key, e in data["entries"].items():
+        click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  "
+                   f"step overhead {e['step_overhead_us']:,.0f} us  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
+    click.echo(f"wrote {target}")
+
+
 @click.command()
-@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), default=MEASUREMENTS_CSV, required=False)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the fitted table [default: the shipped efficiency.toml].")
+@click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--serving", is_flag=True, help="Fit the serving efficiency on the shipped serving.csv.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the fitted table [default: the shipped efficiency.toml, or serving_efficiency.json for serving rows].")
 @json_option
-def calibrate(cases: Path, out: Path | None, as_json: bool) -> None:
+def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool) -> None:
     """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows.
 
-    CASES defaults to the shipped calibration measurements.csv.
+    CASES defaults to the shipped calibration measurements.csv. A file with serving columns (or
+    --serving) fits the serving simulator instead: per engine, the batched-compute efficiency curve
+    and the per-step overhead.
     """
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
     from tokometer.report.text import table, to_json
     from tokometer.usecases.calibration import calibrate as fit
     from tokometer.usecases.calibration import write_table
+    from tokometer.usecases.serving_validate import default_data_path, is_serving_file
     from tokometer.usecases.validation import read_cases
 
+    if serving and cases is not None:
+        raise click.UsageError("give a CASES file or --serving, not both")
+    cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
+    if is_serving_file(cases):
+        _calibrate_serving(cases, out, as_json)
+        return
     table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
     target = out or EFFICIENCY_FILE
     write_table(target, table_, meta, counts)

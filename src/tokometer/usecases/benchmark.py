@@ -111,6 +111,10 @@ def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: s
         level["grading"] = grade(level_summary, level_full, batch=batch)
     if mode in ("concurrency", "depth") and run.get("levels"):  # the headline is the first level
         run["grading"] = dict(run["levels"][0]["grading"])
+    if mode in ("concurrency", "rate") and model:
+        from tokometer.usecases.bench_bridge import simulate_levels
+
+        simulate_levels(run, model, predictor.options, notes)
 
 
 @dataclass

@@ -15,7 +15,8 @@ first tokens closes its block), which keeps the fit to seconds. The loss is the 
 a coarse grid over the three parameters, then a finer grid around its
 best (deterministic: same data, same values). A pooled entry `*`
 fitted on every engine's rows serves engines without data of their own (fewer than 8 rows), and leave-one-source-out
-cross-validation refits without each source and scores it with what remains.
+cross-validation refits without each source and scores it with what remains (`validate_serving(loso=True)`,
+which `tokometer validate` calls on a file with serving columns).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from tokometer.usecases.serving_validate import (
     group_runs,
     predict,
     read_rows,
+    report,
     sized_workload,
 )
 
@@ -247,3 +249,21 @@ def leave_one_source_out(runs: Sequence[Run], recs: Sequence[Recording]) -> list
         held = [run for run in runs if run.source == source]
         out += predict(held, lookup(table), naive=False)
     return out
+
+
+def validate_serving(path: str | Path, *, loso: bool = False) -> dict[str, Any]:
+    """Predict every serving row through the simulator; `loso` adds leave-one-source-out scores.
+
+    The report: `metrics.<metric>.{n,scored,median_ape,p90_ape,within_15,naive_median_ape}`, the
+    same per scenario, `unpredictable` rows with their reasons, and `results` row by row.
+    """
+    from tokometer.catalog.serving import serving_efficiency
+
+    parsed, bad = read_rows(path)
+    runs = group_runs(parsed)
+    rep = report(predict(runs, serving_efficiency) + bad)
+    if loso:
+        recs = [r for r in (record_run(run) for run in runs) if r is not None]
+        cv = report(leave_one_source_out(runs, recs))
+        rep["loso"] = {"metrics": cv["metrics"], "scenarios": cv["scenarios"]}
+    return rep

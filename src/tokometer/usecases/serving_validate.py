@@ -62,6 +62,20 @@ THROUGHPUT = ("tput_out", "tput_total", "tput_in", "req_per_s")
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
 
 
+SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
+SERVING_COLUMNS = ("scenario", "request_rate", "concurrency", "num_requests", "dataset", "kv_cache_dtype", "max_num_seqs_or_batch")
+
+
+def is_serving_file(path: str | Path) -> bool:
+    """True when the CSV's header has a serving column (`scenario`, `request_rate`, `concurrency`...)."""
+    try:
+        with Path(path).open(encoding="utf-8-sig", newline="") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # the reader proper reports what is wrong with the file
+    return any(c.strip() in SERVING_COLUMNS for c in header)
+
+
 def default_data_path() -> Path:
     return Path(str(resources.files("tokometer") / "calibration_data" / "serving.csv"))
 
@@ -234,8 +248,11 @@ def plan_run(rows: list[Row]) -> Run:
             return run
         run.batch = c
         run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS), p_dist, o_dist, concurrency=c)
+    elif not scenario:
+        run.reason = "no scenario: a single-stream row in a serving file (validate it from a file without serving columns)"
+        return run
     else:
-        run.reason = f"scenario {scenario!r} is not simulated"
+        run.reason = f"scenario {scenario!r} is not simulated (known: {', '.join(SCENARIOS)})"
         return run
     run.deploy_kwargs = kwargs
     return run

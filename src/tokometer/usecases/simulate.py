@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.catalog.serving import ServingEngine, serving_efficiency, serving_engine
-from tokometer.costmodel.layout import Setup
+from tokometer.costmodel.layout import Setup, parse_link
 from tokometer.costmodel.serving import (
     LengthDist,
     SchedulerPolicy,
@@ -31,7 +31,10 @@ from tokometer.costmodel.serving import (
     simulate,
     step_cost,
 )
+from tokometer.costmodel.serving.cost import kv_token_bytes_total
+from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_disagg
 from tokometer.errors import InputError
+from tokometer.units import US
 
 TP_CHOICES = (1, 2, 4, 8)
 
@@ -141,11 +144,31 @@ def run(
     seed: int = 0,
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
+    disagg: Disagg | None = None,
 ) -> ServingResult:
+    """Simulate `workload` on `replicas` copies of `dep`, or on disaggregated pools when `disagg` is given."""
+    if disagg is not None:
+        return simulate_disagg(
+            dep.cost, dep.policy, dep.kv_capacity_tokens, workload, disagg, router=router, seed=seed,
+            slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
+        )
     return simulate(
         dep.cost, dep.policy, dep.kv_capacity_tokens, workload,
         replicas=replicas, router=router, seed=seed,
         slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
+    )
+
+
+def disaggregation(dep: Deployment, pools: str, link: str | None = None) -> Disagg:
+    """`--disagg P:D` over `link` (`parse_link`: NVLink when the device has it, else its PCIe; or GB/s)."""
+    p, d = parse_disagg(pools)
+    chosen = parse_link(link, dep.setup.hardware)
+    return Disagg(
+        prefill_replicas=p,
+        decode_replicas=d,
+        kv_bytes_per_token=kv_token_bytes_total(dep.setup),
+        link_bytes_per_s=chosen.effective_bytes_per_s,
+        link_latency_s=chosen.hop_latency_us * US,
     )
 
 

@@ -35,11 +35,15 @@ class Request:
     """One request in flight; mutable, slots only (the simulator creates one per request)."""
 
     __slots__ = (
-        "admitted", "arrival", "done", "finish_k", "first", "generated", "join_k", "output", "prompt", "todo",
+        "admitted", "arrival", "cached", "done", "finish_k", "first", "generated", "join_k", "output", "prompt",
+        "ready", "then_output", "todo",
     )
 
-    def __init__(self, arrival: float, prompt: int, output: int) -> None:
-        self.arrival = arrival
+    def __init__(self, arrival: float, prompt: int, output: int, ready: float | None = None) -> None:
+        self.arrival = arrival  # when the client sent it (TTFT and E2E count from here)
+        self.ready = arrival if ready is None else ready  # when this replica can have it (queueing counts from here)
+        self.cached = 0  # prompt tokens whose K/V arrived with the request (disaggregated decode pool)
+        self.then_output = 0  # output the decode pool will generate (disaggregated prefill pool)
         self.prompt = prompt  # tokens to (re)compute before the next token
         self.output = output
         self.todo = prompt  # prompt tokens still to prefill
@@ -61,6 +65,7 @@ class Replica:
         kv_capacity_tokens: float,
         *,
         on_finish: Callable[[float], None] | None = None,
+        on_done: Callable[[Request, float], None] | None = None,
         slo_ttft_s: float | None = None,
         slo_tpot_s: float | None = None,
         record: list[tuple[float, float, float, int, int]] | None = None,
@@ -71,6 +76,7 @@ class Replica:
         self.frag = policy.block_size_tokens / 2.0
         self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
         self.on_finish = on_finish
+        self.on_done = on_done
         self.slo_ttft = slo_ttft_s if slo_ttft_s is not None else math.inf
         self.slo_tpot = slo_tpot_s if slo_tpot_s is not None else math.inf
         self.record = record
@@ -119,7 +125,16 @@ class Replica:
     def busy(self) -> bool:
         return bool(self.waiting) or self.n_running > 0
 
-    def submit(self, arrival: float, prompt: int, output: int) -> None:
+    def submit(
+        self, arrival: float, prompt: int, output: int, *, ready: float | None = None, cached: int = 0,
+        then_output: int = 0,
+    ) -> None:
+        """Queue a request sent at `arrival` that this replica can take from `ready` (default: arrival).
+
+        `cached`: prompt tokens whose K/V came with it (a disaggregated decode pool receives all but
+        the last, which it computes to sample the first token). `then_output`: output tokens that
+        another pool will generate after this one's prefill (kept for `on_done`).
+        """
         if arrival < self.first_arrival:
             self.first_arrival = arrival
         need = prompt + output + self.frag
@@ -127,9 +142,14 @@ class Replica:
         if need > self.capacity or (slot is not None and prompt + output > slot):
             self.rejected += 1
             return
-        if not self.busy and self.clock < arrival:
-            self.clock = arrival
-        self.waiting.append(Request(arrival, max(1, prompt), output))
+        at = arrival if ready is None else ready
+        if not self.busy and self.clock < at:
+            self.clock = at
+        req = Request(arrival, max(1, prompt), output, ready)
+        if cached or then_output:
+            req.cached = min(cached, req.prompt - 1)
+            req.then_output = then_output
+        self.waiting.append(req)
 
     # ---------------------------------------------------------------- one step
 
@@ -153,6 +173,7 @@ class Replica:
             req.prompt = held + 1
             req.todo = req.prompt
             req.done = 0
+            req.cached = 0  # its blocks are freed: the transferred K/V is recomputed too
             req.generated += decoded
             self.preemptions += 1
             self.waiting.appendleft(req)
@@ -210,13 +231,16 @@ class Replica:
                 req = waiting[0]
                 if self.kv_used + req.prompt + frag > capacity:
                     break
-                todo = req.prompt if not hit else max(1, int(req.prompt * (1.0 - hit)))
+                if req.cached:
+                    todo = req.prompt - req.cached
+                else:
+                    todo = req.prompt if not hit else max(1, int(req.prompt * (1.0 - hit)))
                 if todo > budget and not chunked and tokens > decode_tokens:
                     break  # unchunked: a prompt over the budget runs as the step's only prefill
                 waiting.popleft()
                 if req.admitted < 0:
                     req.admitted = self.clock
-                    self.queue.add(self.clock - req.arrival)
+                    self.queue.add(self.clock - req.ready)
                 self.kv_used += req.prompt + frag
                 self.n_running += 1
                 self.order.append(req)
@@ -342,3 +366,5 @@ class Replica:
             self.good += 1
         if self.on_finish is not None:
             self.on_finish(now)
+        if self.on_done is not None:
+            self.on_done(req, now)

@@ -172,9 +172,17 @@ def _merged(pool: list[Replica], name: str) -> StreamStat:
     return out
 
 
-def _result(pool: list[Replica], workload: Workload, too_long: int, capacity: float) -> ServingResult:
+def _result(
+    pool: list[Replica], workload: Workload, too_long: int, capacity: float, *, workers: list[Replica] | None = None
+) -> ServingResult:
+    """Merge the replicas' statistics; `pool` finishes requests, `workers` (default: pool) did the steps.
+
+    Disaggregated serving passes the decode pool as `pool` (where requests finish and stream) and
+    both pools as `workers` (time, steps, bounds, preemptions, batch and KV use).
+    """
+    workers = pool if workers is None else workers
     completed = sum(r.completed for r in pool)
-    start = min((r.first_arrival for r in pool), default=0.0)
+    start = min((r.first_arrival for r in workers), default=0.0)
     start = 0.0 if start == math.inf else start
     end = max((r.last_finish for r in pool), default=0.0)
     duration = max(end - start, 0.0)
@@ -184,14 +192,14 @@ def _result(pool: list[Replica], workload: Workload, too_long: int, capacity: fl
     def rate(x: float) -> float:
         return x / duration if duration > 0 else 0.0
 
-    busy = sum(r.busy_s for r in pool)
+    busy = sum(r.busy_s for r in workers)
     good = sum(r.good for r in pool)
-    bound = {k: sum(r.bound_s[k] for r in pool) for k in ("memory", "compute", "overhead")}
+    bound = {k: sum(r.bound_s[k] for r in workers) for k in ("memory", "compute", "overhead")}
     trace = pool[0]
     return ServingResult(
         requests=workload.total_requests,
         completed=completed,
-        rejected=too_long + sum(r.rejected for r in pool),
+        rejected=too_long + sum(r.rejected for r in workers),
         duration_s=duration,
         req_per_s=rate(completed),
         tput_out_tok_s=rate(out),
@@ -201,19 +209,19 @@ def _result(pool: list[Replica], workload: Workload, too_long: int, capacity: fl
         tpot_s=_merged(pool, "tpot").summary(),
         itl_s=_merged(pool, "itl").summary(),
         e2e_s=_merged(pool, "e2e").summary(),
-        queue_s=_merged(pool, "queue").summary(),
+        queue_s=_merged(workers, "queue").summary(),
         goodput_share=good / completed if completed else None,
         goodput_req_per_s=rate(good) if completed else None,
-        mean_batch=sum(r.batch_time for r in pool) / busy if busy else 0.0,
-        mean_kv_utilisation=(sum(r.kv_time for r in pool) / busy / capacity) if busy and capacity else 0.0,
+        mean_batch=sum(r.batch_time for r in workers) / busy if busy else 0.0,
+        mean_kv_utilisation=(sum(r.kv_time for r in workers) / busy / capacity) if busy and capacity else 0.0,
         kv_capacity_tokens=capacity,
-        preemptions=sum(r.preemptions for r in pool),
-        steps=sum(r.steps for r in pool),
-        time_prefill_s=sum(r.prefill_s for r in pool),
-        time_decode_s=sum(r.decode_s for r in pool),
-        time_idle_s=max(0.0, duration * len(pool) - busy),
+        preemptions=sum(r.preemptions for r in workers),
+        steps=sum(r.steps for r in workers),
+        time_prefill_s=sum(r.prefill_s for r in workers),
+        time_decode_s=sum(r.decode_s for r in workers),
+        time_idle_s=max(0.0, duration * len(workers) - busy),
         bound_s=bound,
         batch_over_time=tuple(trace.batch_trace.points),
         kv_over_time=tuple(trace.kv_trace.points),
-        replicas=len(pool),
+        replicas=len(workers),
     )

@@ -1,0 +1,174 @@
+"""Disaggregated serving: a prefill pool and a decode pool, the prompt's KV moved over a link (pure).
+
+As in DistServe and vLLM's disaggregated-prefill proxy: a request goes to a prefill replica, which
+computes its whole prompt (output 1, its token is discarded); the prompt's K/V then crosses the link
+to a decode replica,
+
+    t_transfer = link_latency_s + prompt_tokens * kv_bytes_per_token / link_bytes_per_s
+
+and the decode replica, holding all but the last prompt token's K/V, computes that last token (a
+one-token step at the prompt's depth), streams the first token and decodes the rest. So
+
+    TTFT = prefill queue + prefill + t_transfer + decode queue + one decode-pool step
+
+and decode steps never carry prefill chunks (the point of disaggregation: TPOT without prefill
+interference, paid for with the transfer and with two pools sized separately).
+
+Event order: the busy replica furthest behind in time steps next (either pool) unless an arrival
+or a finished transfer is due first; arrivals go to the prefill pool, transfers to the decode pool,
+each by the router. Statistics of streaming (TTFT, TPOT, ITL, E2E, goodput, throughput) come from
+the decode pool; time, steps, bounds and queueing from both.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tokometer.costmodel.serving.cost import StepCost
+from tokometer.costmodel.serving.engine import Replica, Request
+from tokometer.costmodel.serving.simulate import (
+    MAX_REQUESTS,
+    ROUTERS,
+    ServingResult,
+    _result,
+    _Users,
+)
+from tokometer.costmodel.serving.workload import Workload, open_loop
+from tokometer.errors import InputError
+from tokometer.serving_specs import SchedulerPolicy
+from tokometer.specs import _Plain
+
+
+@dataclass(frozen=True, slots=True)
+class Disagg(_Plain):
+    """Pool sizes and the KV link between them."""
+
+    prefill_replicas: int
+    decode_replicas: int
+    kv_bytes_per_token: float  # K+V of one prompt token, the whole replica's
+    link_bytes_per_s: float  # effective, per direction
+    link_latency_s: float
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_replicas", "decode_replicas"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"--disagg needs at least one {name.split('_')[0]} replica, got {value!r}")
+        if not (self.link_bytes_per_s > 0 and math.isfinite(self.link_bytes_per_s)):
+            raise InputError(f"the KV link bandwidth must be positive, got {self.link_bytes_per_s!r} B/s")
+        if not (self.kv_bytes_per_token >= 0 and self.link_latency_s >= 0):
+            raise InputError("KV bytes per token and link latency must be zero or more")
+
+    def transfer_s(self, prompt_tokens: int) -> float:
+        """`latency + prompt_tokens * kv_bytes_per_token / link_bytes_per_s`, seconds."""
+        return self.link_latency_s + prompt_tokens * self.kv_bytes_per_token / self.link_bytes_per_s
+
+
+def parse_disagg(text: str) -> tuple[int, int]:
+    """`P:D` (prefill replicas : decode replicas), both whole numbers >= 1."""
+    parts = text.strip().split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        p, d = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise InputError(f"--disagg takes P:D, prefill and decode replicas (e.g. 1:3), got {text!r}") from None
+    if p < 1 or d < 1:
+        raise InputError(f"--disagg needs at least one replica in each pool, got {text!r}")
+    return p, d
+
+
+def simulate_disagg(
+    cost: StepCost,
+    policy: SchedulerPolicy,
+    kv_capacity_tokens: float,
+    workload: Workload,
+    disagg: Disagg,
+    *,
+    router: str = "round-robin",
+    seed: int = 0,
+    slo_ttft_s: float | None = None,
+    slo_tpot_s: float | None = None,
+    max_context_tokens: int | None = None,
+) -> ServingResult:
+    """Run `workload` through a prefill pool and a decode pool of one engine; deterministic per `seed`."""
+    if router not in ROUTERS:
+        raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
+    if workload.total_requests > MAX_REQUESTS:
+        raise InputError(f"{workload.total_requests:,} requests is more than the simulator takes in one run ({MAX_REQUESTS:,})")
+    rng = random.Random(seed)
+    users = _Users(workload, rng) if workload.arrival == "closed" else None
+    transfers: list[tuple[float, int, float, int, int]] = []  # (ready, order, arrival, prompt, output)
+    order = 0
+
+    def handoff(req: Request, now: float) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(transfers, (now + disagg.transfer_s(req.prompt), order, req.arrival, req.prompt, req.then_output))
+
+    prefill = [Replica(cost, policy, kv_capacity_tokens, on_done=handoff) for _ in range(disagg.prefill_replicas)]
+    decode = [
+        Replica(cost, policy, kv_capacity_tokens, on_finish=users.on_finish if users else None,
+                slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
+        for _ in range(disagg.decode_replicas)
+    ]
+    workers = prefill + decode
+    arrivals: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if users is None else None
+    nxt = next(arrivals, None) if arrivals is not None else None
+    too_long = 0
+    turn = {"prefill": 0, "decode": 0}
+    limit = max_context_tokens or math.inf
+
+    def pick(pool: list[Replica], name: str) -> Replica:
+        if len(pool) == 1:
+            return pool[0]
+        if router == "round-robin":
+            turn[name] += 1
+            return pool[(turn[name] - 1) % len(pool)]
+        return min(pool, key=lambda r: r.outstanding)
+
+    while True:
+        if users is not None:
+            t_arrive = users.heap[0] if users.heap else math.inf
+        else:
+            t_arrive = nxt[0] if nxt is not None else math.inf
+        t_ready = transfers[0][0] if transfers else math.inf
+        rep = None
+        for r in workers:
+            if r.busy and (rep is None or r.clock < rep.clock):
+                rep = r
+        if rep is not None and rep.clock < min(t_arrive, t_ready):
+            rep.step()
+            continue
+        if t_ready == math.inf and t_arrive == math.inf:
+            break
+        if t_ready <= t_arrive:
+            ready, _, arrival, p, o = heapq.heappop(transfers)
+            target = pick(decode, "decode")
+            before = target.rejected
+            target.submit(arrival, p, o, ready=ready, cached=p - 1)
+            if users is not None and target.rejected > before:
+                users.on_finish(ready)
+            continue
+        if users is not None:
+            t = heapq.heappop(users.heap)
+            p, o = workload.prompt.sample(rng), workload.output.sample(rng)
+        else:
+            assert nxt is not None and arrivals is not None
+            t, p, o = nxt
+            nxt = next(arrivals, None)
+        if p + o > limit:
+            too_long += 1
+            if users is not None:
+                users.on_finish(t)
+            continue
+        target = pick(prefill, "prefill")
+        before = target.rejected
+        target.submit(t, p, 1, then_output=o)
+        if users is not None and target.rejected > before:
+            users.on_finish(t)
+    return _result(decode, workload, too_long, kv_capacity_tokens, workers=workers)
