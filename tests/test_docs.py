@@ -83,3 +83,17 @@ def test_readme_serving_accuracy_table_is_what_the_script_writes() -> None:
     for _, held_out in module.HELD_OUT:
         assert held_out in table
     assert "| offline | tput_out |" in table and "| static-batch | tput_out |" in table
+
+
+def test_readme_sample_output_is_what_estimate_prints() -> None:
+    """The README's first sample is `tokometer estimate` on defaults, as the current code prints it."""
+    from click.testing import CliRunner
+
+    from tokometer.cli import cli
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("```\n$ tokometer estimate\n") + len("```\n$ tokometer estimate\n")
+    sample = text[start : text.index("```\n", start)]
+    result = CliRunner().invoke(cli, ["estimate"])
+    assert result.exit_code == 0, result.output
+    assert sample.rstrip("\n") == result.output.rstrip("\n"), "README sample is stale: paste `tokometer estimate`"
