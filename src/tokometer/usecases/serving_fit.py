@@ -7,7 +7,8 @@ not depend on step times: every request is there at t = 0, so which tokens each 
 fixed by the scheduler and the KV cache alone. Each such run is simulated once with recording; a
 step's time under other parameters is then
 
-    t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
+    t = max(weights_s, gemm_s * (T + T_half) / (f_max * T)) + max(kv_s, attention_s / f_max)
+        + fixed_s + step_overhead
 
 and the run's throughput and mean TTFT follow in numpy. Runs of up to 256 consecutive steps carrying
 the same number of tokens are kept as one block with their mean bytes and FLOPs (a step that emits
@@ -60,15 +61,19 @@ class Recording:
     source: str
     tokens: np.ndarray  # per block of steps: tokens each step carries
     steps: np.ndarray  # steps in the block
-    memory_s: np.ndarray  # mean per step
-    flops_s: np.ndarray  # mean per step: FLOPs / peak, the compute time at efficiency 1
+    weights_s: np.ndarray  # mean per step: weight bytes / bandwidth
+    gemm_s: np.ndarray  # mean per step: linear-layer FLOPs / peak, their compute time at efficiency 1
+    kv_s: np.ndarray  # mean per step: KV bytes / bandwidth
+    attention_s: np.ndarray  # mean per step: attention FLOPs / peak
     fixed_s: np.ndarray  # whole block: per-layer launches and communication (not the engine step overhead)
     out_tokens: float
     first_tokens: np.ndarray
     targets: list[tuple[str, float]]  # ("tput_out", tok/s) or ("ttft_mean", s)
 
     def predict(self, eff: ServingEfficiency) -> dict[str, float]:
-        per = np.maximum(self.memory_s, self.flops_s * (self.tokens + eff.compute_half_tokens) / (eff.compute_fraction_max * self.tokens))
+        f = eff.compute_fraction_max
+        per = np.maximum(self.weights_s, self.gemm_s * (self.tokens + eff.compute_half_tokens) / (f * self.tokens))
+        per = per + np.maximum(self.kv_s, self.attention_s / f)
         t = self.steps * (per + eff.step_overhead_us * 1e-6) + self.fixed_s
         total = float(t.sum())
         out = {"tput_out": self.out_tokens / total if total > 0 else math.nan}
@@ -111,16 +116,22 @@ def record_run(run: Run) -> Recording | None:
              max_context_tokens=dep.max_context_tokens)
     if not steps:
         return None
-    a = np.array(steps, dtype=float)
+    a = np.array(steps, dtype=float)  # tokens, KV tokens read, attention pairs, decodes, first tokens
     tokens = a[:, 0]
-    eta = PRIOR.compute_fraction_max * tokens / (tokens + PRIOR.compute_half_tokens)
     c = dep.cost
+    routed = c.routed_bytes * (1.0 - (1.0 - c.experts_k_over_e) ** tokens) if c.routed_bytes else 0.0
+    weights_s = (c.weight_fixed_bytes + c.embedding_row_bytes * tokens + routed) / c.bandwidth_bytes_per_s
+    kv_s = c.kv_token_bytes * (a[:, 1] + tokens) / c.bandwidth_bytes_per_s
+    peak = c.peak_flops or math.inf
+    gemm_s = c.matmul_flops_per_token * tokens / peak
+    attention_s = c.attention_flops_per_pair * a[:, 2] / peak
     fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
     starts = _blocks(tokens, a[:, 4])
     n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(
         engine=run.engine, source=run.source, tokens=tokens[starts], steps=n,
-        memory_s=np.add.reduceat(a[:, 1], starts) / n, flops_s=np.add.reduceat(a[:, 2] * eta, starts) / n,
+        weights_s=np.add.reduceat(weights_s, starts) / n, gemm_s=np.add.reduceat(gemm_s, starts) / n,
+        kv_s=np.add.reduceat(kv_s, starts) / n, attention_s=np.add.reduceat(attention_s, starts) / n,
         fixed_s=np.add.reduceat(fixed, starts), out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
         first_tokens=np.add.reduceat(a[:, 4], starts), targets=targets,
     )
@@ -148,7 +159,8 @@ def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_
     total = np.zeros(len(f))
     f_, h_, o_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6
     for rec in recs:
-        per = np.maximum(rec.memory_s, rec.flops_s * (rec.tokens + h_) / (f_ * rec.tokens))
+        per = np.maximum(rec.weights_s, rec.gemm_s * (rec.tokens + h_) / (f_ * rec.tokens))
+        per = per + np.maximum(rec.kv_s, rec.attention_s / f_)
         t = rec.steps * (per + o_) + rec.fixed_s
         pred = {"tput_out": rec.out_tokens / t.sum(axis=1)}
         n_first = float(rec.first_tokens.sum())
