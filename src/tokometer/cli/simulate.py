@@ -207,4 +207,4 @@ def calibrate_serving(rows: Path | None, out: Path | None, as_json: bool) -> Non
         return
     for key, e in data["entries"].items():
         click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  "
-                   f"step overhead {e['step_overhead_us']:,.0f} us  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
+                   f"step overhead {e['step_overhead_us']:,.0f} us  per sequence {e.get('sequence_overhead_us', 0.0):g} us  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
