@@ -79,12 +79,14 @@ def test_a_compute_bound_gemm_does_not_hide_the_kv_stream(setup) -> None:  # typ
 
 
 def test_the_simulator_charges_the_step_cost_model(setup) -> None:  # type: ignore[no-untyped-def]
-    """One static batch of decodes: the engine's inlined step time equals `StepCost.time_s` step by step."""
-    cost = step_cost(setup, EFF)
+    """One batch of requests: the engine's inlined step time equals `StepCost.time_s` step by step,
+    the per-sequence cost charged for every sequence that emits a token."""
+    cost = step_cost(setup, replace(EFF, sequence_overhead_us=50.0))
     record: list[tuple[float, float, float, int, int]] = []
     r = simulate(cost, VLLM, 1e6, Workload(num_requests=64, prompt=fixed(500), output=fixed(20)), record=record)
-    expected = sum(cost.time_s(t, kv, pairs) for t, kv, pairs, _, _ in record)
+    expected = sum(cost.time_s(t, kv, pairs, dec + first) for t, kv, pairs, dec, first in record)
     assert r.duration_s == pytest.approx(expected, rel=1e-9)
+    assert r.duration_s > sum(cost.time_s(t, kv, pairs, 0.0) for t, kv, pairs, _, _ in record) + 64 * 20 * 49e-6
 
 
 def test_batch_never_exceeds_max_num_seqs_and_budget(cost) -> None:  # type: ignore[no-untyped-def]
