@@ -26,7 +26,7 @@ from tokometer.usecases.serving_validate import (
     report,
 )
 
-TRUTH = ServingEfficiency(compute_fraction_max=0.55, compute_half_tokens=128.0, step_overhead_us=3000.0)
+TRUTH = ServingEfficiency(compute_fraction_max=0.55, compute_half_tokens=128.0, step_overhead_us=3000.0, sequence_overhead_us=20.0)
 
 
 def _rows(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
@@ -61,6 +61,7 @@ def test_fit_recovers_known_parameters(tmp_path: Path) -> None:
         for name, measured in rec.targets:
             assert rec.predict(got)[name] == pytest.approx(measured, rel=0.05)
     assert got.step_overhead_us == pytest.approx(TRUTH.step_overhead_us, rel=0.35)
+    assert got.sequence_overhead_us == pytest.approx(TRUTH.sequence_overhead_us, rel=0.35)
 
 
 def test_validation_keeps_every_row_with_a_reason(tmp_path: Path) -> None:

@@ -61,11 +61,32 @@ def test_step_cost_matches_the_single_decode_step(setup) -> None:  # type: ignor
     b, c = 32, 1000
     single = decode_step(setup.model, setup.weights, setup.hardware, setup.efficiency, batch=b, depth_tokens=c,
                          kv_bytes_per_element=setup.kv_bytes_per_element, peak=setup.peak)
-    memory, _, fixed_s = cost.split(b, b * c, b * c)
-    assert memory == pytest.approx(single.memory_time_s, rel=1e-6)
+    weights_s, _, kv_s, _, fixed_s = cost.split(b, b * c, b * c)
+    assert weights_s + kv_s == pytest.approx(single.memory_time_s, rel=1e-6)
     # the fitted serving step overhead (0 here) replaces the single-stream tau_step; tau_layer stays
     tau_step_s = setup.efficiency.step_overhead_us * 1e-6
     assert fixed_s == pytest.approx(single.overhead_time_s - tau_step_s, rel=1e-6)
+
+
+def test_a_compute_bound_gemm_does_not_hide_the_kv_stream(setup) -> None:  # type: ignore[no-untyped-def]
+    """A big decode batch deep in context: the GEMMs compute, attention streams the KV; the step is both, summed."""
+    cost = step_cost(setup, replace(EFF, step_overhead_us=0.0))
+    b, c = 512, 4000
+    weights_s, matmul_s, kv_s, attention_s, fixed_s = cost.split(b, b * c, b * c)
+    assert matmul_s > weights_s and kv_s > attention_s  # each part bound by a different resource
+    assert cost.time_s(b, b * c, b * c) == pytest.approx(matmul_s + kv_s + fixed_s, rel=1e-9)
+    assert cost.time_s(b, b * c, b * c) > max(weights_s + kv_s, matmul_s + attention_s) + fixed_s
+
+
+def test_the_simulator_charges_the_step_cost_model(setup) -> None:  # type: ignore[no-untyped-def]
+    """One batch of requests: the engine's inlined step time equals `StepCost.time_s` step by step,
+    the per-sequence cost charged for every sequence that emits a token."""
+    cost = step_cost(setup, replace(EFF, sequence_overhead_us=50.0))
+    record: list[tuple[float, float, float, int, int]] = []
+    r = simulate(cost, VLLM, 1e6, Workload(num_requests=64, prompt=fixed(500), output=fixed(20)), record=record)
+    expected = sum(cost.time_s(t, kv, pairs, dec + first) for t, kv, pairs, dec, first in record)
+    assert r.duration_s == pytest.approx(expected, rel=1e-9)
+    assert r.duration_s > sum(cost.time_s(t, kv, pairs, 0.0) for t, kv, pairs, _, _ in record) + 64 * 20 * 49e-6
 
 
 def test_batch_never_exceeds_max_num_seqs_and_budget(cost) -> None:  # type: ignore[no-untyped-def]

@@ -62,11 +62,14 @@ class ServingEfficiency(_Plain):
         eta_c(T) = compute_fraction_max * T / (T + compute_half_tokens)
 
     where T is the number of tokens the step carries (MFU grows with tokens per step: small GEMMs
-    leave tensor cores idle). `step_overhead_us` is scheduling, sampling, detokenisation and
-    launches per step, on top of the single-stream per-layer overhead.
+    leave tensor cores idle). `step_overhead_us` is the engine's fixed cost of one step (scheduling,
+    launches), on top of the single-stream per-layer overhead; `sequence_overhead_us` is the cost of
+    each sequence that emits a token in a step (sampling, stop checks, detokenisation and the
+    runtime's per-request bookkeeping), which grows with the batch, not with the step count.
     """
 
     compute_fraction_max: float = 0.6
     compute_half_tokens: float = 64.0
     step_overhead_us: float = 2000.0
+    sequence_overhead_us: float = 0.0
     source: str = "default (not fitted)"

@@ -1,18 +1,20 @@
 """Fit the serving efficiency per engine on published serving data, reproducibly.
 
 Parameters per engine (`ServingEfficiency`): the batched-compute efficiency curve
-`eta_c(T) = f_max * T / (T + T_half)` and the fixed cost of one engine step. They are fitted on the
+`eta_c(T) = f_max * T / (T + T_half)`, the fixed cost of one engine step and the cost of each
+sequence that emits a token in a step. They are fitted on the
 offline and static-batch rows (`tput_out`, and `ttft_*_mean` of static batches), whose schedules do
 not depend on step times: every request is there at t = 0, so which tokens each step carries is
 fixed by the scheduler and the KV cache alone. Each such run is simulated once with recording; a
 step's time under other parameters is then
 
-    t = max(memory_s, flops_s * (T + T_half) / (f_max * T)) + fixed_s + step_overhead
+    t = max(weights_s, gemm_s * (T + T_half) / (f_max * T)) + max(kv_s, attention_s / f_max)
+        + fixed_s + step_overhead + sequence_overhead * S
 
 and the run's throughput and mean TTFT follow in numpy. Runs of up to 256 consecutive steps carrying
 the same number of tokens are kept as one block with their mean bytes and FLOPs (a step that emits
 first tokens closes its block), which keeps the fit to seconds. The loss is the sum of squared log errors;
-a coarse grid over the three parameters, then a finer grid around its
+a coarse grid over the four parameters, then a finer grid around its
 best (deterministic: same data, same values). A pooled entry `*`
 fitted on every engine's rows serves engines without data of their own (fewer than 8 rows), and leave-one-source-out
 cross-validation refits without each source and scores it with what remains (`validate_serving(loso=True)`,
@@ -49,6 +51,7 @@ PRIOR = ServingEfficiency()
 GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
 GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
+GRID_SEQUENCE_US = tuple(float(x) for x in range(0, 61, 2))  # per emitting sequence per step
 MIN_ENGINE_ROWS = 8  # fewer rows than this: the engine uses the pooled entry (2 rows would fit anything)
 CHUNK = 64  # candidates evaluated together (bounds memory: CHUNK x blocks per run)
 BLOCK_STEPS = 256  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
@@ -62,16 +65,21 @@ class Recording:
     source: str
     tokens: np.ndarray  # per block of steps: tokens each step carries
     steps: np.ndarray  # steps in the block
-    memory_s: np.ndarray  # mean per step
-    flops_s: np.ndarray  # mean per step: FLOPs / peak, the compute time at efficiency 1
+    weights_s: np.ndarray  # mean per step: weight bytes / bandwidth
+    gemm_s: np.ndarray  # mean per step: linear-layer FLOPs / peak, their compute time at efficiency 1
+    kv_s: np.ndarray  # mean per step: KV bytes / bandwidth
+    attention_s: np.ndarray  # mean per step: attention FLOPs / peak
     fixed_s: np.ndarray  # whole block: per-layer launches and communication (not the engine step overhead)
     out_tokens: float
     first_tokens: np.ndarray
+    emitting: np.ndarray  # whole block: sequences that emitted a token (decodes + first tokens)
     targets: list[tuple[str, float]]  # ("tput_out", tok/s) or ("ttft_mean", s)
 
     def predict(self, eff: ServingEfficiency) -> dict[str, float]:
-        per = np.maximum(self.memory_s, self.flops_s * (self.tokens + eff.compute_half_tokens) / (eff.compute_fraction_max * self.tokens))
-        t = self.steps * (per + eff.step_overhead_us * 1e-6) + self.fixed_s
+        f = eff.compute_fraction_max
+        per = np.maximum(self.weights_s, self.gemm_s * (self.tokens + eff.compute_half_tokens) / (f * self.tokens))
+        per = per + np.maximum(self.kv_s, self.attention_s / f)
+        t = self.steps * (per + eff.step_overhead_us * 1e-6) + self.fixed_s + self.emitting * eff.sequence_overhead_us * 1e-6
         total = float(t.sum())
         out = {"tput_out": self.out_tokens / total if total > 0 else math.nan}
         n_first = float(self.first_tokens.sum())
@@ -113,18 +121,25 @@ def record_run(run: Run) -> Recording | None:
              max_context_tokens=dep.max_context_tokens)
     if not steps:
         return None
-    a = np.array(steps, dtype=float)
+    a = np.array(steps, dtype=float)  # tokens, KV tokens read, attention pairs, decodes, first tokens
     tokens = a[:, 0]
-    eta = PRIOR.compute_fraction_max * tokens / (tokens + PRIOR.compute_half_tokens)
     c = dep.cost
+    routed = c.routed_bytes * (1.0 - (1.0 - c.experts_k_over_e) ** tokens) if c.routed_bytes else 0.0
+    weights_s = (c.weight_fixed_bytes + c.embedding_row_bytes * tokens + routed) / c.bandwidth_bytes_per_s
+    kv_s = c.kv_token_bytes * (a[:, 1] + tokens) / c.bandwidth_bytes_per_s
+    peak = c.peak_flops or math.inf
+    gemm_s = c.matmul_flops_per_token * tokens / peak
+    attention_s = c.attention_flops_per_pair * a[:, 2] / peak
     fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
     starts = _blocks(tokens, a[:, 4])
     n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(
         engine=run.engine, source=run.source, tokens=tokens[starts], steps=n,
-        memory_s=np.add.reduceat(a[:, 1], starts) / n, flops_s=np.add.reduceat(a[:, 2] * eta, starts) / n,
+        weights_s=np.add.reduceat(weights_s, starts) / n, gemm_s=np.add.reduceat(gemm_s, starts) / n,
+        kv_s=np.add.reduceat(kv_s, starts) / n, attention_s=np.add.reduceat(attention_s, starts) / n,
         fixed_s=np.add.reduceat(fixed, starts), out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
-        first_tokens=np.add.reduceat(a[:, 4], starts), targets=targets,
+        first_tokens=np.add.reduceat(a[:, 4], starts), emitting=np.add.reduceat(a[:, 3] + a[:, 4], starts),
+        targets=targets,
     )
 
 
@@ -141,17 +156,21 @@ def loss(recs: Sequence[Recording], eff: ServingEfficiency) -> float:
     return total
 
 
-def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray) -> np.ndarray:
+def losses(
+    recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray, sequence_us: np.ndarray
+) -> np.ndarray:
     """`loss` for many candidates at once (arrays of equal length), broadcast over each run's blocks."""
     if len(f) > CHUNK:
         return np.concatenate([
-            losses(recs, f[i : i + CHUNK], half[i : i + CHUNK], overhead_us[i : i + CHUNK]) for i in range(0, len(f), CHUNK)
+            losses(recs, f[i : i + CHUNK], half[i : i + CHUNK], overhead_us[i : i + CHUNK], sequence_us[i : i + CHUNK])
+            for i in range(0, len(f), CHUNK)
         ])
     total = np.zeros(len(f))
-    f_, h_, o_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6
+    f_, h_, o_, s_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6, sequence_us[:, None] * 1e-6
     for rec in recs:
-        per = np.maximum(rec.memory_s, rec.flops_s * (rec.tokens + h_) / (f_ * rec.tokens))
-        t = rec.steps * (per + o_) + rec.fixed_s
+        per = np.maximum(rec.weights_s, rec.gemm_s * (rec.tokens + h_) / (f_ * rec.tokens))
+        per = per + np.maximum(rec.kv_s, rec.attention_s / f_)
+        t = rec.steps * (per + o_) + rec.fixed_s + rec.emitting * s_
         pred = {"tput_out": rec.out_tokens / t.sum(axis=1)}
         n_first = float(rec.first_tokens.sum())
         if n_first:
@@ -166,22 +185,26 @@ def losses(recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_
 
 
 def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
-    """A coarse grid over (f_max, T_half, step overhead), then a finer grid around its best; deterministic."""
+    """A coarse grid over (f_max, T_half, step overhead, sequence overhead), then a finer grid around its best;
+    deterministic."""
     best = replace(PRIOR, source=source)
     if not recs:
         return best
 
-    def search(fs: Sequence[float], hs: Sequence[float], os_: Sequence[float]) -> tuple[float, float, float]:
-        f, h, o = (a.ravel() for a in np.meshgrid(fs, hs, os_, indexing="ij"))
-        i = int(np.argmin(losses(recs, f, h, o)))
-        return float(f[i]), float(h[i]), float(o[i])
+    def search(
+        fs: Sequence[float], hs: Sequence[float], os_: Sequence[float], ss: Sequence[float]
+    ) -> tuple[float, float, float, float]:
+        f, h, o, s = (a.ravel() for a in np.meshgrid(fs, hs, os_, ss, indexing="ij"))
+        i = int(np.argmin(losses(recs, f, h, o, s)))
+        return float(f[i]), float(h[i]), float(o[i]), float(s[i])
 
-    f0, h0, o0 = search(GRID_F[::2], GRID_HALF, GRID_OVERHEAD_US[::6])
+    f0, h0, o0, s0 = search(GRID_F[::2], GRID_HALF, GRID_OVERHEAD_US[::6], GRID_SEQUENCE_US[::5])
     fine_f = [x for x in GRID_F if abs(x - f0) <= 0.051]
     fine_h = [x for x in GRID_HALF if h0 / 2.01 <= x <= h0 * 2.01] or [h0]
     fine_o = [x for x in GRID_OVERHEAD_US if abs(x - o0) <= 1000.0]
-    f1, h1, o1 = search(fine_f, fine_h, fine_o)
-    return replace(best, compute_fraction_max=f1, compute_half_tokens=h1, step_overhead_us=o1)
+    fine_s = [x for x in GRID_SEQUENCE_US if abs(x - s0) <= 6.0]
+    f1, h1, o1, s1 = search(fine_f, fine_h, fine_o, fine_s)
+    return replace(best, compute_fraction_max=f1, compute_half_tokens=h1, step_overhead_us=o1, sequence_overhead_us=s1)
 
 
 def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
@@ -211,6 +234,7 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
             "compute_fraction_max": eff.compute_fraction_max,
             "compute_half_tokens": eff.compute_half_tokens,
             "step_overhead_us": eff.step_overhead_us,
+            "sequence_overhead_us": eff.sequence_overhead_us,
             "n_runs": len(mine),
             "n_rows": sum(len(r.targets) for r in mine),
             "rms_log_error": round(math.sqrt(loss(mine, eff) / max(1, sum(len(r.targets) for r in mine))), 4),
@@ -219,7 +243,7 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
         "data": "calibration_data/serving.csv",
         "data_sha256": file_sha256(data),
         "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean), "
-        "squared log error, coarse grid over the three parameters then a finer grid around the best",
+        "squared log error, coarse grid over the four parameters then a finer grid around the best",
         "entries": entries,
     }
 

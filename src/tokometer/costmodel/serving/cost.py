@@ -5,7 +5,18 @@ One step carries T tokens: one per decoding sequence plus the prefill chunks sch
     bytes  = W_read(T) + kv_token_bytes * (sum of decode depths + prefix tokens of each chunk)
              + kv_token_bytes * T                                   (new K/V written)
     flops  = 2 * P_matmul * T + 4 * A * (sum of decode depths + prefill pairs)
-    t_step = max(bytes / (eta_bw * BW), flops / (eta_c(T) * peak)) + tau_layers + tau_step + comm(T)
+    t_step = max(W_read(T) / BW', 2 * P_matmul * T / (eta_c(T) * peak))          (linear layers)
+           + max(kv bytes / BW', 4 * A * pairs / (f_max * peak))                  (attention)
+           + tau_layers + tau_step + tau_seq * S + comm(T)   with BW' = eta_bw * BW
+
+Two rooflines, summed, not one over the whole step: in every layer the GEMMs (QKV, output, MLP)
+and the attention kernel run one after the other, each bound by its own resource, so a
+compute-bound GEMM does not hide the KV stream of a memory-bound decode attention (the per-operator
+roofline of LLM-Viewer, Yuan et al., "LLM Inference Unveiled: Survey and Roofline Model Insights",
+2024; Vidur, Agrawal et al., MLSys 2024, profiles the two operator classes separately for the same
+reason). Attention runs at the plateau f_max of the compute curve: its tiles run along the sequence,
+not along the batch's tokens T. S is the number of sequences that emit a token in the step (each
+decode, each prompt that finishes its prefill): tau_seq is their sampling and bookkeeping.
 
 W_read is docs/PHYSICS.md section 1 (weights once per step, embedding rows per token, MoE experts
 touched by T tokens), the attention FLOPs section 3 (a prefill chunk of c tokens after `done`
@@ -49,6 +60,7 @@ class StepCost(_Plain):
     compute_fraction_max: float
     compute_half_tokens: float
     overhead_s: float  # per-layer launches + engine step overhead
+    sequence_overhead_s: float  # per sequence that emits a token in the step
     comm_fixed_s: float  # all-reduce launches and hops per step
     comm_per_token_s: float  # all-reduce and hop payload per token
 
@@ -56,20 +68,24 @@ class StepCost(_Plain):
         routed = self.routed_bytes * (1.0 - (1.0 - self.experts_k_over_e) ** tokens) if self.routed_bytes else 0.0
         return self.weight_fixed_bytes + self.embedding_row_bytes * tokens + routed
 
-    def split(self, tokens: float, kv_tokens_read: float, attention_pairs: float) -> tuple[float, float, float]:
-        """(memory time, compute time, fixed time) of a step, seconds."""
-        memory = (self.weight_bytes(tokens) + self.kv_token_bytes * (kv_tokens_read + tokens)) / self.bandwidth_bytes_per_s
-        compute = 0.0
+    def split(
+        self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0
+    ) -> tuple[float, float, float, float, float]:
+        """(weights memory, GEMM compute, KV memory, attention compute, fixed) time of a step, seconds."""
+        weights = self.weight_bytes(tokens) / self.bandwidth_bytes_per_s
+        kv = self.kv_token_bytes * (kv_tokens_read + tokens) / self.bandwidth_bytes_per_s
+        matmul = attention = 0.0
         if self.peak_flops and tokens > 0:
-            flops = self.matmul_flops_per_token * tokens + self.attention_flops_per_pair * attention_pairs
             eta = self.compute_fraction_max * tokens / (tokens + self.compute_half_tokens)
-            compute = flops / (eta * self.peak_flops)
-        fixed = self.overhead_s + self.comm_fixed_s + self.comm_per_token_s * tokens
-        return memory, compute, fixed
+            matmul = self.matmul_flops_per_token * tokens / (eta * self.peak_flops)
+            attention = self.attention_flops_per_pair * attention_pairs / (self.compute_fraction_max * self.peak_flops)
+        fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_fixed_s + self.comm_per_token_s * tokens
+        return weights, matmul, kv, attention, fixed
 
-    def time_s(self, tokens: float, kv_tokens_read: float, attention_pairs: float) -> float:
-        memory, compute, fixed = self.split(tokens, kv_tokens_read, attention_pairs)
-        return max(memory, compute) + fixed
+    def time_s(self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0) -> float:
+        """Seconds of one step; `sequences` emit a token in it (B for a decode step of B)."""
+        weights, matmul, kv, attention, fixed = self.split(tokens, kv_tokens_read, attention_pairs, sequences)
+        return max(weights, matmul) + max(kv, attention) + fixed
 
 
 def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
@@ -109,6 +125,7 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         compute_fraction_max=serving.compute_fraction_max,
         compute_half_tokens=serving.compute_half_tokens,
         overhead_s=(model.n_layers / pp * eff.layer_overhead_us + serving.step_overhead_us) * US,
+        sequence_overhead_s=serving.sequence_overhead_us * US,
         comm_fixed_s=comm_fixed,
         comm_per_token_s=comm_token,
     )

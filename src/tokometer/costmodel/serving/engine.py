@@ -79,7 +79,7 @@ class Replica:
         self.on_done = on_done
         self.slo_ttft = slo_ttft_s if slo_ttft_s is not None else math.inf
         self.slo_tpot = slo_tpot_s if slo_tpot_s is not None else math.inf
-        self.record = record
+        self.record = record  # per step: (tokens, KV tokens read, attention pairs, decodes, first tokens)
         self.clock = 0.0
         self.waiting: deque[Request] = deque()
         self.prefilling: list[Request] = []
@@ -269,19 +269,24 @@ class Replica:
         weights = cost.weight_fixed_bytes + cost.embedding_row_bytes * tokens
         if routed:
             weights += routed * (1.0 - (1.0 - cost.experts_k_over_e) ** tokens)
-        memory = (weights + cost.kv_token_bytes * (kv_read + tokens)) / cost.bandwidth_bytes_per_s
-        compute = 0.0
+        # two rooflines, summed: the linear layers' GEMMs, then attention over the KV (cost.py)
+        w_mem = weights / cost.bandwidth_bytes_per_s
+        kv_mem = cost.kv_token_bytes * (kv_read + tokens) / cost.bandwidth_bytes_per_s
+        matmul = attention = 0.0
         if cost.peak_flops:
-            compute = (
-                (cost.matmul_flops_per_token * tokens + cost.attention_flops_per_pair * pairs)
-                * (tokens + cost.compute_half_tokens)
-                / (cost.compute_fraction_max * tokens * cost.peak_flops)
+            matmul = (
+                cost.matmul_flops_per_token * (tokens + cost.compute_half_tokens)
+                / (cost.compute_fraction_max * cost.peak_flops)
             )
-        fixed = cost.overhead_s + cost.comm_fixed_s + cost.comm_per_token_s * tokens
-        roof = memory if memory >= compute else compute
+            attention = cost.attention_flops_per_pair * pairs / (cost.compute_fraction_max * cost.peak_flops)
+        memory = (w_mem if w_mem >= matmul else 0.0) + (kv_mem if kv_mem >= attention else 0.0)
+        roof = (w_mem if w_mem >= matmul else matmul) + (kv_mem if kv_mem >= attention else attention)
+        compute = roof - memory
+        emitting = (n_dec if decode_now else 0) + len(completing)
+        fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_fixed_s + cost.comm_per_token_s * tokens
         dt = roof + fixed
         if self.record is not None:
-            self.record.append((tokens, memory, compute, n_dec if decode_now else 0, len(completing)))
+            self.record.append((tokens, kv_read, pairs, n_dec if decode_now else 0, len(completing)))
         bound = "overhead" if fixed > roof else ("memory" if memory >= compute else "compute")
         self.bound_s[bound] += dt
         self.batch_time += self.n_running * dt
