@@ -32,7 +32,6 @@ import functools
 import importlib
 import multiprocessing
 import os
-import queue
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -46,6 +45,7 @@ from tokometer.bench.client import Exchange, RequestRecord
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.runner import STOP_SIGNALS, BenchConfig, BenchResult, Runner
 from tokometer.errors import BenchError, InputError
+from tokometer.heldbatch import STOP, HeldQueue, stopped
 from tokometer.runrecord import RunStatus
 
 Barrier = Callable[[str], Awaitable[None]]
@@ -258,11 +258,6 @@ class _RunSinkActor:
         self.writer.close()
 
 
-_STOP = object()
-RAY_BATCH_MAX = 64
-HOLD_MAX_S = 2.0
-
-
 class _RaySink:
     """A Ray worker's end of the live run: rows are built in a thread (parsing stays off the event
     loop that stamps other streams' bytes) and sent to the actor in batches, each acknowledged."""
@@ -271,56 +266,41 @@ class _RaySink:
         self.actor = actor
         self.ray = ray
         self.error: str | None = None
-        self._queue: queue.Queue[object] = queue.Queue()
-        self._quiet = threading.Event()
-        self._quiet.set()
+        self._held = HeldQueue()
         self._thread = threading.Thread(target=self._loop, name="tokometer-ray-sink", daemon=True)
         self._thread.start()
 
     def put(self, make_row: Callable[[], Mapping[str, Any]]) -> None:
-        self._queue.put(make_row)
+        self._held.put(make_row)
 
     def quiet(self, idle: bool) -> None:
         """Hold the parsing while requests are in flight, as `store.writer.RunWriter.quiet` does."""
-        if idle:
-            self._quiet.set()
-        else:
-            self._quiet.clear()
+        self._held.quiet(idle)
 
     def flush(self) -> None:
         """Return once every row queued so far is in the database."""
-        self._quiet.set()
-        self._queue.join()
+        self._held.release()
+        self._held.queue.join()
         with contextlib.suppress(Exception):
             self.ray.get(self.actor.flush.remote())
 
     def close(self) -> None:
-        self._quiet.set()
-        self._queue.put(_STOP)
+        self._held.stop()
         self._thread.join(60.0)
 
     def _loop(self) -> None:
         stop = False
         while not stop:
-            items = [self._queue.get()]
-            held_s = 0.0  # the same bounded hold as RunWriter: a quiet moment, HOLD_MAX_S or a full batch
-            while not self._quiet.wait(0.05) and held_s < HOLD_MAX_S and self._queue.qsize() < RAY_BATCH_MAX:
-                held_s += 0.05
-            while len(items) < RAY_BATCH_MAX:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = any(item is _STOP for item in items)
+            items = self._held.next_batch()  # the same bounded hold as RunWriter
+            stop = stopped(items)
             try:
-                rows = [dict(item()) for item in items if item is not _STOP and callable(item)]
+                rows = [dict(item()) for item in items if item is not STOP and callable(item)]
                 if rows:
                     self.ray.get(self.actor.put.remote(rows))
             except Exception as exc:  # keep measuring; the merged run still carries every request
                 self.error = f"{type(exc).__name__}: {exc}"
             finally:
-                for _ in items:
-                    self._queue.task_done()
+                self._held.done(items)
 
 
 def _ray_worker(config: BenchConfig, barrier: Any, sink: Any) -> BenchResult:
