@@ -160,17 +160,22 @@ def _local_worker(config: BenchConfig, barrier: Any, timeout_s: float, sink: Sin
     async def wait(key: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait, timeout_s)
 
-    if sink is None:
+    return _run_share(config, wait, sink() if sink is not None else None)
+
+
+def _run_share(config: BenchConfig, wait: Barrier, writer: RequestSink | None) -> BenchResult:
+    """Run one worker's share at the shared barrier, each finished request handed to `writer`."""
+    if writer is None:
         return Runner(config, barrier=wait).run()
-    writer = sink()
+    live = writer
 
     def keep(exchange: Exchange) -> None:
-        writer.put(lambda: exchange.record().to_dict())
+        live.put(lambda: exchange.record().to_dict())
 
     try:
-        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush, on_quiet=writer.quiet).run()
+        return Runner(config, barrier=wait, on_exchange=keep, settle=live.flush, on_quiet=live.quiet).run()
     finally:
-        writer.close()
+        live.close()
 
 
 def run_local(config: BenchConfig, workers: int, sink: SinkFactory | None = None) -> BenchResult:
@@ -307,17 +312,7 @@ def _ray_worker(config: BenchConfig, barrier: Any, sink: Any) -> BenchResult:
     async def wait(key: str) -> None:
         await barrier.wait.remote(key)
 
-    if sink is None:
-        return Runner(config, barrier=wait).run()
-    writer = _RaySink(sink, _ray())
-
-    def keep(exchange: Exchange) -> None:
-        writer.put(lambda: exchange.record().to_dict())
-
-    try:
-        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush, on_quiet=writer.quiet).run()
-    finally:
-        writer.close()
+    return _run_share(config, wait, _RaySink(sink, _ray()) if sink is not None else None)
 
 
 def _ray() -> Any:
