@@ -32,6 +32,7 @@ from tokometer.costmodel.serving.engine import Replica, Request
 from tokometer.costmodel.serving.simulate import (
     MAX_REQUESTS,
     ROUTERS,
+    Router,
     ServingResult,
     _Arrivals,
     _result,
@@ -116,17 +117,9 @@ def simulate_disagg(
         for _ in range(disagg.decode_replicas)
     ]
     workers = prefill + decode
+    to_prefill, to_decode = Router(router, prefill), Router(router, decode)
     too_long = 0
-    turn = {"prefill": 0, "decode": 0}
     limit = max_context_tokens or math.inf
-
-    def pick(pool: list[Replica], name: str) -> Replica:
-        if len(pool) == 1:
-            return pool[0]
-        if router == "round-robin":
-            turn[name] += 1
-            return pool[(turn[name] - 1) % len(pool)]
-        return min(pool, key=lambda r: r.outstanding)
 
     while True:
         t_arrive = arrivals.next_s()
@@ -139,12 +132,12 @@ def simulate_disagg(
             break
         if t_ready <= t_arrive:
             ready, _, arrival, p, o = heapq.heappop(transfers)
-            arrivals.submit(pick(decode, "decode"), ready, arrival, p, o, ready=ready, cached=p - 1)
+            arrivals.submit(to_decode.pick(), ready, arrival, p, o, ready=ready, cached=p - 1)
             continue
         t, p, o = arrivals.pop()
         if p + o > limit:
             too_long += 1
             arrivals.dropped(t)
             continue
-        arrivals.submit(pick(prefill, "prefill"), t, t, p, 1, then_output=o)
+        arrivals.submit(to_prefill.pick(), t, t, p, 1, then_output=o)
     return _result(decode, workload, too_long, kv_capacity_tokens, workers=workers)

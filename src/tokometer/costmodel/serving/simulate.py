@@ -132,6 +132,25 @@ class _Arrivals:
             self.dropped(now)
 
 
+class Router:
+    """Which replica of `pool` takes the next request: each in turn (round-robin) or the one with the
+    fewest requests outstanding (least-outstanding)."""
+
+    def __init__(self, kind: str, pool: list[Replica]) -> None:
+        self.kind = kind
+        self.pool = pool
+        self.turn = 0
+
+    def pick(self) -> Replica:
+        pool = self.pool
+        if len(pool) == 1:
+            return pool[0]
+        if self.kind == "round-robin":
+            self.turn += 1
+            return pool[(self.turn - 1) % len(pool)]
+        return min(pool, key=lambda r: r.outstanding)
+
+
 def busiest_behind(pool: list[Replica]) -> Replica | None:
     """The busy replica furthest behind in time: it steps next (None when all are idle)."""
     rep = None
@@ -173,8 +192,8 @@ def simulate(
         )
         for _ in range(replicas)
     ]
+    route = Router(router, pool)
     too_long = 0
-    rr = 0
     limit = max_context_tokens or math.inf
     while True:
         t_next = arrivals.next_s()
@@ -190,14 +209,7 @@ def simulate(
             too_long += 1
             arrivals.dropped(t)
             continue
-        if replicas == 1:
-            target = pool[0]
-        elif router == "round-robin":
-            target = pool[rr % replicas]
-            rr += 1
-        else:
-            target = min(pool, key=lambda r: r.outstanding)
-        arrivals.submit(target, t, t, p, o)
+        arrivals.submit(route.pick(), t, t, p, o)
     return _result(pool, workload, too_long, kv_capacity_tokens)
 
 
