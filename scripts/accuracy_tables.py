@@ -83,25 +83,10 @@ def render(reps: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def updated_readme(text: str, tables: str) -> str:
-    if START not in text or END not in text:
-        raise SystemExit(f"README.md lacks the {START} / {END} markers")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return head + tables + tail
-
-
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    new = updated_readme(text, render(reports()))
-    if "--check" in argv:
-        if new != text:
-            print("README.md accuracy tables are stale: run `python scripts/accuracy_tables.py`")
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
-    print("wrote README.md accuracy tables")
-    return 0
+    from readme_block import write_or_check  # scripts/ is on sys.path when this file is run
+
+    return write_or_check(README, START, END, render(reports()), what="accuracy tables", script="accuracy_tables.py", argv=argv)
 
 
 if __name__ == "__main__":

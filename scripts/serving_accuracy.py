@@ -81,25 +81,10 @@ def render(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def updated_readme(text: str, table: str) -> str:
-    if START not in text or END not in text:
-        raise SystemExit(f"README.md lacks the {START} / {END} markers")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return head + table + tail
-
-
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    new = updated_readme(text, render(report()))
-    if "--check" in argv:
-        if new != text:
-            print("README.md serving accuracy table is stale: run `python scripts/serving_accuracy.py`")
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
-    print("wrote README.md serving accuracy table")
-    return 0
+    from readme_block import write_or_check  # scripts/ is on sys.path when this file is run
+
+    return write_or_check(README, START, END, render(report()), what="serving accuracy table", script="serving_accuracy.py", argv=argv)
 
 
 if __name__ == "__main__":

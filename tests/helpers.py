@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 
 @dataclass
 class Result:
@@ -30,3 +32,16 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
         timeout=120,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run `tokometer ARGS` in-process, as `main` maps errors: (exit code, stdout, stderr)."""
+    from tokometer.cli import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err

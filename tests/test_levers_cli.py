@@ -7,9 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.helpers import run_cli
-
-from tokometer.cli import main
+from tests.helpers import cli, run_cli
 
 ORIGINAL_KEYS = {
     "model": ["name", "id", "architecture", "total_params", "active_params", "weight_bytes", "bits_per_weight",
@@ -44,17 +42,6 @@ LEVER_KEYS = {
     "context": ["depth_tokens", "kv_dtype", "kv_bytes_per_token", "empty_tok_s", "at_depth_tok_s", "relative_speed",
                 "max_context_tokens", "curve"],
 }
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run `tokometer ARGS` in-process, as `main` maps errors: (exit code, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def as_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

@@ -7,20 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tokometer.cli import main
+from tests.helpers import cli
 
 SIM = ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "-q", "bf16"]
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str], *args: str, match: str) -> None:

@@ -6,8 +6,8 @@ import json
 import random
 
 import pytest
+from tests.helpers import cli
 
-from tokometer.cli import main
 from tokometer.costmodel.serving import (
     LengthDist,
     SchedulerPolicy,
@@ -30,16 +30,6 @@ KV_BYTES = 131072.0  # Llama 3.1 8B, bf16 K+V per token
 def cost():  # type: ignore[no-untyped-def]
     setup = estimate("llama-3.1-8b", "h100-sxm", quant="bf16", engine="vllm", advise=False).setup
     return step_cost(setup, EFF)
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def pools(p: int, d: int, *, bw: float = 100e9, latency_s: float = 0.0) -> Disagg:

@@ -9,21 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.helpers import cli
 
-from tokometer.cli import main
 from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
 KEEP = ("s0145", "s0878", "s0879", "s0880", "s0881", "s1444", "s1445", "s1446", "s1447")
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ import functools
 import importlib
 import multiprocessing
 import os
-import queue
 import signal
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -46,6 +45,7 @@ from tokometer.bench.client import Exchange, RequestRecord
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.runner import STOP_SIGNALS, BenchConfig, BenchResult, Runner
 from tokometer.errors import BenchError, InputError
+from tokometer.heldbatch import STOP, HeldQueue, stopped
 from tokometer.runrecord import RunStatus
 
 Barrier = Callable[[str], Awaitable[None]]
@@ -160,17 +160,22 @@ def _local_worker(config: BenchConfig, barrier: Any, timeout_s: float, sink: Sin
     async def wait(key: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, barrier.wait, timeout_s)
 
-    if sink is None:
+    return _run_share(config, wait, sink() if sink is not None else None)
+
+
+def _run_share(config: BenchConfig, wait: Barrier, writer: RequestSink | None) -> BenchResult:
+    """Run one worker's share at the shared barrier, each finished request handed to `writer`."""
+    if writer is None:
         return Runner(config, barrier=wait).run()
-    writer = sink()
+    live = writer
 
     def keep(exchange: Exchange) -> None:
-        writer.put(lambda: exchange.record().to_dict())
+        live.put(lambda: exchange.record().to_dict())
 
     try:
-        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush, on_quiet=writer.quiet).run()
+        return Runner(config, barrier=wait, on_exchange=keep, settle=live.flush, on_quiet=live.quiet).run()
     finally:
-        writer.close()
+        live.close()
 
 
 def run_local(config: BenchConfig, workers: int, sink: SinkFactory | None = None) -> BenchResult:
@@ -258,11 +263,6 @@ class _RunSinkActor:
         self.writer.close()
 
 
-_STOP = object()
-RAY_BATCH_MAX = 64
-HOLD_MAX_S = 2.0
-
-
 class _RaySink:
     """A Ray worker's end of the live run: rows are built in a thread (parsing stays off the event
     loop that stamps other streams' bytes) and sent to the actor in batches, each acknowledged."""
@@ -271,73 +271,48 @@ class _RaySink:
         self.actor = actor
         self.ray = ray
         self.error: str | None = None
-        self._queue: queue.Queue[object] = queue.Queue()
-        self._quiet = threading.Event()
-        self._quiet.set()
+        self._held = HeldQueue()
         self._thread = threading.Thread(target=self._loop, name="tokometer-ray-sink", daemon=True)
         self._thread.start()
 
     def put(self, make_row: Callable[[], Mapping[str, Any]]) -> None:
-        self._queue.put(make_row)
+        self._held.put(make_row)
 
     def quiet(self, idle: bool) -> None:
         """Hold the parsing while requests are in flight, as `store.writer.RunWriter.quiet` does."""
-        if idle:
-            self._quiet.set()
-        else:
-            self._quiet.clear()
+        self._held.quiet(idle)
 
     def flush(self) -> None:
         """Return once every row queued so far is in the database."""
-        self._quiet.set()
-        self._queue.join()
+        self._held.release()
+        self._held.queue.join()
         with contextlib.suppress(Exception):
             self.ray.get(self.actor.flush.remote())
 
     def close(self) -> None:
-        self._quiet.set()
-        self._queue.put(_STOP)
+        self._held.stop()
         self._thread.join(60.0)
 
     def _loop(self) -> None:
         stop = False
         while not stop:
-            items = [self._queue.get()]
-            held_s = 0.0  # the same bounded hold as RunWriter: a quiet moment, HOLD_MAX_S or a full batch
-            while not self._quiet.wait(0.05) and held_s < HOLD_MAX_S and self._queue.qsize() < RAY_BATCH_MAX:
-                held_s += 0.05
-            while len(items) < RAY_BATCH_MAX:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = any(item is _STOP for item in items)
+            items = self._held.next_batch()  # the same bounded hold as RunWriter
+            stop = stopped(items)
             try:
-                rows = [dict(item()) for item in items if item is not _STOP and callable(item)]
+                rows = [dict(item()) for item in items if item is not STOP and callable(item)]
                 if rows:
                     self.ray.get(self.actor.put.remote(rows))
             except Exception as exc:  # keep measuring; the merged run still carries every request
                 self.error = f"{type(exc).__name__}: {exc}"
             finally:
-                for _ in items:
-                    self._queue.task_done()
+                self._held.done(items)
 
 
 def _ray_worker(config: BenchConfig, barrier: Any, sink: Any) -> BenchResult:
     async def wait(key: str) -> None:
         await barrier.wait.remote(key)
 
-    if sink is None:
-        return Runner(config, barrier=wait).run()
-    writer = _RaySink(sink, _ray())
-
-    def keep(exchange: Exchange) -> None:
-        writer.put(lambda: exchange.record().to_dict())
-
-    try:
-        return Runner(config, barrier=wait, on_exchange=keep, settle=writer.flush, on_quiet=writer.quiet).run()
-    finally:
-        writer.close()
+    return _run_share(config, wait, _RaySink(sink, _ray()) if sink is not None else None)
 
 
 def _ray() -> Any:

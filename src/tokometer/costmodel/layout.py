@@ -495,8 +495,6 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
         cpu_eff, off.cpu, model, weights=(1.0 - share) * matmul, layers=1.0 - share, nbytes=cpu_bytes, single=single
     )
     cpu_compute = cpu_flops / (cpu_eff.decode_compute_fraction * cpu_peak) if cpu_peak else 0.0
-    gpu_time = max(gpu_memory, gpu_compute)
-    cpu_time = max(cpu_memory, cpu_compute)
     transfer = 2.0 * hop_time_s(activation_bytes(model, tokens), off.link) if off.gpu_layers > 0 else 0.0
     overhead = (
         tau_gpu
@@ -506,19 +504,40 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     )
     gpu_ceiling = max(share * layer_weights / bw, gpu_flops / peak if peak else 0.0)
     cpu_ceiling = max((single.weight_bytes - share * layer_weights) / cpu_bw, cpu_flops / cpu_peak if cpu_peak else 0.0)
+    return _split_step(
+        single, gpu=(gpu_memory, gpu_compute, gpu_ceiling, gpu_bytes), cpu=(cpu_memory, cpu_compute, cpu_ceiling, cpu_bytes),
+        overhead_s=overhead, transfer_s=transfer,
+    )
+
+
+def _split_step(
+    single: Step, *, gpu: tuple[float, float, float, float], cpu: tuple[float, float, float, float],
+    overhead_s: float, transfer_s: float,
+) -> LeverStep:
+    """One step whose layers run partly on the GPU, partly on the CPU, one part after the other:
+
+        t = max(t_mem,gpu, t_comp,gpu) + max(t_mem,cpu, t_comp,cpu) + overhead
+
+    `gpu` and `cpu` are each (memory s, compute s, ceiling s, bytes read); `overhead_s` already holds
+    the link transfer `transfer_s`, which is kept apart for the breakdown.
+    """
+    gpu_memory, gpu_compute, gpu_ceiling, gpu_bytes = gpu
+    cpu_memory, cpu_compute, cpu_ceiling, cpu_bytes = cpu
+    gpu_time = max(gpu_memory, gpu_compute)
+    cpu_time = max(cpu_memory, cpu_compute)
     memory = gpu_memory + cpu_memory
     compute = gpu_compute + cpu_compute
     step = replace(
         single,
         memory_time_s=memory,
         compute_time_s=compute,
-        overhead_time_s=overhead,
-        time_s=gpu_time + cpu_time + overhead,
+        overhead_time_s=overhead_s,
+        time_s=gpu_time + cpu_time + overhead_s,
         ceiling_time_s=gpu_ceiling + cpu_ceiling,
-        bound=bound(memory, compute, overhead),
+        bound=bound(memory, compute, overhead_s),
     )
     return LeverStep(
-        step=step, single=single, transfer_time_s=transfer, gpu_bytes=gpu_bytes, cpu_bytes=cpu_bytes,
+        step=step, single=single, transfer_time_s=transfer_s, gpu_bytes=gpu_bytes, cpu_bytes=cpu_bytes,
         gpu_time_s=gpu_time, cpu_time_s=cpu_time,
     )
 
@@ -580,26 +599,13 @@ def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) ->
         cpu_eff, off.cpu, model, weights=cpu_weights, layers=0.0, nbytes=cpu_bytes, single=single
     )
     cpu_compute = cpu_flops / (cpu_eff.decode_compute_fraction * cpu_peak) if cpu_peak else 0.0
-    gpu_time = max(gpu_memory, gpu_compute)
-    cpu_time = max(cpu_memory, cpu_compute)
     transfer = 2.0 * off.expert_layers * hop_time_s(activation_bytes(model, tokens), off.link)
     overhead = single.overhead_time_s + off.expert_layers * cpu_eff.layer_overhead_us * US + transfer
     gpu_ceiling = max((single.weight_bytes - cpu_bytes) / bw, gpu_flops / peak if peak else 0.0)
     cpu_ceiling = max(cpu_bytes / cpu_bw, cpu_flops / cpu_peak if cpu_peak else 0.0)
-    memory = gpu_memory + cpu_memory
-    compute = gpu_compute + cpu_compute
-    step = replace(
-        single,
-        memory_time_s=memory,
-        compute_time_s=compute,
-        overhead_time_s=overhead,
-        time_s=gpu_time + cpu_time + overhead,
-        ceiling_time_s=gpu_ceiling + cpu_ceiling,
-        bound=bound(memory, compute, overhead),
-    )
-    return LeverStep(
-        step=step, single=single, transfer_time_s=transfer, gpu_bytes=gpu_bytes, cpu_bytes=cpu_bytes,
-        gpu_time_s=gpu_time, cpu_time_s=cpu_time,
+    return _split_step(
+        single, gpu=(gpu_memory, gpu_compute, gpu_ceiling, gpu_bytes), cpu=(cpu_memory, cpu_compute, cpu_ceiling, cpu_bytes),
+        overhead_s=overhead, transfer_s=transfer,
     )
 
 

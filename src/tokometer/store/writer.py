@@ -23,19 +23,16 @@ batches beside the timed streams.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tokometer.heldbatch import BATCH_MAX, HOLD_MAX_S, STOP, HeldQueue, stopped
 from tokometer.runrecord import RunRecord
 from tokometer.store import RunStore, StoreError
 
 RowThunk = Callable[[], Mapping[str, Any]]
-BATCH_MAX = 64
-HOLD_MAX_S = 2.0  # the longest a finished request waits for a quiet moment before it is written
-_STOP = object()
 
 
 class RunWriter:
@@ -53,39 +50,27 @@ class RunWriter:
             raise ValueError("RunWriter needs a header or a run_id")
         self.written = 0
         self.error: str | None = None
-        self._queue: queue.Queue[object] = queue.Queue()
-        self._quiet = threading.Event()
-        self._quiet.set()
+        self._held = HeldQueue()
         self._thread = threading.Thread(target=self._loop, name="tokometer-run-writer", daemon=True)
         self._thread.start()
 
     def put(self, make_row: RowThunk) -> None:
-        self._queue.put(make_row)
+        self._held.put(make_row)
 
     def quiet(self, idle: bool) -> None:
         """No request is in flight (True: parse now), or one is (False: hold, within the bounds)."""
-        if idle:
-            self._quiet.set()
-        else:
-            self._quiet.clear()
+        self._held.quiet(idle)
 
     def flush(self) -> None:
         """Return once every request queued so far is written (or has failed to be)."""
-        self._quiet.set()
+        self._held.release()
         if self._thread.is_alive():
-            self._queue.join()
+            self._held.queue.join()
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Write what is queued and stop the thread."""
-        self._quiet.set()
-        self._queue.put(_STOP)
+        self._held.stop()
         self._thread.join(timeout_s)
-
-    def _wait_for_quiet(self) -> None:
-        """Hold while requests are in flight, up to HOLD_MAX_S or BATCH_MAX queued rows."""
-        held_s = 0.0
-        while not self._quiet.wait(0.05) and held_s < HOLD_MAX_S and self._queue.qsize() < BATCH_MAX:
-            held_s += 0.05
 
     def _loop(self) -> None:
         try:
@@ -96,25 +81,18 @@ class RunWriter:
         with store:
             stop = False
             while not stop:
-                items = [self._queue.get()]
-                self._wait_for_quiet()
-                while len(items) < BATCH_MAX:
-                    try:
-                        items.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
+                items = self._held.next_batch()
                 try:
                     self._write(store, items)
                 finally:
-                    for _ in items:
-                        self._queue.task_done()
-                stop = any(item is _STOP for item in items)
+                    self._held.done(items)
+                stop = stopped(items)
 
     def _write(self, store: RunStore, items: list[object]) -> None:
         """Build the queued rows (parsing their streams) and store them in one transaction."""
         rows = []
         for item in items:
-            if item is not _STOP and callable(item):
+            if item is not STOP and callable(item):
                 try:
                     rows.append(item())
                 except Exception as exc:  # a record that cannot be built must not stop the others
@@ -128,4 +106,4 @@ class RunWriter:
             self.error = str(exc)
 
 
-__all__ = ["RunWriter"]
+__all__ = ["BATCH_MAX", "HOLD_MAX_S", "RunWriter"]

@@ -42,6 +42,7 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
+from tokometer.usecases.validation import Cells
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
@@ -81,21 +82,11 @@ def default_data_path() -> Path:
 
 
 @dataclass(frozen=True)
-class Row:
+class Row(Cells):
     row_id: str
     raw: dict[str, str]
     metric: str
     value: float
-
-    def text(self, key: str) -> str:
-        return (self.raw.get(key) or "").strip()
-
-    def number(self, key: str) -> float | None:
-        text = self.text(key)
-        try:
-            return float(text) if text else None
-        except ValueError:
-            return None
 
     @property
     def source(self) -> str:

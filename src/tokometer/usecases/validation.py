@@ -46,8 +46,26 @@ METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out", "ttft_ms")
 DEFAULT_GEN_TOKENS = 200  # gpt-fast's default max_new_tokens, when a source does not say
 
 
+class Cells:
+    """A CSV row's cells as read (`raw`): one stripped text, or a number (None when blank or unreadable;
+    the reader records an unreadable cell as the row's problem). Shared by the decode/prefill cases here
+    and the serving rows of `serving_validate`."""
+
+    raw: dict[str, str]
+
+    def text(self, key: str) -> str:
+        return (self.raw.get(key) or "").strip()
+
+    def number(self, key: str) -> float | None:
+        text = self.text(key)
+        try:
+            return float(text) if text else None
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True)
-class Case:
+class Case(Cells):
     """One measured row, parsed and checked."""
 
     row_id: str
@@ -61,16 +79,6 @@ class Case:
     gen_tokens: int | None
     flag: str
     problem: str | None = None  # why the row cannot be scored as written (kept, counted, never fatal)
-
-    def text(self, key: str) -> str:
-        return (self.raw.get(key) or "").strip()
-
-    def number(self, key: str) -> float | None:
-        text = self.text(key)
-        try:
-            return float(text) if text else None
-        except ValueError:
-            return None  # read_cases recorded the unreadable cell as the row's problem
 
 
 @dataclass

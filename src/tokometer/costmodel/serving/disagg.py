@@ -25,7 +25,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tokometer.costmodel.serving.cost import StepCost
@@ -33,11 +32,13 @@ from tokometer.costmodel.serving.engine import Replica, Request
 from tokometer.costmodel.serving.simulate import (
     MAX_REQUESTS,
     ROUTERS,
+    Router,
     ServingResult,
+    _Arrivals,
     _result,
-    _Users,
+    busiest_behind,
 )
-from tokometer.costmodel.serving.workload import Workload, open_loop
+from tokometer.costmodel.serving.workload import Workload
 from tokometer.errors import InputError
 from tokometer.serving_specs import SchedulerPolicy
 from tokometer.specs import _Plain
@@ -100,8 +101,7 @@ def simulate_disagg(
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if workload.total_requests > MAX_REQUESTS:
         raise InputError(f"{workload.total_requests:,} requests is more than the simulator takes in one run ({MAX_REQUESTS:,})")
-    rng = random.Random(seed)
-    users = _Users(workload, rng) if workload.arrival == "closed" else None
+    arrivals = _Arrivals(workload, random.Random(seed))
     transfers: list[tuple[float, int, float, int, int]] = []  # (ready, order, arrival, prompt, output)
     order = 0
 
@@ -112,35 +112,19 @@ def simulate_disagg(
 
     prefill = [Replica(cost, policy, kv_capacity_tokens, on_done=handoff) for _ in range(disagg.prefill_replicas)]
     decode = [
-        Replica(cost, policy, kv_capacity_tokens, on_finish=users.on_finish if users else None,
+        Replica(cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish,
                 slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
         for _ in range(disagg.decode_replicas)
     ]
     workers = prefill + decode
-    arrivals: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if users is None else None
-    nxt = next(arrivals, None) if arrivals is not None else None
+    to_prefill, to_decode = Router(router, prefill), Router(router, decode)
     too_long = 0
-    turn = {"prefill": 0, "decode": 0}
     limit = max_context_tokens or math.inf
 
-    def pick(pool: list[Replica], name: str) -> Replica:
-        if len(pool) == 1:
-            return pool[0]
-        if router == "round-robin":
-            turn[name] += 1
-            return pool[(turn[name] - 1) % len(pool)]
-        return min(pool, key=lambda r: r.outstanding)
-
     while True:
-        if users is not None:
-            t_arrive = users.heap[0] if users.heap else math.inf
-        else:
-            t_arrive = nxt[0] if nxt is not None else math.inf
+        t_arrive = arrivals.next_s()
         t_ready = transfers[0][0] if transfers else math.inf
-        rep = None
-        for r in workers:
-            if r.busy and (rep is None or r.clock < rep.clock):
-                rep = r
+        rep = busiest_behind(workers)
         if rep is not None and rep.clock < min(t_arrive, t_ready):
             rep.step()
             continue
@@ -148,27 +132,12 @@ def simulate_disagg(
             break
         if t_ready <= t_arrive:
             ready, _, arrival, p, o = heapq.heappop(transfers)
-            target = pick(decode, "decode")
-            before = target.rejected
-            target.submit(arrival, p, o, ready=ready, cached=p - 1)
-            if users is not None and target.rejected > before:
-                users.on_finish(ready)
+            arrivals.submit(to_decode.pick(), ready, arrival, p, o, ready=ready, cached=p - 1)
             continue
-        if users is not None:
-            t = heapq.heappop(users.heap)
-            p, o = workload.prompt.sample(rng), workload.output.sample(rng)
-        else:
-            assert nxt is not None and arrivals is not None
-            t, p, o = nxt
-            nxt = next(arrivals, None)
+        t, p, o = arrivals.pop()
         if p + o > limit:
             too_long += 1
-            if users is not None:
-                users.on_finish(t)
+            arrivals.dropped(t)
             continue
-        target = pick(prefill, "prefill")
-        before = target.rejected
-        target.submit(t, p, 1, then_output=o)
-        if users is not None and target.rejected > before:
-            users.on_finish(t)
+        arrivals.submit(to_prefill.pick(), t, t, p, 1, then_output=o)
     return _result(decode, workload, too_long, kv_capacity_tokens, workers=workers)

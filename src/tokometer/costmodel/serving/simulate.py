@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tokometer.costmodel.serving.cost import StepCost
@@ -83,6 +83,83 @@ class _Users:
             heapq.heappush(self.heap, now + self.workload.think_s)
 
 
+
+class _Arrivals:
+    """The run's requests in time order, from closed-loop users or an open-loop stream, and what a
+    request that never runs (too long, or refused) gives back: its user, who then thinks and sends again."""
+
+    def __init__(self, workload: Workload, rng: random.Random) -> None:
+        self.workload = workload
+        self.rng = rng
+        self.users = _Users(workload, rng) if workload.arrival == "closed" else None
+        self._stream: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if self.users is None else None
+        self._next = next(self._stream, None) if self._stream is not None else None
+
+    @property
+    def on_finish(self) -> Callable[[float], None] | None:
+        """The callback a replica calls when a request finishes (closed loop only)."""
+        return self.users.on_finish if self.users is not None else None
+
+    def next_s(self) -> float:
+        """When the next request arrives; infinity once there are none."""
+        if self.users is not None:
+            return self.users.heap[0] if self.users.heap else math.inf
+        return self._next[0] if self._next is not None else math.inf
+
+    def pop(self) -> tuple[float, int, int]:
+        """The next request: (arrival s, prompt tokens, output tokens)."""
+        if self.users is not None:
+            t = heapq.heappop(self.users.heap)
+            return t, self.workload.prompt.sample(self.rng), self.workload.output.sample(self.rng)
+        assert self._next is not None and self._stream is not None
+        out = self._next
+        self._next = next(self._stream, None)
+        return out
+
+    def dropped(self, now: float) -> None:
+        """A request that will never run: its user (closed loop) is free again at `now`."""
+        if self.users is not None:
+            self.users.on_finish(now)
+
+    def submit(
+        self, target: Replica, now: float, arrival: float, prompt: int, output: int, *,
+        ready: float | None = None, cached: int = 0, then_output: int = 0,
+    ) -> None:
+        """`target.submit(...)` with the same arguments; a refused request frees its user at `now`."""
+        before = target.rejected
+        target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output)
+        if target.rejected > before:
+            self.dropped(now)
+
+
+class Router:
+    """Which replica of `pool` takes the next request: each in turn (round-robin) or the one with the
+    fewest requests outstanding (least-outstanding)."""
+
+    def __init__(self, kind: str, pool: list[Replica]) -> None:
+        self.kind = kind
+        self.pool = pool
+        self.turn = 0
+
+    def pick(self) -> Replica:
+        pool = self.pool
+        if len(pool) == 1:
+            return pool[0]
+        if self.kind == "round-robin":
+            self.turn += 1
+            return pool[(self.turn - 1) % len(pool)]
+        return min(pool, key=lambda r: r.outstanding)
+
+
+def busiest_behind(pool: list[Replica]) -> Replica | None:
+    """The busy replica furthest behind in time: it steps next (None when all are idle)."""
+    rep = None
+    for r in pool:
+        if r.busy and (rep is None or r.clock < rep.clock):
+            rep = r
+    return rep
+
+
 def simulate(
     cost: StepCost,
     policy: SchedulerPolicy,
@@ -107,61 +184,32 @@ def simulate(
             f"{workload.total_requests:,} requests is more than the simulator takes in one run "
             f"({MAX_REQUESTS:,}, about two minutes); steady-state figures settle within 10^4-10^5 requests"
         )
-    rng = random.Random(seed)
-    users = _Users(workload, rng) if workload.arrival == "closed" else None
-    on_finish = users.on_finish if users is not None else None
+    arrivals = _Arrivals(workload, random.Random(seed))
     pool = [
         Replica(
-            cost, policy, kv_capacity_tokens, on_finish=on_finish,
+            cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, record=record if replicas == 1 else None,
         )
         for _ in range(replicas)
     ]
-    arrivals: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if users is None else None
-    nxt = next(arrivals, None) if arrivals is not None else None
+    route = Router(router, pool)
     too_long = 0
-    rr = 0
     limit = max_context_tokens or math.inf
     while True:
-        # the next arrival time
-        if users is not None:
-            t_next = users.heap[0] if users.heap else math.inf
-        else:
-            t_next = nxt[0] if nxt is not None else math.inf
-        # the replica furthest behind that has work
-        rep = None
-        for r in pool:
-            if r.busy and (rep is None or r.clock < rep.clock):
-                rep = r
+        t_next = arrivals.next_s()
+        rep = busiest_behind(pool)
         if rep is not None and rep.clock < t_next:
             rep.step()
             continue
         if t_next == math.inf:
             break
         # route one arrival
-        if users is not None:
-            t = heapq.heappop(users.heap)
-            p, o = workload.prompt.sample(rng), workload.output.sample(rng)
-        else:
-            assert nxt is not None and arrivals is not None
-            t, p, o = nxt
-            nxt = next(arrivals, None)
+        t, p, o = arrivals.pop()
         if p + o > limit:
             too_long += 1
-            if users is not None:
-                users.on_finish(t)
+            arrivals.dropped(t)
             continue
-        if replicas == 1:
-            target = pool[0]
-        elif router == "round-robin":
-            target = pool[rr % replicas]
-            rr += 1
-        else:
-            target = min(pool, key=lambda r: r.outstanding)
-        before = target.rejected
-        target.submit(t, p, o)
-        if users is not None and target.rejected > before:
-            users.on_finish(t)
+        arrivals.submit(route.pick(), t, t, p, o)
     return _result(pool, workload, too_long, kv_capacity_tokens)
 
 
