@@ -222,25 +222,9 @@ def estimate(
     `advise`: when it does not fit or is offloaded, look for a smaller quant that fits (docs/PHYSICS.md, section 7).
     The curves around the setup are `usecases.curves.estimate_curves(result)`, computed on request.
     """
-    for name, value in (("model", request), ("hw", hw)):
-        if value is not None and not isinstance(value, EstimateRequest):
-            if name in fields:
-                raise TypeError(f"estimate() got {name} twice")
-            fields[name] = value
-    if isinstance(request, EstimateRequest):
-        req = replace(request, **fields) if fields else request
-    else:
-        req = EstimateRequest(**fields)
+    req = _as_request(request, hw, fields)
     warnings: list[str] = []
-    hw = req.hw
-    if isinstance(hw, HardwareSpec):
-        hardware = hw
-    else:
-        hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
-    if isinstance(hw, str) and hw:
-        note = variant_note(hw, hardware)
-        if note:
-            warnings.append(note)
+    hardware = _hardware(req, warnings)
     named = engine_catalog().get(req.engine) if req.engine else None
     spec, fmt, weights = _model_and_weights(req, hardware, named)
     prompt_tokens, output_tokens, batch = req.prompt_tokens, req.output_tokens, req.batch
@@ -290,11 +274,7 @@ def estimate(
     estimate_tok_s = 1.0 / step.time_s
     band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
 
-    pre = layout_prefill(setup, prefill(spec, weights, hardware, eff, int(prompt_tokens), peak, quantized=quantized))
-    tpot_step = setup.step(int(batch), req.mean_decode_depth_tokens).step
-    first_step = setup.step(int(batch), float(prompt_tokens)).step
-    ttft = (pre.time_s if pre else 0.0) + first_step.time_s if (pre or prompt_tokens == 0) else None
-    e2e = ttft + (output_tokens - 1) * tpot_step.time_s if ttft is not None else None
+    pre, ttft, tpot_step, e2e = _latency(req, setup)
 
     draft_info = None
     if req.draft is not None:
@@ -311,41 +291,8 @@ def estimate(
             )
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
-    if spec.max_context_tokens is not None and plan_context > spec.max_context_tokens:
-        warnings.append(
-            f"{plan_context:,} tokens of context is past {spec.name}'s limit of {spec.max_context_tokens:,} tokens: "
-            "the model cannot attend that far, so the speed there is only arithmetic"
-        )
     n_sessions = int(req.sessions or batch)
-    off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
-    gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
-    resident = weights
-    if off is not None and off.expert_layers:
-        resident, _ = split_experts(weights, off.expert_share(spec.n_layers))
-    elif off is not None:
-        resident, _ = split_weights(weights, off.gpu_layers / spec.n_layers, off.mode == "stream")
-    extras = [draft_info.model] if draft_info else []
-    kv_model = kv_view(
-        spec, layers_share=gpu_share, copies=max(1, round(layout.tp / kv_shards(spec, layout.tp))), extra=extras
-    )
-    plan = memory_plan(
-        kv_model,
-        add_weights(resident, *([draft_info.weights] if draft_info else [])),
-        gpu_memory_gb(hardware) * layout.devices,
-        usable_fraction=eng.usable_memory_fraction,
-        runtime_overhead_gb=eng.runtime_overhead_gb * layout.devices,
-        context_tokens=plan_context,
-        sessions=n_sessions,
-        kv_bytes_per_element=kv_el,
-    )
-    offload_plan = None
-    if off is not None:
-        offload_plan = _offload_plan(setup, off, plan_context, n_sessions, eng, int(batch), depth)
-        if not offload_plan.fits_cpu:
-            warnings.append(
-                f"the CPU side needs {offload_plan.cpu_memory_gb:.1f} GB, {off.cpu.name} offers "
-                f"{offload_plan.cpu_available_gb:.1f} GB"
-            )
+    plan, offload_plan, kv_model = _memory(setup, eng, draft_info, plan_context, n_sessions, int(batch), depth, warnings)
     advice = (
         _quant_advice(spec, setup, eng, plan_context, n_sessions, int(batch), depth, plan.fits, estimate_tok_s)
         if req.advise
@@ -397,6 +344,95 @@ def estimate(
         said = offload_plan is None and any(r.kind == "quant" for r in remedies)
         result = replace(result, remedies=remedies, advice=None if said else result.advice)
     return result
+
+
+def _as_request(request: EstimateRequest | str | ModelSpec | None, hw: str | HardwareSpec | None, fields: dict[str, Any]) -> EstimateRequest:
+    """`estimate`'s arguments as one request: an `EstimateRequest` (fields override it) or its fields."""
+    for name, value in (("model", request), ("hw", hw)):
+        if value is not None and not isinstance(value, EstimateRequest):
+            if name in fields:
+                raise TypeError(f"estimate() got {name} twice")
+            fields[name] = value
+    if isinstance(request, EstimateRequest):
+        return replace(request, **fields) if fields else request
+    return EstimateRequest(**fields)
+
+
+def _hardware(req: EstimateRequest, warnings: list[str]) -> HardwareSpec:
+    """The device: a spec as given, else a catalog name or bare numbers; an ambiguous name adds a note."""
+    hw = req.hw
+    if isinstance(hw, HardwareSpec):
+        return hw
+    hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+    note = variant_note(hw, hardware) if isinstance(hw, str) and hw else None
+    if note:
+        warnings.append(note)
+    return hardware
+
+
+def _latency(req: EstimateRequest, setup: Setup) -> tuple[Prefill | None, float | None, Step, float | None]:
+    """Prefill, TTFT = prefill + the first decode step, the step at the mean decode depth (TPOT) and
+    end-to-end = TTFT + (n_out - 1) TPOT (docs/PHYSICS.md section 5)."""
+    prompt_tokens, batch = int(req.prompt_tokens), int(req.batch)
+    pre = layout_prefill(
+        setup, prefill(setup.model, setup.weights, setup.hardware, setup.efficiency, prompt_tokens, setup.peak, quantized=setup.quantized)
+    )
+    tpot_step = setup.step(batch, req.mean_decode_depth_tokens).step
+    first_step = setup.step(batch, float(prompt_tokens)).step
+    ttft = (pre.time_s if pre else 0.0) + first_step.time_s if (pre or prompt_tokens == 0) else None
+    e2e = ttft + (req.output_tokens - 1) * tpot_step.time_s if ttft is not None else None
+    return pre, ttft, tpot_step, e2e
+
+
+def _memory(
+    setup: Setup,
+    eng: EngineSpec,
+    draft_info: Draft | None,
+    plan_context: int,
+    n_sessions: int,
+    batch: int,
+    depth: float,
+    warnings: list[str],
+) -> tuple[MemoryPlan, OffloadPlan | None, ModelSpec]:
+    """What the setup holds: the GPU side's memory plan (weights left on the GPU, the draft, KV for the
+    planned context and sessions), the offload plan when layers or experts sit in system RAM, and the
+    KV view of the model those plans priced (docs/PHYSICS.md section 7)."""
+    spec, weights, hardware, layout, kv_el = setup.model, setup.weights, setup.hardware, setup.layout, setup.kv_bytes_per_element
+    if spec.max_context_tokens is not None and plan_context > spec.max_context_tokens:
+        warnings.append(
+            f"{plan_context:,} tokens of context is past {spec.name}'s limit of {spec.max_context_tokens:,} tokens: "
+            "the model cannot attend that far, so the speed there is only arithmetic"
+        )
+    off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
+    gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
+    resident = weights
+    if off is not None and off.expert_layers:
+        resident, _ = split_experts(weights, off.expert_share(spec.n_layers))
+    elif off is not None:
+        resident, _ = split_weights(weights, off.gpu_layers / spec.n_layers, off.mode == "stream")
+    extras = [draft_info.model] if draft_info else []
+    kv_model = kv_view(
+        spec, layers_share=gpu_share, copies=max(1, round(layout.tp / kv_shards(spec, layout.tp))), extra=extras
+    )
+    plan = memory_plan(
+        kv_model,
+        add_weights(resident, *([draft_info.weights] if draft_info else [])),
+        gpu_memory_gb(hardware) * layout.devices,
+        usable_fraction=eng.usable_memory_fraction,
+        runtime_overhead_gb=eng.runtime_overhead_gb * layout.devices,
+        context_tokens=plan_context,
+        sessions=n_sessions,
+        kv_bytes_per_element=kv_el,
+    )
+    offload_plan: OffloadPlan | None = None
+    if off is not None:
+        offload_plan = _offload_plan(setup, off, plan_context, n_sessions, eng, batch, depth)
+        if not offload_plan.fits_cpu:
+            warnings.append(
+                f"the CPU side needs {offload_plan.cpu_memory_gb:.1f} GB, {off.cpu.name} offers "
+                f"{offload_plan.cpu_available_gb:.1f} GB"
+            )
+    return plan, offload_plan, kv_model
 
 
 def _model_and_weights(
