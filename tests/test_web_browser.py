@@ -26,18 +26,12 @@ import pytest
 
 from tokometer.report.text import num
 from tokometer.web.app import PAGES, create_app
-from web_helpers import CHROMIUM, CHROMIUM_ARGS, fake_store_module, free_port, start_serve, stop
+from web_helpers import fake_store_module, free_port, start_serve, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "artifacts" / "screenshots"
-
-
-def missing(message: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(message + " (CI=true: browser tests must run; see scripts/ci/browser.sh)")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
@@ -53,20 +47,6 @@ def server(home: Path) -> Iterator[str]:
         pytest.fail(str(exc))
     yield base
     stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        missing(f"{CHROMIUM} is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright package is not installed")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @dataclass

@@ -9,7 +9,6 @@ roofline labels under the line. Screenshots land in artifacts/screenshots/.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from tokometer.web.app import create_app
-from web_helpers import CHROMIUM, CHROMIUM_ARGS, fake_store_module, start_serve, stop
+from web_helpers import fake_store_module, start_serve, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -38,26 +37,6 @@ MIN_CHART_FONT_PX = """() => {
   return sizes.length ? Math.min(...sizes) : null;
 }"""
 SIDEWAYS_PX = "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
-
-
-def missing(message: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(message + " (CI=true: browser tests must run; see scripts/ci/browser.sh)")
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        missing(f"{CHROMIUM} is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("the playwright package is not installed")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ Screenshots land in artifacts/screenshots/."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from starlette.testclient import TestClient
 
 from test_web_phone import MIN_CHART_FONT_PX, SIDEWAYS_PX
 from tokometer.web.app import create_app
-from web_helpers import CHROMIUM, CHROMIUM_ARGS, start_serve, stop
+from web_helpers import start_serve, stop
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -23,17 +22,6 @@ SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "screenshots"
 QUERY = "model=llama-3.1-8b&quant=bf16&hw=h100-sxm&prompt_tokens=1000&output_tokens=200&slo_ttft_ms=500&slo_tpot_ms=50"
 API_BODY = {"model": "llama-3.1-8b", "quant": "bf16", "hw": "h100-sxm", "prompt_tokens": 1000, "output_tokens": 200,
             "slo_ttft_ms": 500, "slo_tpot_ms": 50}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() or os.environ.get("TOKOMETER_NO_BROWSER"):
-        pytest.skip(f"{CHROMIUM} is not installed")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")
