@@ -154,3 +154,15 @@ def test_only_engines_without_wgmma_lose_hoppers_peak() -> None:
     # llama.cpp gains from an H100 over an A100 what the SM count and clock give (1.2x), not the datasheet's 2.4x
     ratio = prefill_tok_s("llama.cpp", "h100-pcie") / prefill_tok_s("llama.cpp", "a100-80gb-pcie")
     assert 1.0 < ratio < 1.6
+
+
+def test_multi_device_prefill_gets_its_own_out_of_sample_band() -> None:
+    from tokometer.catalog.efficiency import multi_device_log_sd
+    from tokometer.usecases.validation import _prefill_band_log_sd
+
+    eff = estimate(model="llama-3.1-8b", hw="rtx-4090", engine="llama.cpp").efficiency
+    peak = Peak(100.0, "fp16")
+    multi = multi_device_log_sd("pp")
+    assert multi is not None and multi != multi_device_log_sd("tg")
+    assert _prefill_band_log_sd(eff, peak, 1) == prefill_log_sd(eff, peak)
+    assert _prefill_band_log_sd(eff, peak, 4) == max(prefill_log_sd(eff, peak), multi)

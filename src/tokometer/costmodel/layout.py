@@ -661,7 +661,7 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     pipe = pipeline_prefill_factor(pre.n_chunks, eff.prefill_chunk_tokens, eff.prefill_batch_tokens, lay.pp, model.n_layers)
     compute = pre.compute_time_s / lay.tp * pipe
     memory = pre.memory_time_s / lay.tp * pipe
-    overhead = pre.overhead_time_s * pipe
+    overhead = pre.overhead_time_s
     time_s = max(compute, memory) + overhead + comm
     return replace(
         pre,
