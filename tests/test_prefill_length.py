@@ -110,22 +110,27 @@ def test_a_12k_token_paste_on_a_4090_takes_seconds() -> None:
 
 
 def test_prefill_held_out_by_device_meets_its_targets() -> None:
-    """Leave-one-hardware-out on the shipped pp rows: median error <= 15 %, and no prompt-length
-    bucket biased beyond +-15 % (long prompts used to come out far too fast)."""
+    """Leave-one-hardware-out on every shipped pp row, multi-device ones too: median error <= 15 %
+    overall and on single devices, no prompt-length bucket biased beyond +-15 % (long prompts used to
+    come out far too fast), and the H100 PCIe, held out, no longer 50 % too fast (mma.sync rate)."""
     from tokometer.usecases.calibration import leave_one_hardware_out
     from tokometer.usecases.validation import read_cases
 
     cases = read_cases(MEASUREMENTS_CSV)
-    results = leave_one_hardware_out(cases, only=[c for c in cases if c.metric == "pp" and c.n_devices == 1])
-    scored = [r for r in results if r.scored and r.predicted]
-    assert len(scored) >= 150
-    assert statistics.median(r.ape for r in scored if r.ape is not None) <= 0.15
+    results = leave_one_hardware_out(cases, only=[c for c in cases if c.metric == "pp"])
+    scored = [r for r in results if r.scored and r.predicted and r.ape is not None]
+    assert len(scored) >= 350
+    assert statistics.median(r.ape for r in scored) <= 0.15
+    assert statistics.median(r.ape for r in scored if r.case.n_devices == 1) <= 0.15
     with MEASUREMENTS_CSV.open(encoding="utf-8") as handle:
         lengths = {row["row_id"]: int(row["prompt_tokens"]) for row in csv.DictReader(handle)}
+
+    def bias(rows: list) -> float:
+        return statistics.median((r.predicted - r.case.value) / r.case.value for r in rows)
+
     for length in (512, 1024, 4096, 8192):
-        bucket = [r for r in scored if lengths[r.case.row_id] == length]
-        bias = statistics.median((r.predicted - r.case.value) / r.case.value for r in bucket if r.predicted)
-        assert abs(bias) <= 0.15, (length, bias)
+        assert abs(bias([r for r in scored if lengths[r.case.row_id] == length])) <= 0.15, length
+    assert abs(bias([r for r in scored if r.hardware_id == "h100-pcie"])) <= 0.2
 
 
 def test_llama_cpp_on_hopper_runs_at_the_mma_sync_rate() -> None:
