@@ -636,7 +636,8 @@ def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) ->
 def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     """Prefill with the layout: TP splits the work `tp` ways and all-reduces `T * hidden * 2` bytes twice
     per layer; PP overlaps the chunks in flight across its stages (`pipeline_prefill_factor`) and adds
-    its hops; offloaded weights (layers, or experts kept in RAM) cross PCIe once per chunk (llama.cpp
+    its hops, while the per-chunk fixed costs (graph build, scheduling, launches on the one host
+    thread that drives every GPU) are not overlapped; offloaded weights (layers, or experts kept in RAM) cross PCIe once per chunk (llama.cpp
     computes large batches on the GPU, copying CPU-resident weights over)."""
     if pre is None:
         return None
