@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.layout import pipeline_prefill_factor
+from tokometer.costmodel.layout import layer_split_counts, pipeline_prefill_factor
 from tokometer.costmodel.roofline import (
     DERIVED_PEAK_LOG_SD,
     Peak,
+    compute_peak,
     prefill_log_sd,
     prefill_score_elements,
 )
@@ -56,11 +57,26 @@ def test_an_unfused_attention_pays_for_its_score_traffic() -> None:
 
 @pytest.mark.parametrize(
     ("chunks", "stages", "expected"),
-    [(1, 4, 1.0), (2, 4, 5 / 8), (8, 4, 7 / 16), (16, 2, 5 / 8), (8, 1, 1.0)],
+    [(1, 4, 1.0), (2, 4, 5 / 8), (8, 4, 11 / 32), (16, 2, 17 / 32), (8, 1, 1.0), (8, 8, 11 / 32)],
 )
-def test_pipeline_overlaps_the_chunks_in_flight(chunks: int, stages: int, expected: float) -> None:
-    # llama.cpp: 2048-token batches of 512-token ubatches, so at most 4 chunks in flight
+def test_pipeline_overlaps_every_chunk_of_the_prompt(chunks: int, stages: int, expected: float) -> None:
+    # even stages: (1 + (m - 1) * max(1/p, 1/w)) / m with w = 2048 / 512 = 4 ubatches in flight; the
+    # pipeline is not drained between 2048-token batches, and 8 stages are held to the 4-wide window
     assert pipeline_prefill_factor(chunks, 512, 2048, stages) == pytest.approx(expected)
+
+
+def test_llama_cpp_layer_split_gives_the_first_gpu_the_extra_layers() -> None:
+    # the output layer counts as one more slot: 32 layers over 4 GPUs are 9, 8, 8, 7
+    assert layer_split_counts(32, 4) == (9, 8, 8, 7)
+    assert layer_split_counts(80, 4) == (21, 20, 20, 19)
+    assert sum(layer_split_counts(61, 6)) == 61
+
+
+def test_the_largest_stage_sets_the_pipeline_rate() -> None:
+    even = pipeline_prefill_factor(16, 512, 2048, 4)
+    uneven = pipeline_prefill_factor(16, 512, 2048, 4, n_layers=32)
+    assert uneven == pytest.approx((1 + 15 * 9 / 32) / 16)
+    assert uneven > even
 
 
 def test_several_gpus_prefill_a_long_prompt_faster_and_a_short_one_not() -> None:
@@ -70,7 +86,11 @@ def test_several_gpus_prefill_a_long_prompt_faster_and_a_short_one_not() -> None
         return e.prefill.tok_s
 
     assert tok_s(512, 4) <= tok_s(512, 1)
-    assert 1.8 < tok_s(4096, 4) / tok_s(4096, 1) < 16 / 7
+    assert 2.0 < tok_s(4096, 4) / tok_s(4096, 1) < 32 / 11
+    # every ubatch of the prompt is in the pipeline: 16 chunks overlap better than 8
+    assert tok_s(8192, 4) / tok_s(8192, 1) > tok_s(4096, 4) / tok_s(4096, 1)
+    # at most 4 ubatches in flight: 8 GPUs do not reach 4x
+    assert tok_s(8192, 8) / tok_s(8192, 1) < 4.0
 
 
 def test_a_derived_peak_gets_a_wider_prefill_band() -> None:
@@ -90,19 +110,64 @@ def test_a_12k_token_paste_on_a_4090_takes_seconds() -> None:
 
 
 def test_prefill_held_out_by_device_meets_its_targets() -> None:
-    """Leave-one-hardware-out on the shipped pp rows: median error <= 15 %, and no prompt-length
-    bucket biased beyond +-15 % (long prompts used to come out far too fast)."""
+    """Leave-one-hardware-out on every shipped pp row, multi-device ones too: median error <= 15 %
+    overall and on single devices, no prompt-length bucket biased beyond +-15 % (long prompts used to
+    come out far too fast), and the H100 PCIe, held out, no longer 50 % too fast (mma.sync rate)."""
     from tokometer.usecases.calibration import leave_one_hardware_out
     from tokometer.usecases.validation import read_cases
 
     cases = read_cases(MEASUREMENTS_CSV)
-    results = leave_one_hardware_out(cases, only=[c for c in cases if c.metric == "pp" and c.n_devices == 1])
-    scored = [r for r in results if r.scored and r.predicted]
-    assert len(scored) >= 150
-    assert statistics.median(r.ape for r in scored if r.ape is not None) <= 0.15
+    results = leave_one_hardware_out(cases, only=[c for c in cases if c.metric == "pp"])
+    scored = [r for r in results if r.scored and r.predicted and r.ape is not None]
+    assert len(scored) >= 350
+    assert statistics.median(r.ape for r in scored) <= 0.15
+    assert statistics.median(r.ape for r in scored if r.case.n_devices == 1) <= 0.15
     with MEASUREMENTS_CSV.open(encoding="utf-8") as handle:
         lengths = {row["row_id"]: int(row["prompt_tokens"]) for row in csv.DictReader(handle)}
+
+    def bias(rows: list) -> float:
+        return statistics.median((r.predicted - r.case.value) / r.case.value for r in rows)
+
     for length in (512, 1024, 4096, 8192):
-        bucket = [r for r in scored if lengths[r.case.row_id] == length]
-        bias = statistics.median((r.predicted - r.case.value) / r.case.value for r in bucket if r.predicted)
-        assert abs(bias) <= 0.15, (length, bias)
+        assert abs(bias([r for r in scored if lengths[r.case.row_id] == length])) <= 0.15, length
+    assert abs(bias([r for r in scored if r.hardware_id == "h100-pcie"])) <= 0.2
+
+
+def test_llama_cpp_on_hopper_runs_at_the_mma_sync_rate() -> None:
+    """Hopper's datasheet tensor peak needs wgmma; llama.cpp's kernels issue mma.sync, about half."""
+    h100 = hardware_catalog().get("h100-pcie")
+    assert h100.fp16_mma_sync_tflops == pytest.approx(h100.fp16_tflops / 2)
+    assert compute_peak(h100, "fp16").tflops == h100.fp16_tflops
+    capped = compute_peak(h100, "fp16", fp16_accumulate=True, wgmma=False)
+    assert capped.tflops == pytest.approx(h100.fp16_mma_sync_tflops)
+    assert compute_peak(h100, "int8", wgmma=False).tflops == pytest.approx(2 * h100.fp16_mma_sync_tflops)
+    # an Ampere card has no such split: its peak is what mma.sync reaches
+    a100 = hardware_catalog().get("a100-80gb-pcie")
+    assert compute_peak(a100, "fp16", wgmma=False) == compute_peak(a100, "fp16")
+
+
+def test_only_engines_without_wgmma_lose_hoppers_peak() -> None:
+    def prefill_tok_s(engine: str, hw: str) -> float:
+        e = estimate(model="llama-3.1-8b", hw=hw, quant="fp16", engine=engine, prompt_tokens=2048)
+        assert e.prefill
+        return e.prefill.tok_s
+
+    llama = estimate(model="llama-3.1-8b", hw="h100-pcie", quant="fp16", engine="llama.cpp", prompt_tokens=2048)
+    vllm = estimate(model="llama-3.1-8b", hw="h100-pcie", quant="fp16", engine="vllm", prompt_tokens=2048)
+    assert llama.peak.tflops == pytest.approx(hardware_catalog().get("h100-pcie").fp16_mma_sync_tflops)
+    assert vllm.peak.tflops == pytest.approx(hardware_catalog().get("h100-pcie").fp16_tflops)
+    # llama.cpp gains from an H100 over an A100 what the SM count and clock give (1.2x), not the datasheet's 2.4x
+    ratio = prefill_tok_s("llama.cpp", "h100-pcie") / prefill_tok_s("llama.cpp", "a100-80gb-pcie")
+    assert 1.0 < ratio < 1.6
+
+
+def test_multi_device_prefill_gets_its_own_out_of_sample_band() -> None:
+    from tokometer.catalog.efficiency import multi_device_log_sd
+    from tokometer.usecases.validation import _prefill_band_log_sd
+
+    eff = estimate(model="llama-3.1-8b", hw="rtx-4090", engine="llama.cpp").efficiency
+    peak = Peak(100.0, "fp16")
+    multi = multi_device_log_sd("pp")
+    assert multi is not None and multi != multi_device_log_sd("tg")
+    assert _prefill_band_log_sd(eff, peak, 1) == prefill_log_sd(eff, peak)
+    assert _prefill_band_log_sd(eff, peak, 4) == max(prefill_log_sd(eff, peak), multi)

@@ -65,6 +65,7 @@ class HardwareSpec(_Plain):
     fp32_tflops: float | None = None
     fp16_tflops: float | None = None  # dense tensor fp16/bf16, FP32 accumulate where vendors distinguish
     fp16_acc16_tflops: float | None = None  # dense tensor fp16 with FP16 accumulate (GeForce: twice the above)
+    fp16_mma_sync_tflops: float | None = None  # dense fp16 through mma.sync where the datasheet peak needs wgmma (Hopper)
     fp8_tflops: float | None = None
     int8_tops: float | None = None
     fp4_tflops: float | None = None
@@ -328,6 +329,7 @@ class EngineSpec(_Plain):
     default_kv_dtype: str = "fp16"
     based_on: str | None = None
     fp16_accumulate: bool = False  # fp16 GEMMs accumulate in fp16 (llama.cpp's cuBLAS path)
+    tensor_wgmma: bool = True  # its prefill kernels reach Hopper's wgmma-only peak (llama.cpp: mma.sync, no)
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None

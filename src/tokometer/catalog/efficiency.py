@@ -96,9 +96,10 @@ def lookup_keys(engine: EngineSpec, backend: str, hardware_class: str) -> list[s
     return keys
 
 
-def multi_device_log_sd() -> float | None:
-    """Spread of multi-device decode errors out of sample, when the fit measured one."""
-    value = fitted_table().meta.get("multi_device_residual_log_sd")
+def multi_device_log_sd(metric: str = "tg") -> float | None:
+    """Spread of multi-device decode (`tg`) or prefill (`pp`) errors out of sample, when the fit measured one."""
+    key = "multi_device_prefill_residual_log_sd" if metric == "pp" else "multi_device_residual_log_sd"
+    value = fitted_table().meta.get(key)
     return float(value) if isinstance(value, int | float) else None
 
 

@@ -542,24 +542,48 @@ def _split_step(
     )
 
 
-def pipeline_prefill_factor(n_chunks: int, chunk_tokens: int, batch_tokens: int | None, stages: int) -> float:
+def layer_split_counts(n_layers: int, stages: int) -> tuple[int, ...]:
+    """Layers per pipeline stage under llama.cpp's layer split (`-sm layer`, its multi-GPU default).
+
+    Equal shares, with the output layer counted as one more layer (`n_layers + 1` slots): layer `i` goes
+    to stage `s` whose cumulative share first exceeds `i / (n_layers + 1)` (llama.cpp `llm_load_tensors`,
+    `std::upper_bound` over the split fractions). The first stage ends up with a layer or two more
+    than the last, which also holds the output: 4 stages of 32 layers are 9, 8, 8, 7.
+    """
+    counts = [0] * max(1, stages)
+    slots = n_layers + 1
+    for layer in range(n_layers):
+        position = layer / slots
+        stage = next((s for s in range(stages) if position < (s + 1) / stages), stages - 1)
+        counts[stage] += 1
+    return tuple(counts)
+
+
+def pipeline_prefill_factor(n_chunks: int, chunk_tokens: int, batch_tokens: int | None, stages: int, n_layers: int = 0) -> float:
     """Prefill time over `stages` pipeline stages, as a share of the same work on one device.
 
-    A prompt split into chunks (micro-batches) flows through the stages: within a batch of m chunks
-    in flight, the stages overlap, so a batch takes (m + p - 1) stage-slots of 1/p of a chunk's
-    time instead of m whole chunks:
+    A prompt split into m chunks (micro-batches) flows through the stages: the first chunk crosses
+    every stage, each later one leaves the pipeline one bottleneck interval after the previous, the
+    bottleneck being the slowest stage, or, when fewer chunks may be in flight than there are stages,
+    the whole pass divided by that window w:
 
-        factor = (m + p - 1) / (m p),   m = min(chunks, batch_tokens / chunk_tokens)
+        factor = (1 + (m - 1) * max(s_max, 1 / w)) / m
 
-    One chunk (m = 1) gains nothing; llama.cpp keeps n_batch / n_ubatch = 2048 / 512 = 4 ubatches
-    in flight (its pipeline parallelism, `-b`/`-ub`), so 4 stages reach 16/7 = 2.3x at most.
-    Source: the GPipe schedule (Huang et al. 2019, arXiv:1811.06965), bubble (p - 1) / (m + p - 1).
+    s_max is the largest stage's share of the layers (`layer_split_counts`; 1 / p for an even split,
+    which gives the GPipe figure (m + p - 1) / (m p)); m counts every chunk of the prompt, since
+    llama.cpp's scheduler does not drain the pipeline between its n_batch calls. w = batch_tokens /
+    chunk_tokens: llama.cpp keeps 4 ubatches in flight (its scheduler's copies, GGML_SCHED_MAX_COPIES,
+    equal to n_batch / n_ubatch = 2048 / 512 by default), so 6 or 8 GPUs speed a long prompt up by 4x
+    at most. One chunk (m = 1) gains nothing. Sources: the GPipe schedule (Huang et al. 2019,
+    arXiv:1811.06965); llama.cpp pipeline parallelism (ggml-org/llama.cpp#6017).
     """
     if stages <= 1:
         return 1.0
-    in_flight = max(1, (batch_tokens or chunk_tokens) // max(1, chunk_tokens))
-    m = max(1, min(n_chunks, in_flight))
-    return (m + stages - 1) / (m * stages)
+    window = max(1, (batch_tokens or chunk_tokens) // max(1, chunk_tokens))
+    m = max(1, n_chunks)
+    counts = layer_split_counts(n_layers, stages) if n_layers >= stages else ()
+    largest = max(counts) / n_layers if counts else 1.0 / stages
+    return (1.0 + (m - 1) * max(largest, 1.0 / window)) / m
 
 
 def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverStep:
@@ -612,7 +636,8 @@ def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) ->
 def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     """Prefill with the layout: TP splits the work `tp` ways and all-reduces `T * hidden * 2` bytes twice
     per layer; PP overlaps the chunks in flight across its stages (`pipeline_prefill_factor`) and adds
-    its hops; offloaded weights (layers, or experts kept in RAM) cross PCIe once per chunk (llama.cpp
+    its hops, while the per-chunk fixed costs (graph build, scheduling, launches on the one host
+    thread that drives every GPU) are not overlapped; offloaded weights (layers, or experts kept in RAM) cross PCIe once per chunk (llama.cpp
     computes large batches on the GPU, copying CPU-resident weights over)."""
     if pre is None:
         return None
@@ -634,10 +659,10 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
         2 * model.n_layers * allreduce_time_s(payload, lay.tp, lay.link) + (lay.pp - 1) * hop_time_s(payload, lay.link)
     )
     eff = setup.efficiency
-    pipe = pipeline_prefill_factor(pre.n_chunks, eff.prefill_chunk_tokens, eff.prefill_batch_tokens, lay.pp)
+    pipe = pipeline_prefill_factor(pre.n_chunks, eff.prefill_chunk_tokens, eff.prefill_batch_tokens, lay.pp, model.n_layers)
     compute = pre.compute_time_s / lay.tp * pipe
     memory = pre.memory_time_s / lay.tp * pipe
-    overhead = pre.overhead_time_s * pipe
+    overhead = pre.overhead_time_s
     time_s = max(compute, memory) + overhead + comm
     return replace(
         pre,

@@ -54,14 +54,19 @@ class Peak(_Plain):
     derived: bool = False  # computed from units x clock x FLOPs/cycle: a wider band applies
 
 
-def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool = False) -> Peak:
+def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool = False, wgmma: bool = True) -> Peak:
     """Dense peak for the format's compute dtype; falls back to fp16 then fp32, saying so.
 
     Engines that accumulate fp16 GEMMs in fp16 (llama.cpp) get the FP16-accumulate tensor rate
-    where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure). A peak the
-    catalog derived rather than read from a datasheet is flagged and says so.
+    where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure). Engines whose
+    kernels do not issue Hopper's wgmma (`wgmma=False`, llama.cpp) are held to the device's
+    `fp16_mma_sync_tflops` (twice that for 8-bit types), the rate the Ampere-era mma.sync path
+    reaches (`mma_sync_cap`). A peak the catalog derived rather than read from a datasheet is
+    flagged and says so.
     """
     peak = _datasheet_peak(hardware, dtype, fp16_accumulate)
+    if not wgmma:
+        peak = mma_sync_cap(hardware, peak)
     if peak.tflops and hardware.compute_peak_derived:
         note = (
             f"{hardware.name}: compute peak derived from units x clock x FLOPs per cycle, "
@@ -69,6 +74,24 @@ def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: b
         )
         return Peak(peak.tflops, peak.dtype, f"{peak.note}; {note}" if peak.note else note, derived=True)
     return peak
+
+
+def mma_sync_cap(hardware: HardwareSpec, peak: Peak) -> Peak:
+    """min(peak, fp16_mma_sync_tflops x (2 for 8-bit types)): Hopper's datasheet tensor peak is reached
+    only through the asynchronous warpgroup wgmma instruction; mma.sync (the Ampere-era instruction
+    that llama.cpp's own CUDA kernels issue) runs at about half of it, the Ampere per-SM rate
+    (Luo et al. 2025, "Dissecting the NVIDIA Hopper Architecture through Microbenchmarking",
+    arXiv:2501.12084). llama.cpp's measured prefill on an H100 PCIe is 1.36-1.40x an A100 PCIe's
+    (XD-L3, cuBLAS and MMQ paths alike), where the datasheets differ 2.4x and the mma.sync rates 1.2x.
+    Devices without the figure, and fp32 peaks, are unchanged."""
+    cap = hardware.fp16_mma_sync_tflops
+    if not cap or not peak.tflops or peak.dtype in (None, "fp32"):
+        return peak
+    if peak.dtype in ("fp8", "int8"):
+        cap *= 2.0
+    if peak.tflops <= cap:
+        return peak
+    return Peak(cap, f"{peak.dtype}-mma.sync", peak.note, peak.derived)
 
 
 def _datasheet_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool) -> Peak:

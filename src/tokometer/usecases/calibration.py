@@ -532,16 +532,21 @@ def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency]
     multi = multi_device_spread(cases)
     if multi is not None:
         meta["multi_device_residual_log_sd"] = round(multi, 6)
+    multi_pp = multi_device_spread(cases, "pp")
+    if multi_pp is not None:
+        meta["multi_device_prefill_residual_log_sd"] = round(multi_pp, 6)
     return table, meta, counts
 
 
-def multi_device_spread(cases: list[Case]) -> float | None:
-    """Band for multi-device decode: errors of the parallelism model on hardware left out of the fit.
+def multi_device_spread(cases: list[Case], metric: str = "tg") -> float | None:
+    """Band for multi-device decode (`tg`) or prefill (`pp`): errors of the parallelism model on
+    hardware left out of the fit.
 
-    Several devices add what one device's fit cannot see (link latency, split imbalance), so their
-    band is sized on their own out-of-sample errors, not borrowed from single-device rows.
+    Several devices add what one device's fit cannot see (link latency, split imbalance, how far a
+    pipeline overlaps), so their band is sized on their own out-of-sample errors, not borrowed from
+    single-device rows.
     """
-    multi = [c for c in cases if c.metric == "tg" and c.n_devices > 1 and not c.flag]
+    multi = [c for c in cases if c.metric == metric and c.n_devices > 1 and not c.flag]
     if len(multi) < MIN_TG_ROWS:
         return None
     results = leave_one_hardware_out(cases, only=multi)

@@ -135,7 +135,9 @@ def _scaled_peaks(base: HardwareSpec, fp16_tflops: float) -> dict[str, Any]:
     """The peaks of `base` with its dense fp16 figure set to `fp16_tflops`: the fp16-accumulate rate goes
     (it is the datasheet's, not the user's), the narrower types keep their ratio to fp16 (none without it)."""
     ratio = fp16_tflops / base.fp16_tflops if base.fp16_tflops else None
-    changes: dict[str, Any] = {"fp16_tflops": fp16_tflops, "fp16_acc16_tflops": None, "compute_peak_derived": False}
+    changes: dict[str, Any] = {
+        "fp16_tflops": fp16_tflops, "fp16_acc16_tflops": None, "fp16_mma_sync_tflops": None, "compute_peak_derived": False
+    }
     for key in ("fp8_tflops", "int8_tops", "fp4_tflops"):
         value = getattr(base, key)
         changes[key] = value * ratio if value is not None and ratio is not None else None
@@ -173,7 +175,9 @@ def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec
 
 def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
     """The compute peak a weight format runs at on this hardware under this engine."""
-    return compute_peak(hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate)
+    return compute_peak(
+        hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate, wgmma=engine.tensor_wgmma
+    )
 
 
 def setup_for_format(

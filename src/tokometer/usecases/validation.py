@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.costmodel.roofline import interval, prefill_log_sd
+from tokometer.catalog.efficiency import multi_device_log_sd
+from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.errors import InputError, TokometerError
 from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.units import GB, GIB
@@ -239,6 +240,13 @@ def _catalog_hardware(case: Case) -> HardwareSpec | None:
     return None
 
 
+def _prefill_band_log_sd(efficiency: Efficiency, peak: Peak, n_devices: int) -> float:
+    """The prefill band's log spread: the fit's (`prefill_log_sd`), widened over several devices to the
+    out-of-sample spread of multi-device prefill, as decode's band is (`multi_device_log_sd`)."""
+    sd = prefill_log_sd(efficiency, peak)
+    return max(sd, multi_device_log_sd("pp") or sd) if n_devices > 1 else sd
+
+
 def resolve_case_hardware(case: Case) -> HardwareSpec:
     """The catalog's device first (id, calibration id or name, normalised); the row's spec columns
     override its numbers only, never its memory technology or anything the row does not state.
@@ -257,6 +265,7 @@ def resolve_case_hardware(case: Case) -> HardwareSpec:
             return found
         if "fp16_tflops" in changes:
             changes["fp16_acc16_tflops"] = None  # the row's figure replaces the datasheet's pair
+            changes["fp16_mma_sync_tflops"] = None
         return replace(found, **changes, source=f"{found.source}; numbers from the row's spec columns")
     bandwidth = stated.get("memory_bandwidth_gb_per_s")
     if bandwidth:
@@ -448,7 +457,7 @@ def predict_case(
                 result.reason = "baselines predict decode only"
                 return result
             value = est.prefill.tok_s
-            band = interval(value, prefill_log_sd(est.efficiency, est.peak))
+            band = interval(value, _prefill_band_log_sd(est.efficiency, est.peak, case.n_devices))
             low, high = band.low, band.high
         elif case.metric == "ttft_ms":
             if case.batch != 1:
@@ -461,7 +470,7 @@ def predict_case(
                 result.reason = "baselines predict decode only"
                 return result
             value = est.ttft_s * 1000.0
-            band = interval(value, prefill_log_sd(est.efficiency, est.peak))
+            band = interval(value, _prefill_band_log_sd(est.efficiency, est.peak, case.n_devices))
             low, high = band.low, band.high
         else:  # tput_out: output tokens per second across a batch of whole requests
             if est.e2e_s is None:
