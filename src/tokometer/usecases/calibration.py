@@ -5,7 +5,9 @@ Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear 
     t_step = X_w / eta_bw(quantized?) + X_kv / eta_kv + s_dec * X_s + k_alu * Y + n_layers * tau_layer + tau_step,
     X_w = weight bytes / BW,  X_kv = KV-cache bytes / BW,  X_s = scores / BW,  Y = weights / fp32 peak
 
-so each group (engine / backend / hardware class) is fitted by weighted least squares on
+where BW is min(datasheet, N_units * b_unit) (Little's law: the bytes a device's compute units keep in
+flight); b_unit enters through min(), so it is profiled over a grid, each candidate a linear fit. So
+each group (engine / backend / hardware class) is fitted by weighted least squares on
 relative error (each row divided by its measured time), with a weak ridge toward the engine's
 documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Prefill is linear too:
 
