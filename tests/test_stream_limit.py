@@ -153,3 +153,15 @@ def test_the_shipped_fit_limits_apple_gpus_by_their_cores() -> None:
     assert statistics.median(errors) < 0.15
     with open(MEASUREMENTS_CSV, encoding="utf-8") as fh:
         assert any(row["hardware_id"] == "apple_m1_max_32c" for row in csv.DictReader(fh))
+
+
+def test_the_explanation_names_the_limit_only_where_it_applies() -> None:
+    from tokometer.report.json import explanation
+
+    limited = estimate(EstimateRequest(model="llama-3-8b", hw="m1-max-32c", engine="llama-cpp"))
+    assert 0.0 < limited.efficiency.applied_stream_share < 1.0
+    line = next(t for t in explanation(limited) if "compute units" in t)
+    assert "32 compute units" in line and f"{limited.efficiency.applied_stream_share * 400:,.0f} GB/s" in line
+    free = estimate(EstimateRequest(model="llama-3-8b", hw="rtx-4090", engine="llama-cpp"))
+    assert free.efficiency.applied_stream_share == 1.0
+    assert not any("compute units" in t for t in explanation(free))

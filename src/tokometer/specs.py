@@ -296,6 +296,7 @@ class Efficiency(_Plain):
     decode_score_bytes: float = 0.0  # s_dec: bytes an unfused decode attention moves per score (0: fused)
     inline_ecc_overhead: float = 0.0  # e_ecc: extra (W + KV) / BW time on cards whose ECC shares the GDDR bus
     unit_bandwidth_gb_per_s: float | None = None  # b_unit: GB/s one compute unit's kernels keep in flight (None: no limit)
+    applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:
@@ -340,6 +341,7 @@ class Efficiency(_Plain):
             kv_bandwidth_fraction=None if self.kv_bandwidth_fraction is None else self.kv_bandwidth_fraction * share,
             decode_score_bytes=self.decode_score_bytes / share,
             unit_bandwidth_gb_per_s=None,
+            applied_stream_share=share,
         )
 
     def kv_fraction_for(self, quantized: bool) -> float:
