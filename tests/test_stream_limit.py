@@ -165,3 +165,13 @@ def test_the_explanation_names_the_limit_only_where_it_applies() -> None:
     free = estimate(EstimateRequest(model="llama-3-8b", hw="rtx-4090", engine="llama-cpp"))
     assert free.efficiency.applied_stream_share == 1.0
     assert not any("compute units" in t for t in explanation(free))
+
+
+def test_fallback_entries_serve_other_classes_without_a_limit() -> None:
+    """`llama-cpp/*/*` serves CPUs, ROCm and Vulkan devices: b_unit (one memory system's) stays off it,
+    so its other terms (k_alu for the CPU's dot products) keep their fit."""
+    entries = fitted_table().entries
+    wild = [key for key in entries if key.endswith("/*")]
+    assert wild and all(entries[key].unit_bandwidth_gb_per_s is None for key in wild)
+    assert entries["llama-cpp/*/*"].decode_alu_flops_per_weight > 0
+    assert any(entries[key].unit_bandwidth_gb_per_s for key in entries if not key.endswith("/*"))

@@ -397,6 +397,10 @@ def fit_table(
         if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
             continue
         units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
+        if GroupKey.parse(key).hardware_class == ANY:
+            # b_unit belongs to one class of memory system; a fallback entry serves devices of other
+            # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
+            units = (None,)
         table[key] = fit_one(tg, pp, rows[0].prior, source, units)
     return table
 
