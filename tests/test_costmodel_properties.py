@@ -46,7 +46,8 @@ def test_ceiling_is_never_below_the_estimate(setup: dict) -> None:
 def test_more_bandwidth_is_never_slower(setup: dict, bandwidth: float, factor: float) -> None:
     slow = estimate(**setup, bandwidth_gb_per_s=bandwidth)
     fast = estimate(**setup, bandwidth_gb_per_s=bandwidth * factor)
-    assert fast.estimate_tok_s >= slow.estimate_tok_s
+    # equal, to rounding, once the compute units' bytes in flight set the stream (Little's-law limit)
+    assert fast.estimate_tok_s >= slow.estimate_tok_s * (1.0 - 1e-12)
     assert fast.ceiling_tok_s >= slow.ceiling_tok_s
 
 

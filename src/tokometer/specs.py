@@ -79,6 +79,8 @@ class HardwareSpec(_Plain):
     notes: str | None = None
     compute_source: str | None = None  # where the compute peaks come from
     compute_peak_derived: bool = False  # peaks computed (units x clock x FLOPs/cycle), not a datasheet figure
+    compute_units: int | None = None  # SMs (NVIDIA), CUs (AMD), Xe cores (Intel), GPU cores (Apple): memory-request issuers
+    compute_units_source: str | None = None
     # serving cost (issue 11): on-demand cloud list price per device-hour, its source and date
     price_per_hour_usd: float | None = None
     price_source: str | None = None
@@ -294,6 +296,8 @@ class Efficiency(_Plain):
     decode_alu_flops_per_weight: float = 0.0  # k_alu: shader ops per weight a matvec step does not hide behind memory
     decode_score_bytes: float = 0.0  # s_dec: bytes an unfused decode attention moves per score (0: fused)
     inline_ecc_overhead: float = 0.0  # e_ecc: extra (W + KV) / BW time on cards whose ECC shares the GDDR bus
+    unit_bandwidth_gb_per_s: float | None = None  # b_unit: GB/s one compute unit's kernels keep in flight (None: no limit)
+    applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:
@@ -309,6 +313,37 @@ class Efficiency(_Plain):
     def ecc_overhead_for(self, hardware: HardwareSpec) -> float:
         """e_ecc on a card with inline ECC (HardwareSpec.inline_ecc), else 0: extra seconds per datasheet-byte-second."""
         return self.inline_ecc_overhead if hardware.inline_ecc else 0.0
+
+    def stream_share(self, hardware: HardwareSpec) -> float:
+        """min(1, N_units * b_unit / BW): the share of the datasheet bandwidth the decode kernels can keep busy.
+
+        Little's law: a stream sustains (bytes in flight) / (memory latency); each compute unit keeps a
+        bounded number of loads in flight, so N units reach at most N * b_unit GB/s (docs/PHYSICS.md
+        section 4). 1 when the fit found no limit or the catalog gives no unit count.
+        """
+        if not self.unit_bandwidth_gb_per_s or not hardware.compute_units:
+            return 1.0
+        return min(1.0, hardware.compute_units * self.unit_bandwidth_gb_per_s / hardware.memory_bandwidth_gb_per_s)
+
+    def for_hardware(self, hardware: HardwareSpec) -> Efficiency:
+        """These values on one device: the decode stream's shares of bandwidth scaled by `stream_share`.
+
+        The eta's (weights, KV) shrink by the share and the unfused attention's per-score bytes grow by
+        its inverse, so every consumer (roofline, layouts, the sweep, the simulator) sees the limit;
+        the result carries no `unit_bandwidth_gb_per_s`, so applying it twice changes nothing.
+        """
+        share = self.stream_share(hardware)
+        if share >= 1.0:
+            return dataclasses.replace(self, unit_bandwidth_gb_per_s=None) if self.unit_bandwidth_gb_per_s else self
+        return dataclasses.replace(
+            self,
+            bandwidth_fraction=self.bandwidth_fraction * share,
+            quantized_bandwidth_fraction=None if self.quantized_bandwidth_fraction is None else self.quantized_bandwidth_fraction * share,
+            kv_bandwidth_fraction=None if self.kv_bandwidth_fraction is None else self.kv_bandwidth_fraction * share,
+            decode_score_bytes=self.decode_score_bytes / share,
+            unit_bandwidth_gb_per_s=None,
+            applied_stream_share=share,
+        )
 
     def kv_fraction_for(self, quantized: bool) -> float:
         """Attention reads the KV cache with its own kernels (per head, one query): eta_kv, else the weights' eta."""

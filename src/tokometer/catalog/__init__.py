@@ -193,6 +193,8 @@ HARDWARE_SCHEMA: Schema = {
     "compute_source": Field(STR),
     "fp16_mma_sync_source": Field(STR),
     "compute_peak_derived": Field(BOOL),
+    "compute_units": Field(INT),
+    "compute_units_source": Field(STR),
     # serving cost (issue 11)
     "price_per_hour_usd": Field(NUM),
     "price_source": Field(STR),
@@ -248,8 +250,21 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         notes=raw.get("notes"),
         compute_source=raw.get("compute_source"),
         compute_peak_derived=bool(raw.get("compute_peak_derived", False)),
+        compute_units=_units(raw),
+        compute_units_source=raw.get("compute_units_source"),
         **_price(raw),
     )
+
+
+def _units(raw: dict[str, Any]) -> int | None:
+    """SMs / CUs / GPU cores (Little's-law bandwidth limit, docs/PHYSICS.md section 4): positive, with a source."""
+    if "compute_units" not in raw:
+        return None
+    if not raw["compute_units"] > 0:
+        raise CatalogError("compute_units must be positive")
+    if not raw.get("compute_units_source"):
+        raise CatalogError("compute_units needs compute_units_source")
+    return int(raw["compute_units"])
 
 
 def _price(raw: dict[str, Any]) -> dict[str, Any]:
@@ -334,6 +349,7 @@ EFFICIENCY_SCHEMA: Schema = {
     "decode_alu_flops_per_weight": Field(NUM),
     "decode_score_bytes": Field(NUM),
     "inline_ecc_overhead": Field(NUM),
+    "unit_bandwidth_gb_per_s": Field(NUM),
     "source": Field(STR),
 }
 
@@ -346,6 +362,8 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead"):
         if checked.get(key, 0.0) < 0:
             raise CatalogError(f"{where}: {key} must be >= 0")
+    if "unit_bandwidth_gb_per_s" in checked and not checked["unit_bandwidth_gb_per_s"] > 0:
+        raise CatalogError(f"{where}: unit_bandwidth_gb_per_s must be positive")
     # keys left out take `Efficiency`'s own defaults, so each default is written once
     numbers: dict[str, Any] = {
         key: (int if key in ("prefill_chunk_tokens", "prefill_batch_tokens") else float)(value) for key, value in checked.items() if key != "source"

@@ -235,11 +235,12 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
             f"{(e.quantized_bandwidth_fraction or e.bandwidth_fraction):.0%}",
             f"{e.layer_overhead_us:.1f}",
             f"{e.step_overhead_us:.0f}",
+            f"{e.unit_bandwidth_gb_per_s:.1f}" if e.unit_bandwidth_gb_per_s else "-",
             f"{e.prefill_efficiency_max:.0%}",
             f"{e.residual_log_sd:.3f}",
             str(counts[key][0]),
         ]
         for key, e in table_.items()
     ]
-    click.echo(table(rows, ["group", "bw plain", "bw quant", "us/layer", "us/step", "prefill max", "log sd", "rows"]))
+    click.echo(table(rows, ["group", "bw plain", "bw quant", "us/layer", "us/step", "GB/s/unit", "prefill max", "log sd", "rows"]))
     click.echo(f"\nwritten to {target}")

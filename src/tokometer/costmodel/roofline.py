@@ -9,6 +9,9 @@ docs/PHYSICS.md sections 3-5. Pure functions over frozen values.
     t_stream = W / (eta_bw * BW) + KV / (eta_kv * BW) + e_ecc * (W + KV) / BW + s_dec * S(c) / BW
                + k_alu * N_weights / peak_fp32
 
+with eta_bw, eta_kv and s_dec already scaled by the Little's-law share min(1, N_units * b_unit / BW)
+(`Efficiency.for_hardware`, applied once where an estimate settles its efficiency).
+
 The ceiling is the same with eta = 1, no overheads and no KV traffic: BW / W_read.
 """
 

@@ -124,6 +124,12 @@ def explanation(e: Estimate) -> list[str]:
         f"+ {s.overhead_time_s * 1e3:.2f} ms/token of {e.engine.name} overhead"
         + (f" ({e.efficiency.source})" if e.efficiency.source else "")
     )
+    share = e.efficiency.applied_stream_share
+    if share < 1.0 and e.hardware.compute_units:
+        lines.append(
+            f"its {e.hardware.compute_units} compute units keep at most {share * e.hardware.memory_bandwidth_gb_per_s:,.0f} GB/s "
+            f"of loads in flight ({share:.0%} of the bus, Little's law), so the stream runs below the datasheet"
+        )
     if e.model.is_moe:
         lines.append(
             f"MoE: {e.model.n_experts_per_token} of {e.model.n_experts} experts per token: reads "

@@ -5,7 +5,9 @@ Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear 
     t_step = X_w / eta_bw(quantized?) + X_kv / eta_kv + s_dec * X_s + k_alu * Y + n_layers * tau_layer + tau_step,
     X_w = weight bytes / BW,  X_kv = KV-cache bytes / BW,  X_s = scores / BW,  Y = weights / fp32 peak
 
-so each group (engine / backend / hardware class) is fitted by weighted least squares on
+where BW is min(datasheet, N_units * b_unit) (Little's law: the bytes a device's compute units keep in
+flight); b_unit enters through min(), so it is profiled over a grid, each candidate a linear fit. So
+each group (engine / backend / hardware class) is fitted by weighted least squares on
 relative error (each row divided by its measured time), with a weak ridge toward the engine's
 documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Prefill is linear too:
 
@@ -69,6 +71,8 @@ class Features:
     score_s: float = 0.0  # attention scores / datasheet bandwidth: seconds per byte moved per score
     prompt_tokens: int = 0
     n_chunks: int = 1
+    bandwidth_gb_per_s: float = 0.0  # datasheet
+    compute_units: int | None = None  # SMs / CUs / GPU cores: the Little's-law limit N * b_unit
 
     @property
     def chunk_tokens(self) -> float:
@@ -107,6 +111,8 @@ def features(case: Case) -> Features | None:
         prior=prior,
         quantized=est.quantized,
         n_layers=est.model.n_layers,
+        bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
+        compute_units=hardware.compute_units,
     )
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
@@ -186,7 +192,52 @@ ECC_PRIOR_SCALE = 0.2
 SCORE_PRIOR_SCALE = 1000.0  # weak: anything from a fused kernel (0) to no reuse at all (~530 B) is plausible
 
 
-def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
+def stream_scale(f: Features, unit_bandwidth_gb_per_s: float | None) -> float:
+    """BW / min(BW, N_units * b_unit): how much longer the stream takes than at the datasheet bandwidth."""
+    if not unit_bandwidth_gb_per_s or not f.compute_units:
+        return 1.0
+    return f.bandwidth_gb_per_s / min(f.bandwidth_gb_per_s, f.compute_units * unit_bandwidth_gb_per_s)
+
+
+def _limited(f: Features, unit_bandwidth_gb_per_s: float | None) -> Features:
+    """The row's stream features (weights, KV, scores) at the Little's-law bandwidth N * b_unit."""
+    scale = stream_scale(f, unit_bandwidth_gb_per_s)
+    if scale == 1.0:
+        return f
+    return replace(f, memory_s=f.memory_s * scale, kv_s=f.kv_s * scale, decode_score_s=f.decode_score_s * scale)
+
+
+# b_unit candidates (GB/s per SM / CU / GPU core), 10 % apart from 2 to 60, and None (no limit)
+UNIT_LIMIT_COST = 0.01  # a limit must explain more than one row's 10 % error (0.1^2) to be kept
+UNIT_BANDWIDTH_GRID: tuple[float | None, ...] = (None, *(round(2.0 * 1.1**i, 3) for i in range(36)))
+
+
+def fit_decode(
+    rows: list[Features], prior: Efficiency, units: tuple[float | None, ...] | None = None
+) -> dict[str, float | None]:
+    """The decode fit at the b_unit that explains the rows best (a profile over `UNIT_BANDWIDTH_GRID`).
+
+    b_unit enters as min(), not linearly, so each candidate is a linear fit of its own; the one
+    with the least relative error wins, and a limit must beat no limit (None) by `UNIT_LIMIT_COST`
+    (the ridge's pull toward the engine's default, which has none). A candidate at or above
+    every row's BW / N limits nothing, so it is the same fit as None and is skipped. `units`:
+    the candidates to try instead (one, to refit with b_unit held).
+    """
+    top = max((f.bandwidth_gb_per_s / f.compute_units for f in rows if f.compute_units), default=0.0)
+    grid = units if units is not None else tuple(u for u in UNIT_BANDWIDTH_GRID if u is None or u < top)
+    best: tuple[float, dict[str, float | None]] | None = None
+    for unit in grid:
+        fitted, loss = _fit_decode_linear(rows, prior, [stream_scale(f, unit) for f in rows])
+        loss += 0.0 if unit is None else UNIT_LIMIT_COST
+        if best is None or loss < best[0] * (1.0 - 1e-9):
+            best = (loss, {**fitted, "unit_bandwidth_gb_per_s": unit})
+    assert best is not None
+    return best[1]
+
+
+def _fit_decode_linear(rows: list[Features], prior: Efficiency, scales: list[float]) -> tuple[dict[str, float], float]:
+    """The linear decode fit with each row's stream terms stretched by its `stream_scale`; and its
+    sum of squared relative errors (the ridge left out)."""
     has_plain = any(not f.quantized for f in rows)
     has_quant = any(f.quantized for f in rows)
     has_kv = any(f.kv_s > 0 for f in rows)
@@ -195,16 +246,16 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
     kv_prior = prior.kv_bandwidth_fraction or prior.bandwidth_fraction
     a = [
         [
-            (0.0 if f.quantized else f.memory_s) / f.t_measured_s,
-            (f.memory_s if f.quantized else 0.0) / f.t_measured_s,
-            f.kv_s / f.t_measured_s,
+            (0.0 if f.quantized else f.memory_s * k) / f.t_measured_s,
+            (f.memory_s * k if f.quantized else 0.0) / f.t_measured_s,
+            f.kv_s * k / f.t_measured_s,
             f.alu_s / f.t_measured_s,
-            f.decode_score_s / f.t_measured_s,
+            f.decode_score_s * k / f.t_measured_s,
             f.ecc_s / f.t_measured_s,
             f.n_layers * 1e-6 / f.t_measured_s,
             1e-6 / f.t_measured_s,
         ]
-        for f in rows
+        for f, k in zip(rows, scales, strict=True)
     ]
     x = _bounded_lstsq(
         a,
@@ -224,6 +275,7 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
     )
     has_ecc = any(f.ecc_s > 0 for f in rows)
     has_depth = any(f.decode_score_s > 0 for f in rows)
+    loss = sum((sum(c * v for c, v in zip(row, x, strict=True)) - 1.0) ** 2 for row in a)
     return {
         "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
         "quantized_bandwidth_fraction": 1.0 / x[1] if has_quant else q_prior,
@@ -233,7 +285,7 @@ def fit_decode(rows: list[Features], prior: Efficiency) -> dict[str, float]:
         "inline_ecc_overhead": x[5] if has_ecc else prior.inline_ecc_overhead,
         "layer_overhead_us": x[6],
         "step_overhead_us": x[7],
-    }
+    }, loss
 
 
 def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float]) -> dict[str, float]:
@@ -280,6 +332,7 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
 
 def _predicted_time(f: Features, eff: Efficiency) -> float:
     if f.case.metric == "tg":
+        f = _limited(f, eff.unit_bandwidth_gb_per_s)
         return (
             f.memory_s / eff.bandwidth_fraction_for(f.quantized)
             + f.kv_s / eff.kv_fraction_for(f.quantized)
@@ -313,8 +366,10 @@ def band_sd(log_errors: list[float]) -> float:
     return percentile([abs(v) for v in log_errors], 0.8) / Z_80
 
 
-def fit_one(tg: list[Features], pp: list[Features], prior: Efficiency, source: str) -> Efficiency:
-    decode = fit_decode(tg, prior) if len(tg) >= MIN_TG_ROWS else {}
+def fit_one(
+    tg: list[Features], pp: list[Features], prior: Efficiency, source: str, units: tuple[float | None, ...] | None = None
+) -> Efficiency:
+    decode = fit_decode(tg, prior, units) if len(tg) >= MIN_TG_ROWS else {}
     base = replace(prior, **decode) if decode else prior  # type: ignore[arg-type]
     pre = fit_prefill(pp, base, {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}) if len(pp) >= MIN_PP_ROWS else {}
     eff = replace(base, **pre, source=source)  # type: ignore[arg-type]
@@ -327,8 +382,10 @@ def fit_one(tg: list[Features], pp: list[Features], prior: Efficiency, source: s
     )
 
 
-def fit_table(feats: Iterable[Features], source: str = "fitted") -> dict[str, Efficiency]:
-    """Fit every group key and its engine-wide fallbacks."""
+def fit_table(
+    feats: Iterable[Features], source: str = "fitted", held: dict[str, Efficiency] | None = None
+) -> dict[str, Efficiency]:
+    """Fit every group key and its engine-wide fallbacks; `held`: keep each key's b_unit from this table."""
     by_key: dict[str, list[Features]] = defaultdict(list)
     for f in feats:
         for key in _keys(f.group):
@@ -339,7 +396,12 @@ def fit_table(feats: Iterable[Features], source: str = "fitted") -> dict[str, Ef
         pp = [f for f in rows if f.case.metric == "pp"]
         if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
             continue
-        table[key] = fit_one(tg, pp, rows[0].prior, source)
+        units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
+        if GroupKey.parse(key).hardware_class == ANY:
+            # b_unit belongs to one class of memory system; a fallback entry serves devices of other
+            # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
+            units = (None,)
+        table[key] = fit_one(tg, pp, rows[0].prior, source, units)
     return table
 
 
@@ -360,13 +422,14 @@ def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, E
 
     The band an unseen device gets must come from unseen devices: each training device is
     predicted (in closed form, from its features) by a fit without it, and the band of every
-    entry holds 80 % of those out-of-sample errors.
+    entry holds 80 % of those out-of-sample errors. The inner fits keep the table's b_unit (its
+    profile search costs one fit per candidate) and refit the linear terms.
     """
     table = fit_table(feats, source=source)
     errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"tg": [], "pp": []})
     for hw_id in sorted({f.hardware_id for f in feats}):
         held_out = [f for f in feats if f.hardware_id == hw_id]
-        inner = fit_table([f for f in feats if f.hardware_id != hw_id])
+        inner = fit_table([f for f in feats if f.hardware_id != hw_id], held=table)
         for f in held_out:
             eff = lookup(inner, f.group)
             if eff is None:
@@ -487,6 +550,7 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "decode_alu_flops_per_weight",
             "decode_score_bytes",
             "inline_ecc_overhead",
+            "unit_bandwidth_gb_per_s",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):

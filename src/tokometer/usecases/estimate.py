@@ -233,7 +233,7 @@ def estimate(
     eng = named or (engine_for_hardware(hardware) if defaulted else default_engine(hardware, fmt))
     fmt, weights, format_notes = _runnable_format(req, spec, fmt, weights, eng)
     warnings += format_notes
-    eff = req.efficiency or efficiency_for(eng, hardware, req.backend)
+    eff = (req.efficiency or efficiency_for(eng, hardware, req.backend)).for_hardware(hardware)
     kv_fmt = quant_catalog().get(req.kv_dtype or eng.default_kv_dtype)
     if kv_fmt.usage == "weights":
         raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)", field="kv_dtype")

@@ -156,7 +156,7 @@ def sweep(
         engines.append([])
         for j, q in enumerate(formats):
             eng = forced or default_engine(hw, q)
-            eff = efficiency_for(eng, hw, backend)
+            eff = efficiency_for(eng, hw, backend).for_hardware(hw)
             kv_fmt = quant_catalog().get(kv_dtype or eng.default_kv_dtype)
             if kv_fmt.usage == "weights":
                 raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)")
