@@ -216,6 +216,24 @@ def test_unverified_and_derived_peaks_carry_the_wider_prefill_band() -> None:
             assert band == eff.prefill_residual_log_sd, hw.id
 
 
+def test_the_peak_warning_says_whether_the_peak_is_derived_or_unverified() -> None:
+    """Issue 13: an unchecked peak is not called "derived from units x clock"; a derived one is not called unchecked."""
+    from tokometer.costmodel.roofline import compute_peak
+
+    kinds = set()
+    for hw in hardware_catalog():
+        note = compute_peak(hw, "fp16").note or ""
+        if hw.compute_peak_unverified:
+            kinds.add("unverified")
+            assert "not verified against a vendor datasheet" in note and "units x clock" not in note, hw.id
+        elif hw.compute_peak_derived:
+            kinds.add("derived")
+            assert "derived from units x clock" in note and "not verified" not in note, hw.id
+        else:
+            assert "compute peak" not in note, hw.id
+    assert kinds == {"unverified", "derived"}
+
+
 def test_geforce_fp8_peak_is_the_fp32_accumulate_rate() -> None:
     """Ada/Blackwell GeForce halve FP8 with FP32 accumulate as they halve FP16 (Ada whitepaper v2.02 footnote 4:
     RTX 4090 330.3 dense); FP8 GEMMs in vLLM/TensorRT-LLM accumulate in FP32, so fp8 = 2 x fp16, not 4 x."""

@@ -59,14 +59,17 @@ def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: b
 
     Engines that accumulate fp16 GEMMs in fp16 (llama.cpp) get the FP16-accumulate tensor rate
     where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure). A peak the
-    catalog derived rather than read from a datasheet is flagged and says so.
+    catalog derived rather than read from a datasheet, or could not check against one, is flagged and
+    says which.
     """
     peak = _datasheet_peak(hardware, dtype, fp16_accumulate)
     if peak.tflops and hardware.compute_peak_derived:
-        note = (
-            f"{hardware.name}: compute peak derived from units x clock x FLOPs per cycle, "
-            "not a datasheet figure; prefill is less certain"
+        how = (
+            "not verified against a vendor datasheet"
+            if hardware.compute_peak_unverified
+            else "derived from units x clock x FLOPs per cycle, not a datasheet figure"
         )
+        note = f"{hardware.name}: compute peak {how}; prefill is less certain"
         return Peak(peak.tflops, peak.dtype, f"{peak.note}; {note}" if peak.note else note, derived=True)
     return peak
 
