@@ -38,7 +38,7 @@ def main() -> None:
           f"{result.considered} deployments, {len(result.rows)} confirmed")  # type: ignore[attr-defined]
     if best is not None:
         c = best.candidate
-        print(f"cheapest: {c.replicas} x {c.tp} {c.hardware} {c.quant}, ${c.usd_per_hour:.2f}/h")
+        print(f"cheapest: {c.split or c.replicas} x {c.tp} {c.hardware} {c.quant}, ${c.usd_per_hour:.2f}/h")
     print(f"plan_s={min(times):.2f}")
 
 

@@ -216,6 +216,24 @@ def test_unverified_and_derived_peaks_carry_the_wider_prefill_band() -> None:
             assert band == eff.prefill_residual_log_sd, hw.id
 
 
+def test_the_peak_warning_says_whether_the_peak_is_derived_or_unverified() -> None:
+    """Issue 13: an unchecked peak is not called "derived from units x clock"; a derived one is not called unchecked."""
+    from tokometer.costmodel.roofline import compute_peak
+
+    kinds = set()
+    for hw in hardware_catalog():
+        note = compute_peak(hw, "fp16").note or ""
+        if hw.compute_peak_unverified:
+            kinds.add("unverified")
+            assert "not verified against a vendor datasheet" in note and "units x clock" not in note, hw.id
+        elif hw.compute_peak_derived:
+            kinds.add("derived")
+            assert "derived from units x clock" in note and "not verified" not in note, hw.id
+        else:
+            assert "compute peak" not in note, hw.id
+    assert kinds == {"unverified", "derived"}
+
+
 def test_geforce_fp8_peak_is_the_fp32_accumulate_rate() -> None:
     """Ada/Blackwell GeForce halve FP8 with FP32 accumulate as they halve FP16 (Ada whitepaper v2.02 footnote 4:
     RTX 4090 330.3 dense); FP8 GEMMs in vLLM/TensorRT-LLM accumulate in FP32, so fp8 = 2 x fp16, not 4 x."""
@@ -238,12 +256,13 @@ def test_datacenter_peaks_are_the_dense_halves_of_the_sparse_datasheet_figures()
 
 
 def test_a_derived_peak_says_so_in_the_estimate() -> None:
+    from tokometer.report.json import estimate_warnings
     from tokometer.usecases.estimate import estimate
 
     derived = estimate("llama-3.1-8b", "m4-max-40c", quant="q4_k_m")
-    assert any("derived" in w for w in derived.warnings)
+    assert any("derived" in w for w in estimate_warnings(derived))
     datasheet = estimate("llama-3.1-8b", "rtx-5090", quant="q4_k_m")
-    assert not any("derived" in w for w in datasheet.warnings)
+    assert not any("derived" in w for w in estimate_warnings(datasheet))
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from tokometer.catalog import hardware_catalog, quant_catalog
 from tokometer.cli import cli
+from tokometer.report.json import estimate_warnings
 from tokometer.units import GB
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.policy import (
@@ -55,13 +56,13 @@ def test_q2_k_is_the_file_people_download() -> None:
 def test_an_ambiguous_hardware_name_says_what_it_assumed(typed: str, assumed: str, others: set[str]) -> None:
     e = estimate("llama-3.1-8b", typed)
     assert e.hardware.id == assumed
-    notes = [w for w in e.warnings if "names several devices" in w]
-    assert len(notes) == 1 and all(o in notes[0] for o in others), e.warnings
+    notes = [w for w in estimate_warnings(e) if "names several devices" in w]
+    assert len(notes) == 1 and all(o in notes[0] for o in others), estimate_warnings(e)
 
 
 @pytest.mark.parametrize("typed", ["rtx-4090", "h100-sxm", "m2-ultra-76c", "rtx-3060"])
 def test_an_exact_or_unambiguous_name_has_no_note(typed: str) -> None:
-    assert not any("names several devices" in w for w in estimate("llama-3.1-8b", typed).warnings)
+    assert not any("names several devices" in w for w in estimate_warnings(estimate("llama-3.1-8b", typed)))
 
 
 def test_apple_gpus_get_the_macos_working_set() -> None:
@@ -73,10 +74,10 @@ def test_apple_gpus_get_the_macos_working_set() -> None:
     e = estimate("llama-3.1-8b", "m3-max-40c-48gb")
     assert e.memory.device_memory_gb == pytest.approx(36.0)
     assert e.memory.available_gb < 36.0 < 46.6  # was 46.6 GB of the whole 48
-    assert any("working-set limit" in w for w in e.warnings)
+    assert any("working-set limit" in w for w in estimate_warnings(e))
 
 
 def test_memory_gb_overrides_the_apple_working_set() -> None:
     e = estimate("llama-3.1-8b", "m3-max-40c-48gb", memory_gb=44)
     assert e.memory.device_memory_gb == 44 and e.hardware.memory_gb == 48  # RAM stays, the GPU limit moves
-    assert not any("working-set limit" in w for w in e.warnings)
+    assert not any("working-set limit" in w for w in estimate_warnings(e))

@@ -10,7 +10,7 @@ import pytest
 from tokometer.cli import main
 from tokometer.costmodel.layout import expert_layer_count
 from tokometer.errors import InputError
-from tokometer.report.json import estimate_json
+from tokometer.report.json import estimate_json, estimate_warnings
 from tokometer.report.text import to_json
 from tokometer.units import GB
 from tokometer.usecases.curves import estimate_curves
@@ -135,8 +135,8 @@ def test_cli_dense_model_is_one_line(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_other_engines_are_warned_that_this_is_llama_cpp_behaviour() -> None:
     e = estimate(**{**MOE, "hw": "h100-sxm"}, engine="vllm", offload_experts=8)
-    assert any("--n-cpu-moe" in w for w in e.warnings)
-    assert not any("--n-cpu-moe" in w for w in estimate(**MOE, offload_experts=8).warnings)
+    assert any("--n-cpu-moe" in w for w in estimate_warnings(e))
+    assert not any("--n-cpu-moe" in w for w in estimate_warnings(estimate(**MOE, offload_experts=8)))
 
 
 def test_advice_speaks_of_experts() -> None:

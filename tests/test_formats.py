@@ -11,6 +11,7 @@ from ingest_helpers import write_gguf
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.cli import main
 from tokometer.errors import InputError
+from tokometer.report.json import estimate_warnings
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.formats import (
     GGUF,
@@ -124,9 +125,9 @@ def test_cli_refuses_an_impossible_pair_in_one_line(capsys: pytest.CaptureFixtur
 
 def test_an_experimental_pair_is_accepted_with_a_warning() -> None:
     e = estimate("llama-3.1-8b", "h100-sxm", engine="vllm", quant="q4_k_m")
-    assert e.engine.id == "vllm" and any("experimentally" in w for w in e.warnings)
+    assert e.engine.id == "vllm" and any("experimentally" in w for w in estimate_warnings(e))
     plain = estimate("llama-3.1-8b", "h100-sxm", engine="vllm", quant="awq")
-    assert not any("experimentally" in w for w in plain.warnings)
+    assert not any("experimentally" in w for w in estimate_warnings(plain))
 
 
 def test_a_draft_quant_the_engine_cannot_run_is_an_error() -> None:
@@ -139,13 +140,13 @@ def test_a_published_dtype_the_engine_cannot_run_becomes_its_nearest_format() ->
     # DeepSeek-V3 is published in FP8; MLX has no FP8 weights, so it runs the nearest MLX format
     e = estimate("deepseek-v3", "m3-ultra-80c", engine="mlx")
     assert e.engine.id == "mlx" and e.quant is not None and e.quant.id == "mlx-8bit"
-    assert any("MLX 8-bit" in w and "--quant" in w for w in e.warnings)
+    assert any("MLX 8-bit" in w and "--quant" in w for w in estimate_warnings(e))
     # the one default precision rule (policy.DEFAULT_PRECISION_RULE): llama.cpp on a Mac gets Q4_K_M,
     # TensorRT-LLM the model's published dtype; neither needs a substitute
     assert estimate("deepseek-v3", "m3-ultra-80c").quant.id == "q4-k-m"  # type: ignore[union-attr]
     trt = estimate(engine="tensorrt-llm", hw="h100-sxm")
     assert trt.quant is not None and trt.quant.id == "bf16"
-    assert not any("assumed (pass --quant" in w for w in trt.warnings)
+    assert not any("assumed (pass --quant" in w for w in estimate_warnings(trt))
 
 
 @pytest.mark.parametrize("hardware", list(hardware_catalog()), ids=lambda h: h.id)
@@ -212,7 +213,7 @@ def test_a_gguf_file_needs_an_engine_that_loads_gguf(tmp_path: Path) -> None:
         estimate(str(path), "h100-sxm", engine="tensorrt-llm")
     assert info.value.field == "engine" and "llama-cpp" in str(info.value)
     experimental = estimate(str(path), "h100-sxm", engine="vllm")
-    assert any("experimentally" in w for w in experimental.warnings)
+    assert any("experimentally" in w for w in estimate_warnings(experimental))
 
 
 def test_a_sweep_with_an_engine_keeps_to_its_formats() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tokometer.catalog import hardware_catalog
+from tokometer.report.json import estimate_warnings
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.policy import FAMILY_VARIANTS
 from tokometer.usecases.resolve import hardware_variants, resolve_hardware
@@ -42,8 +43,8 @@ FAMILIES = {
 def test_a_family_name_resolves_to_its_chosen_variant_and_says_so(typed: str, chosen: str) -> None:
     e = estimate("llama-3.1-8b", typed)
     assert e.hardware.id == chosen
-    notes = [w for w in e.warnings if "names several devices" in w]
-    assert len(notes) == 1, e.warnings
+    notes = [w for w in estimate_warnings(e) if "names several devices" in w]
+    assert len(notes) == 1, estimate_warnings(e)
     others = hardware_variants(typed, e.hardware)
     assert others and chosen not in {o.id for o in others}
     assert e.hardware.name in notes[0] and all(o.id in notes[0] for o in others)
@@ -70,5 +71,5 @@ def test_catch_all_entries_are_never_what_a_name_gives() -> None:
 @pytest.mark.parametrize("typed", ["MI300", "a100-40gb-sxm", "m2-ultra-76c", "rtx-4090", "M2 Pro"])
 def test_one_device_names_resolve_without_a_note(typed: str) -> None:
     e = estimate("llama-3.1-8b", typed)
-    assert not any("names several devices" in w for w in e.warnings), e.warnings
+    assert not any("names several devices" in w for w in estimate_warnings(e)), estimate_warnings(e)
     assert typed != "MI300" or e.hardware.id == "mi300x"

@@ -87,6 +87,12 @@ class HardwareSpec(_Plain):
     price_date: str | None = None
     gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
 
+    @property
+    def compute_peak_unverified(self) -> bool:
+        """A peak the catalog could not check against a vendor document: its `compute_source` says
+        "not verified" (the hardware.toml header's convention); it is flagged `compute_peak_derived` too."""
+        return "not verified" in (self.compute_source or "").lower()
+
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Dense peak for `dtype`; None when the catalog gives none (`compute_peak_derived` says how sure)."""
         return {

@@ -1,4 +1,5 @@
-"""`tokometer plan`: the cheapest hardware x format x TP x replicas meeting p99 TTFT/TPOT objectives."""
+"""`tokometer plan`: the cheapest hardware x format x TP x replicas (colocated, or split into prefill and
+decode pools) meeting p99 TTFT/TPOT objectives."""
 
 from __future__ import annotations
 
@@ -37,12 +38,17 @@ def parse_prices(values: tuple[str, ...]) -> dict[str, float]:
 @click.option("-q", "--quant", "quant_list", help="Weight formats, comma-separated [default: bf16,fp8,awq-int4].")
 @click.option("-e", "--engine", default="vllm", show_default=True, help="Scheduler (vllm, sglang, tensorrt-llm, lmdeploy).")
 @click.option("--price", "prices", multiple=True, help="Override a price: HW=USD per device-hour (repeatable).")
+@click.option("--disagg/--no-disagg", "disagg", default=True, show_default=True,
+              help="Also consider disaggregated prefill/decode pools (P:D replicas, the KV over NVLink or PCIe).")
 @click.option("--top", type=int, default=5, show_default=True, help="How many configurations to print.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
 def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float, slo_tpot_p99: float, hw_list: str | None,
-         quant_list: str | None, engine: str, prices: tuple[str, ...], top: int, seed: int, as_json: bool) -> None:
-    """Find the cheapest deployments of MODEL that serve --rate within the p99 objectives (simulated)."""
+         quant_list: str | None, engine: str, prices: tuple[str, ...], disagg: bool, top: int, seed: int, as_json: bool) -> None:
+    """Find the cheapest deployments of MODEL that serve --rate within the p99 objectives (simulated).
+
+    Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
+    prefill pool and a decode pool, shown as P:D (e.g. 2P:6D); --no-disagg leaves the splits out."""
     from tokometer.report.text import table, to_json
     from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
     from tokometer.usecases.plan import plan as make_plan
@@ -52,6 +58,7 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
     result = make_plan(
         model, rate=rate, prompt=prompt, output=output, slo_ttft_s=slo_ttft_p99 / 1e3, slo_tpot_s=slo_tpot_p99 / 1e3,
         hardware=hardware, quants=quants, engine=engine, prices=parse_prices(prices), seed=seed, top=top,
+        disagg=disagg,
     )
     if not result.rows:
         best = ", ".join(
@@ -67,12 +74,12 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
         click.echo(to_json({"configs": dicts, "considered": result.considered, "pruned": result.pruned}))
         return
     rows = [
-        [d["hardware"], d["quant"], str(d["tp"]), str(d["replicas"]), str(d["gpus"]), f"${d['usd_per_hour']:,.2f}",
+        [d["hardware"], d["quant"], str(d["tp"]), d["disagg"] or str(d["replicas"]), str(d["gpus"]), f"${d['usd_per_hour']:,.2f}",
          f"${d['usd_per_million_output_tokens']:,.2f}", f"{(d['ttft_p99_s'] or 0) * 1e3:,.0f}",
          f"{(d['tpot_p99_s'] or 0) * 1e3:,.1f}", d["binding"]]
         for d in dicts
     ]
     click.echo(f"{rate:g} req/s of {prompt}-in/{output}-out, p99 TTFT <= {slo_ttft_p99:g} ms, p99 TPOT <= {slo_tpot_p99:g} ms")
     click.echo(table(rows, ["hardware", "quant", "tp", "replicas", "GPUs", "$/hour", "$/M out tok", "TTFT p99 ms", "TPOT p99 ms", "binding"]))
-    click.echo(f"considered {result.considered} (hardware x format x TP); pruned: "
+    click.echo(f"considered {result.considered} (hardware x format x TP" + (", colocated and P:D split" if disagg else "") + "); pruned: "
                + ", ".join(f"{n} {why}" for why, n in sorted(result.pruned.items(), key=lambda kv: -kv[1])))

@@ -64,17 +64,19 @@ def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: b
     where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure). Engines whose
     kernels do not issue Hopper's wgmma (`wgmma=False`, llama.cpp) are held to the device's
     `fp16_mma_sync_tflops` (twice that for 8-bit types), the rate the Ampere-era mma.sync path
-    reaches (`mma_sync_cap`). A peak the catalog derived rather than read from a datasheet is
-    flagged and says so.
+    reaches (`mma_sync_cap`). A peak the catalog derived rather than read from a datasheet, or could
+    not check against one, is flagged and says which.
     """
     peak = _datasheet_peak(hardware, dtype, fp16_accumulate)
     if not wgmma:
         peak = mma_sync_cap(hardware, peak)
     if peak.tflops and hardware.compute_peak_derived:
-        note = (
-            f"{hardware.name}: compute peak derived from units x clock x FLOPs per cycle, "
-            "not a datasheet figure; prefill is less certain"
+        how = (
+            "not verified against a vendor datasheet"
+            if hardware.compute_peak_unverified
+            else "derived from units x clock x FLOPs per cycle, not a datasheet figure"
         )
+        note = f"{hardware.name}: compute peak {how}; prefill is less certain"
         return Peak(peak.tflops, peak.dtype, f"{peak.note}; {note}" if peak.note else note, derived=True)
     return peak
 

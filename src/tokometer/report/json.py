@@ -21,6 +21,7 @@ from tokometer.costmodel.layout import (
     kv_shards,
 )
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
+from tokometer.report.notices import notice_text
 from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
 from tokometer.usecases.estimate import Estimate, QuantAdvice
@@ -100,7 +101,7 @@ def _fit_dict(e: Estimate) -> dict[str, Any]:
 
 def estimate_warnings(e: Estimate) -> list[str]:
     """The estimate's warnings, then its advice (when it has one) in words."""
-    return [*e.warnings, *([advice_text(e.advice)] if e.advice else [])]
+    return [*map(notice_text, e.warnings), *([advice_text(e.advice)] if e.advice else [])]
 
 
 def explanation(e: Estimate) -> list[str]:

@@ -2,8 +2,9 @@
 
 `estimate()` resolves names and numbers into specs (`resolve.py`), applies the product defaults
 (`policy.py`), lays the model out on its devices, runs the pure cost model and gathers the result.
-It prints nothing and serialises nothing: `report/json.py` owns the JSON shape, and the curves
-around the setup are `curves.estimate_curves`, computed when asked for.
+It prints nothing and serialises nothing: `report/json.py` owns the JSON shape, what it warns about
+is typed (`notices.py`) and worded by `report/notices.py`, and the curves around the setup are
+`curves.estimate_curves`, computed when asked for.
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ from tokometer.usecases.formats import (
     engine_support,
     format_warning,
     substitute_format,
+)
+from tokometer.usecases.notices import (
+    AssumedAcceptance,
+    BareAllReduce,
+    CpuSideShort,
+    DoesNotFit,
+    ExpertOffloadEngine,
+    FormatSubstituted,
+    LlamaCppRowSplit,
+    MacosWorkingSet,
+    Notice,
+    PastContextLimit,
+    UnevenHeads,
 )
 from tokometer.usecases.policy import (
     ADVICE_LADDER,
@@ -176,7 +190,7 @@ class Estimate:
     memory: MemoryPlan
     ridge_batch: int | None  # smallest batch the modelled step computes longer than it reads (CLI, web, plots)
     quantized: bool = False
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[Notice | str, ...] = field(default_factory=tuple)  # `report.notices.notice_text` words them
     setup: Setup | None = None  # the model laid out on the devices; None: one device
     lever_step: LeverStep | None = None
     draft: Draft | None = None
@@ -223,7 +237,7 @@ def estimate(
     The curves around the setup are `usecases.curves.estimate_curves(result)`, computed on request.
     """
     req = _as_request(request, hw, fields)
-    warnings: list[str] = []
+    warnings: list[Notice | str] = []
     hardware = _hardware(req, warnings)
     named = engine_catalog().get(req.engine) if req.engine else None
     spec, fmt, weights = _model_and_weights(req, hardware, named)
@@ -244,10 +258,7 @@ def estimate(
     if peak.note:
         warnings.append(peak.note)
     if hardware.vendor == "apple" and hardware.gpu_memory_limit_gb is None and math.isfinite(hardware.memory_gb):
-        warnings.append(
-            f"macOS lets the GPU use about {gpu_memory_gb(hardware):.1f} GB of the {hardware.memory_gb:g} GB by default "
-            "(its working-set limit); after raising it with sudo sysctl iogpu.wired_limit_mb, pass --memory-gb"
-        )
+        warnings.append(MacosWorkingSet(gpu_memory_gb(hardware), hardware.memory_gb))
     depth = req.depth_tokens
     workload = Workload(
         prompt_tokens=int(prompt_tokens),
@@ -285,10 +296,7 @@ def estimate(
             batch=int(batch), depth=depth,
         )
         if req.acceptance is None:
-            warnings.append(
-                f"acceptance {DEFAULT_ACCEPTANCE:g} assumed for speculative decoding; it depends on the text "
-                "(code, JSON, low temperature: higher) - measure yours and pass --acceptance"
-            )
+            warnings.append(AssumedAcceptance(DEFAULT_ACCEPTANCE))
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
     n_sessions = int(req.sessions or batch)
@@ -301,11 +309,7 @@ def estimate(
     if offload_plan is not None and advice is not None:
         offload_plan = replace(offload_plan, advice=advice)
     if not plan.fits and math.isfinite(hardware.memory_gb):
-        where = f"{layout.devices} x {hardware.name}" if layout.devices > 1 else hardware.name
-        warnings.append(
-            f"does not fit: needs {plan.total_gb:.1f} GB, {where} offers {plan.available_gb:.1f} GB "
-            f"to {eng.name}; the speed shown assumes it did"
-        )
+        warnings.append(DoesNotFit(plan.total_gb, plan.available_gb, layout.devices, hardware.name, eng.name))
     result = Estimate(
         model=spec,
         hardware=hardware,
@@ -358,7 +362,7 @@ def _as_request(request: EstimateRequest | str | ModelSpec | None, hw: str | Har
     return EstimateRequest(**fields)
 
 
-def _hardware(req: EstimateRequest, warnings: list[str]) -> HardwareSpec:
+def _hardware(req: EstimateRequest, warnings: list[Notice | str]) -> HardwareSpec:
     """The device: a spec as given, else a catalog name or bare numbers; an ambiguous name adds a note."""
     hw = req.hw
     if isinstance(hw, HardwareSpec):
@@ -392,17 +396,14 @@ def _memory(
     n_sessions: int,
     batch: int,
     depth: float,
-    warnings: list[str],
+    warnings: list[Notice | str],
 ) -> tuple[MemoryPlan, OffloadPlan | None, ModelSpec]:
     """What the setup holds: the GPU side's memory plan (weights left on the GPU, the draft, KV for the
     planned context and sessions), the offload plan when layers or experts sit in system RAM, and the
     KV view of the model those plans priced (docs/PHYSICS.md section 7)."""
     spec, weights, hardware, layout, kv_el = setup.model, setup.weights, setup.hardware, setup.layout, setup.kv_bytes_per_element
     if spec.max_context_tokens is not None and plan_context > spec.max_context_tokens:
-        warnings.append(
-            f"{plan_context:,} tokens of context is past {spec.name}'s limit of {spec.max_context_tokens:,} tokens: "
-            "the model cannot attend that far, so the speed there is only arithmetic"
-        )
+        warnings.append(PastContextLimit(plan_context, spec.name, spec.max_context_tokens))
     off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
     resident = weights
@@ -428,10 +429,7 @@ def _memory(
     if off is not None:
         offload_plan = _offload_plan(setup, off, plan_context, n_sessions, eng, batch, depth)
         if not offload_plan.fits_cpu:
-            warnings.append(
-                f"the CPU side needs {offload_plan.cpu_memory_gb:.1f} GB, {off.cpu.name} offers "
-                f"{offload_plan.cpu_available_gb:.1f} GB"
-            )
+            warnings.append(CpuSideShort(offload_plan.cpu_memory_gb, offload_plan.cpu_available_gb, off.cpu.name))
     return plan, offload_plan, kv_model
 
 
@@ -478,7 +476,7 @@ def _model_and_weights(
 
 def _runnable_format(
     req: EstimateRequest, spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, engine: EngineSpec
-) -> tuple[QuantFormat | None, ParamGroups, list[str]]:
+) -> tuple[QuantFormat | None, ParamGroups, list[Notice | str]]:
     """The weight format as `engine` runs it (`usecases/formats.py`).
 
     A format asked for with `quant` that the engine does not run is an error naming the nearest
@@ -492,10 +490,7 @@ def _runnable_format(
         if substitute is None:
             check_format(engine, fmt)
         else:
-            note = (
-                f"{engine.name} does not run {fmt.name} (the default format for {spec.name}): "
-                f"{substitute.name} assumed (pass --quant to choose)"
-            )
+            note = FormatSubstituted(engine.name, fmt.name, spec.name, substitute.name)
             weights = weight_bytes(spec, substitute.bits_per_weight, substitute.unquantized)
             return substitute, weights, [note]
     warning = format_warning(engine, fmt, spec)
@@ -625,21 +620,16 @@ def cpu_offload(
     )
 
 
-def _layout_notes(spec: ModelSpec, engine: EngineSpec, layout: Layout) -> list[str]:
-    notes = []
+def _layout_notes(spec: ModelSpec, engine: EngineSpec, layout: Layout) -> list[Notice | str]:
+    notes: list[Notice | str] = []
     if layout.offload is not None and layout.offload.expert_layers and (engine.based_on or engine.id) != "llama-cpp":
-        notes.append(
-            f"expert offload is modelled as llama.cpp runs it (--n-cpu-moe, experts computed on the CPU); "
-            f"{engine.name} may not offer it"
-        )
+        notes.append(ExpertOffloadEngine(engine.name))
     if layout.tp > 1 and spec.n_heads and spec.n_heads % layout.tp:
-        notes.append(f"{spec.n_heads} attention heads do not split evenly over --tp {layout.tp} (vLLM refuses this)")
+        notes.append(UnevenHeads(spec.n_heads, layout.tp))
     if layout.tp > 1 and (engine.based_on or engine.id) == "llama-cpp":
-        notes.append(
-            "llama.cpp splits across GPUs by layer by default (that is --pp); --tp models its row split (-sm row)"
-        )
+        notes.append(LlamaCppRowSplit())
     if layout.tp > 1 and not spec.hidden_size:
-        notes.append("bare model: no hidden size, so all-reduces cost their latency only")
+        notes.append(BareAllReduce())
     return notes
 
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from tokometer.errors import InputError
 from tokometer.usecases.serving_curve import MAX_RATES, ServingQuery, serving_curve
-from tokometer.web.inputs import catalog_model, number, number_list, optional_number, text
+from tokometer.web.inputs import catalog_model, flag, number, number_list, optional_number, text
 
 SIMULATE_FIELDS = ("model", "hw", "quant", "engine", "tp", "replicas", "prompt_tokens", "output_tokens", "num_requests",
                    "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed")
 PLAN_FIELDS = ("model", "hw", "quant", "engine", "rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms",
-               "slo_tpot_ms", "top")
+               "slo_tpot_ms", "top", "disagg")
 MAX_PLAN_HARDWARE = 12
 MAX_PLAN_QUANTS = 4
 MAX_PLAN_TOP = 10
@@ -126,6 +126,7 @@ def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
         hardware=_names(data, "hw", MAX_PLAN_HARDWARE) or DEFAULT_HARDWARE,
         quants=_names(data, "quant", MAX_PLAN_QUANTS) or DEFAULT_QUANTS,
         engine=_name(data, "engine", "vllm") or "vllm", top=top,
+        disagg=flag("disagg", data["disagg"]) if _given(data, "disagg") else True,
     )
     return {
         "configs": [r.to_dict(rate, output) for r in result.rows], "considered": result.considered,

@@ -98,7 +98,7 @@ function planTable(plan, rate) {
     h('div', { class: 'tablewrap' }, h('table', { class: 'data', 'data-testid': 'plan-table' },
       h('thead', {}, h('tr', {}, cols.map((c, i) => h('th', { scope: 'col', class: i >= 2 && i < 9 ? 'num' : null }, t(`serve.col.${c}`))))),
       h('tbody', {}, plan.configs.map((r) => h('tr', {},
-        h('td', {}, r.hardware), h('td', {}, r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, int(r.replicas)),
+        h('td', {}, r.hardware), h('td', {}, r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, r.disagg || int(r.replicas)),
         h('td', { class: 'num' }, int(r.gpus)), h('td', { class: 'num' }, `$${num(r.usd_per_hour)}`),
         h('td', { class: 'num', 'data-value': r.usd_per_million_output_tokens }, `$${num(r.usd_per_million_output_tokens)}`),
         h('td', { class: 'num' }, num(ms(r.ttft_p99_s))), h('td', { class: 'num' }, num(ms(r.tpot_p99_s))),
