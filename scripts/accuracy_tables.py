@@ -2,7 +2,9 @@
 
 Each table is one command's output (fitted on all rows, leave-one-hardware-out, leave-one-source-out,
 the peer formulas), rendered between the `<!-- accuracy:start -->` and `<!-- accuracy:end -->` markers
-of README.md, with what each row held out. `tests/test_docs.py` checks the README matches.
+of README.md, with what each row held out. The outside check (`<!-- outside:start -->` ...) scores the
+shipped fit on `outside.csv`, published rows that `tokometer calibrate` never reads, per metric and
+hardware family. `tests/test_docs.py` checks the README matches.
 
     python scripts/accuracy_tables.py          # rewrite README.md
     python scripts/accuracy_tables.py --check  # exit 1 if README.md is stale
@@ -17,6 +19,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
+OUTSIDE_START, OUTSIDE_END = "<!-- outside:start -->", "<!-- outside:end -->"
+FAMILIES = ("Apple", "NVIDIA consumer", "datacenter", "other")
+OUTSIDE_METRICS = ("tg", "pp", "ttft_ms")
 
 RUNS = (  # (label, what was held out, how the rows are predicted)
     ("fitted on all rows", "nothing (in-sample)", "fitted"),
@@ -83,10 +88,70 @@ def render(reps: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def family(hardware_id: str | None) -> str:
+    """The hardware family a scored row belongs to: Apple, NVIDIA consumer (desktop, laptop and
+    workstation cards), datacenter (any vendor), or other (AMD and Intel consumer parts, APUs, CPUs)."""
+    from tokometer.catalog import hardware_catalog
+
+    hw = hardware_catalog().find(hardware_id or "")
+    if hw is None:
+        return "other"
+    if hw.vendor == "apple":
+        return "Apple"
+    if hw.segment == "datacenter":
+        return "datacenter"
+    return "NVIDIA consumer" if hw.vendor == "nvidia" else "other"
+
+
+def outside_results() -> list[Any]:
+    """The shipped fit's prediction of every row of `outside.csv` (`tokometer validate outside.csv`)."""
+    from tokometer.calibration_data import OUTSIDE_CSV
+    from tokometer.usecases.validation import read_cases, validate
+
+    return validate(read_cases(OUTSIDE_CSV))
+
+
+def render_outside(results: list[Any]) -> str:
+    """The outside-check block: error per metric, then per hardware family within each metric."""
+    from collections import Counter
+
+    from tokometer.usecases.validation import summarise
+
+    sources = Counter(r.case.text("source_id") for r in results)
+    lines = [
+        OUTSIDE_START,
+        "<!-- written by scripts/accuracy_tables.py from `tokometer validate src/tokometer/calibration_data/outside.csv`; do not edit -->",
+        "",
+        f"{len(results)} rows from {len(sources)} publications ("
+        + ", ".join(f"{name} {n}" for name, n in sorted(sources.items(), key=lambda kv: (-kv[1], kv[0])))
+        + f"), {sum(r.scored for r in results)} scored; none of them is read by `tokometer calibrate`.",
+        "",
+        "| metric | hardware family | rows scored | median error | p90 error | within 15 % | 80 % band holds | median bias |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for metric in OUTSIDE_METRICS:
+        groups = [("all", results)] + [(name, [r for r in results if family(r.hardware_id) == name]) for name in FAMILIES]
+        for name, rows in groups:
+            m = summarise(rows, metric)
+            if not m["scored"]:
+                continue
+            bias = m["median_signed_error"]
+            lines.append(
+                f"| {metric} | {name} | {m['scored']} of {m['n']} | {_pct(m['median_ape'])} | {_pct(m['p90_ape'])} "
+                f"| {_pct(m['within_15'])} | {_pct(m['interval_coverage'])} | {'-' if bias is None else f'{bias:+.1%}'} |"
+            )
+    lines.append(OUTSIDE_END)
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     from readme_block import write_or_check  # scripts/ is on sys.path when this file is run
 
-    return write_or_check(README, START, END, render(reports()), what="accuracy tables", script="accuracy_tables.py", argv=argv)
+    tables = write_or_check(README, START, END, render(reports()), what="accuracy tables", script="accuracy_tables.py", argv=argv)
+    outside = write_or_check(
+        README, OUTSIDE_START, OUTSIDE_END, render_outside(outside_results()), what="outside-check table", script="accuracy_tables.py", argv=argv
+    )
+    return tables or outside
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def test_docstrings_cite_sections_of_our_own_physics_page() -> None:
 
 
 def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
-    """The README's accuracy tables are `scripts/accuracy_tables.py`'s output from the validate runs."""
+    """The README's accuracy tables and outside check are `scripts/accuracy_tables.py`'s output from the validate runs."""
     spec = importlib.util.spec_from_file_location("accuracy_tables", ROOT / "scripts" / "accuracy_tables.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -68,6 +68,11 @@ def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
     assert tables in readme, "README accuracy tables are stale: run `python scripts/accuracy_tables.py`"
     for held_out in ("nothing (in-sample)", "every row of the device, multi-device rows too", "every row of the publication"):
         assert held_out in tables
+    outside = module.render_outside(module.outside_results())
+    assert outside in readme, "README outside-check table is stale: run `python scripts/accuracy_tables.py`"
+    assert "none of them is read by `tokometer calibrate`" in outside
+    for family in module.FAMILIES:
+        assert f"| tg | {family} |" in outside
 
 
 @pytest.mark.slow  # leave-one-source-out refits the serving efficiency three times: about 40 s here

@@ -4,6 +4,9 @@
 `tokometer validate` scores by default; `hardware.csv` holds the spec of every device those rows
 name. Both are public, sourced data (see `README.md` beside them), shipped so that a fresh clone or
 an installed wheel fits and tests without any folder beside the checkout.
+
+`outside.csv` holds published measurements the fit never sees: `tokometer calibrate` reads only
+`measurements.csv`, and the README's "Outside check" scores the shipped fit on these rows.
 """
 
 from __future__ import annotations
@@ -13,5 +16,6 @@ from pathlib import Path
 DATA_DIR = Path(__file__).parent
 MEASUREMENTS_CSV = DATA_DIR / "measurements.csv"
 HARDWARE_CSV = DATA_DIR / "hardware.csv"
+OUTSIDE_CSV = DATA_DIR / "outside.csv"
 
-__all__ = ["DATA_DIR", "HARDWARE_CSV", "MEASUREMENTS_CSV"]
+__all__ = ["DATA_DIR", "HARDWARE_CSV", "MEASUREMENTS_CSV", "OUTSIDE_CSV"]
