@@ -154,6 +154,7 @@ def test_spec_columns_override_numbers_of_the_catalog_device_not_its_memory(tmp_
         ("AutoGPTQ", "transformers"),
         ("HF transformers", "transformers"),
         ("llama.cpp (llama-bench)", "llama-cpp"),
+        ("llama.cpp (llama-server)", "llama-server"),
         ("vLLM", "vllm"),
     ],
 )

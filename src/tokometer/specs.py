@@ -304,6 +304,7 @@ class Efficiency(_Plain):
     inline_ecc_overhead: float = 0.0  # e_ecc: extra (W + KV) / BW time on cards whose ECC shares the GDDR bus
     unit_bandwidth_gb_per_s: float | None = None  # b_unit: GB/s one compute unit's kernels keep in flight (None: no limit)
     applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
+    host_sampling_ns_per_vocab: float = 0.0  # c_samp: host ns per vocabulary entry per sampled token (server engines)
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

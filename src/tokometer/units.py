@@ -19,6 +19,7 @@ GIB: Final = 1024.0**3
 TFLOP: Final = 1e12
 BITS_PER_BYTE: Final = 8.0
 US: Final = 1e-6
+NS: Final = 1e-9
 MS: Final = 1e-3
 BILLION: Final = 1e9
 

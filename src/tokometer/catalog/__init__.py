@@ -350,6 +350,7 @@ EFFICIENCY_SCHEMA: Schema = {
     "decode_score_bytes": Field(NUM),
     "inline_ecc_overhead": Field(NUM),
     "unit_bandwidth_gb_per_s": Field(NUM),
+    "host_sampling_ns_per_vocab": Field(NUM),
     "source": Field(STR),
 }
 

@@ -112,14 +112,18 @@ def efficiency_for(
     taken without flash attention (llama.cpp's default until its 2025 builds switched to
     `--flash-attn auto`); an estimate for today's engines runs fused attention, so the term is
     dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
+    The engine's own host sampling cost (`host_sampling_ns_per_vocab`, documented in engines.toml, never
+    fitted) rides on whichever table entry it borrows: llama-server shares llama-bench's GPU kernels.
     """
     table = fitted_table()
+    sampling = engine.efficiency.host_sampling_ns_per_vocab
     for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
         found = table.entries.get(key)
         if found is not None:
-            return found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
+            found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
+            return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
     if engine.based_on:
         base = engine_catalog().find(engine.based_on)
         if base is not None and base.efficiency.source != "engine default":
-            return base.efficiency
+            return replace(base.efficiency, host_sampling_ns_per_vocab=sampling) if sampling else base.efficiency
     return engine.efficiency

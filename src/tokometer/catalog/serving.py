@@ -96,7 +96,9 @@ def serving_engine(name: str, **overrides: Any) -> ServingEngine:
     found = table.get(key)
     if found is None:
         spec = engine_catalog().find(name)
-        found = next((e for e in table.values() if spec is not None and e.engine.id == spec.id), None)
+        # an engine built on another (llama-server on llama.cpp) runs that engine's scheduler
+        ids = [spec.id, spec.based_on] if spec is not None else []
+        found = next((e for wanted in ids for e in table.values() if wanted and e.engine.id == wanted), None)
     if found is None:
         raise UnknownEntryError("engine", name, list(table))
     changes = {k: v for k, v in overrides.items() if v is not None}

@@ -31,7 +31,7 @@ from tokometer.specs import (
     ParamGroups,
     _Plain,
 )
-from tokometer.units import GB, TFLOP, US
+from tokometer.units import GB, NS, TFLOP, US
 
 Z_80 = 1.2816  # two-sided 80 % interval of a normal in log space: Phi^-1(0.9)
 BAND_COVERAGE = 0.8  # the share of measurements the band is meant to hold
@@ -222,6 +222,17 @@ def unhidden_alu_time_s(model: ModelSpec, hardware: HardwareSpec, efficiency: Ef
     return efficiency.decode_alu_flops_per_weight * model.matmul_params_per_token() / (peak * TFLOP)
 
 
+def host_sampling_time_s(model: ModelSpec, efficiency: Efficiency) -> float:
+    """t_samp = c_samp * V (s per sampled token): the host work a server engine does for each token it emits.
+
+    llama-server, Ollama and LM Studio copy the token's logits row to the host and run the sampler chain
+    (penalties, top-k/top-p/min-p, softmax) on the CPU over all V vocabulary entries while the GPU
+    waits; llama-bench decodes without sampling, so the fitted tau_step never saw it. c_samp (ns per
+    vocabulary entry) is the engine's documented constant (engines.toml, docs/PHYSICS.md section 4).
+    """
+    return efficiency.host_sampling_ns_per_vocab * model.vocab_size * NS
+
+
 def decode_step(
     model: ModelSpec,
     weights: ParamGroups,
@@ -260,7 +271,11 @@ def decode_step(
         + alu
     )
     compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
-    overhead = model.n_layers * efficiency.layer_overhead_us * US + efficiency.step_overhead_us * US
+    overhead = (
+        model.n_layers * efficiency.layer_overhead_us * US
+        + efficiency.step_overhead_us * US
+        + tokens * host_sampling_time_s(model, efficiency)
+    )
     ceiling = max(w_read / bw, flops / peak_flops if peak_flops else 0.0)
     roof = max(memory_time, compute_time)
     return Step(
