@@ -79,3 +79,14 @@ def test_negative_sampling_cost_is_a_catalog_error() -> None:
     assert make_efficiency(raw, "test", "x").host_sampling_ns_per_vocab == 0.0
     with pytest.raises(CatalogError, match="host_sampling_ns_per_vocab.* must not be negative"):
         make_efficiency({**raw, "host_sampling_ns_per_vocab": -1.0}, "test", "x")
+
+
+def test_a_layer_offloaded_server_step_still_samples_on_the_host() -> None:
+    # 40 of 48 layers on an 8 GB card: the CPU layers change the step, not the sampling a token needs
+    fields = {"quant": "q4_k_m", "gpu_layers": 40, "cpu_hw": "ddr5-dual-channel", "advise": False}
+    bench = estimate("gemma-3-12b", "rtx-4060", engine="llama-cpp", **fields)
+    server = estimate("gemma-3-12b", "rtx-4060", engine="llama-server", **fields)
+    assert bench.lever_step is not None and bench.lever_step.cpu_bytes > 0
+    spec = model_catalog().get("gemma-3-12b").spec
+    added = host_sampling_time_s(spec, engine_catalog().get("llama-server").efficiency)
+    assert server.step.time_s - bench.step.time_s == pytest.approx(added)

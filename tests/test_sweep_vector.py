@@ -54,6 +54,7 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             decode_alu_flops_per_weight=rng.choice([0.0, rng.uniform(0, 12)]),
             decode_score_bytes=rng.choice([0.0, rng.uniform(0, 600)]),
             inline_ecc_overhead=rng.choice([0.0, rng.uniform(0, 0.3)]),
+            host_sampling_ns_per_vocab=rng.choice([0.0, rng.uniform(0, 10)]),
         )
         quantized = rng.random() < 0.5
         peak = Peak(rng.uniform(1, 2500), "fp16") if rng.random() < 0.8 else Peak(None, None)
@@ -83,6 +84,7 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             alu_peak_tflops=alu_peak_tflops(hw) or 0.0,
             decode_score_bytes=eff.decode_score_bytes,
             ecc_overhead=eff.ecc_overhead_for(hw),
+            host_sampling_ns_per_vocab=eff.host_sampling_ns_per_vocab,
         )
         for name in FIELDS:
             want = getattr(scalar, name)
@@ -145,6 +147,17 @@ def test_sweep_cells_agree_with_estimate() -> None:
         if contexts[c] > 0:
             assert result.memory_gb[m, h, q, c, b] == pytest.approx(plan.total_gb, rel=1e-9)
             assert bool(np.broadcast_to(result.fits, result.shape)[m, h, q, c, b]) == plan.fits
+
+
+def test_a_server_engine_sweep_agrees_with_estimate() -> None:
+    # Ollama samples on the host: the sweep carries the same per-token term as the scalar step
+    result = sweep(["gemma-3-12b", "llama-3.1-8b"], ["rtx-4090", "m2-ultra-76c"], ["q4_k_m"], [4096], [1, 8], engine="ollama")
+    time = np.broadcast_to(result.grid.time_s, result.shape)
+    for m, name in enumerate(["gemma-3-12b", "llama-3.1-8b"]):
+        for h, hw in enumerate(["rtx-4090", "m2-ultra-76c"]):
+            for b, batch in enumerate([1, 8]):
+                e = estimate(name, hw, quant="q4_k_m", engine="ollama", context_tokens=4096, batch=batch, advise=False)
+                assert 1 / time[m, h, 0, 0, b] == pytest.approx(e.estimate_tok_s, rel=1e-9)
 
 
 def test_sweep_takes_whole_catalogs() -> None:

@@ -50,6 +50,7 @@ from tokometer.costmodel.roofline import (
     bound,
     decode_score_elements,
     decode_step,
+    host_sampling_time_s,
 )
 from tokometer.errors import InputError
 from tokometer.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
@@ -500,6 +501,7 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
         tau_gpu
         + (model.n_layers - off.gpu_layers) * cpu_eff.layer_overhead_us * US
         + eff.step_overhead_us * US
+        + tokens * host_sampling_time_s(model, eff)
         + transfer
     )
     gpu_ceiling = max(share * layer_weights / bw, gpu_flops / peak if peak else 0.0)

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from tokometer.costmodel.memory import embedding_row_bytes, head_bytes
 from tokometer.specs import ModelSpec, ParamGroups
-from tokometer.units import GB, TFLOP, US
+from tokometer.units import GB, NS, TFLOP, US
 
 Array = NDArray[np.float64]
 
@@ -51,6 +51,7 @@ class ModelArrays:
     windows: Array  # [..., G]: tokens a group keeps (inf: all, 0: linear)
     attention_coef: Array  # [..., G]: 4 * n_layers * n_heads * head_dim
     head_dim: Array  # attention scores = attention FLOPs / (4 * head_dim)
+    vocab: Array  # vocabulary entries a host sampler scans per token (`roofline.host_sampling_time_s`)
 
     @classmethod
     def from_specs(cls, models: Sequence[ModelSpec], weights: Sequence[ParamGroups] | None = None) -> ModelArrays:
@@ -90,6 +91,7 @@ class ModelArrays:
             windows=windows,
             attention_coef=attention,
             head_dim=column([max(1, m.head_dim) for m in models]),
+            vocab=column([m.vocab_size for m in models]),
         )
 
     def along(self, axis: int, ndim: int) -> ModelArrays:
@@ -163,12 +165,14 @@ def decode_grid(
     alu_peak_tflops: ArrayLike = 0.0,
     decode_score_bytes: ArrayLike = 0.0,
     ecc_overhead: ArrayLike = 0.0,
+    host_sampling_ns_per_vocab: ArrayLike = 0.0,
 ) -> GridStep:
     """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
 
     `kv_bandwidth_fraction` (default: `bandwidth_fraction`) is eta_kv; `alu_flops_per_weight` over
     `alu_peak_tflops` (fp32 shader peak, 0: none) is the unhidden matvec ALU time of `roofline.decode_step`;
     `decode_score_bytes` its unfused attention's traffic per score; `ecc_overhead` its e_ecc (0 without inline ECC).
+    `host_sampling_ns_per_vocab` is c_samp, a server engine's host sampling per vocabulary entry per token.
 
     `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
     separately, for formats that keep those tables unquantized.
@@ -201,6 +205,7 @@ def decode_grid(
     safe_peak = np.where(has_peak, peak, 1.0)
     compute = np.where(has_peak, flops / (_f(compute_fraction) * safe_peak), 0.0)
     overhead = m.n_layers * _f(layer_overhead_us) * US + _f(step_overhead_us) * US
+    overhead = overhead + tokens * _f(host_sampling_ns_per_vocab) * m.vocab * NS
     time = np.maximum(memory, compute) + overhead
     ceiling = np.maximum(w_read / bw, np.where(has_peak, flops / safe_peak, 0.0))
     return GridStep(
