@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from tokometer.costmodel.roofline import decode_step
+from tokometer.costmodel.roofline import decode_step, prefill
 from tokometer.costmodel.serving import (
     LengthDist,
     SchedulerPolicy,
@@ -20,6 +20,7 @@ from tokometer.costmodel.serving import (
     step_cost,
 )
 from tokometer.errors import InputError
+from tokometer.units import TFLOP
 from tokometer.usecases.estimate import estimate
 
 EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, step_overhead_us=1000.0)
@@ -68,6 +69,22 @@ def test_step_cost_matches_the_single_decode_step(setup) -> None:  # type: ignor
     assert fixed_s == pytest.approx(single.overhead_time_s - tau_step_s, rel=1e-6)
 
 
+def test_a_prefill_only_step_computes_its_gemms_as_single_stream_prefill_does(setup) -> None:  # type: ignore[no-untyped-def]
+    """Without a fitted prompt plateau, a step of one 2048-token prompt runs its GEMMs at the single-stream
+    prefill efficiency (docs/PHYSICS.md section 5); a fitted plateau scales prompt tokens only."""
+    physics = step_cost(setup, EFF)
+    c = 2048
+    single = prefill(setup.model, setup.weights, setup.hardware, setup.efficiency, c, setup.peak, setup.quantized)
+    assert single is not None
+    assert physics.gemm_s(c, prefill_tokens=c) == pytest.approx(
+        single.matmul_flops / (single.efficiency * setup.peak.tflops * TFLOP), rel=1e-9)
+    fitted = step_cost(setup, replace(EFF, prefill_fraction_max=0.35))
+    ratio = setup.efficiency.prefill_max_for(setup.quantized) / 0.35
+    assert fitted.gemm_s(c, prefill_tokens=c) == pytest.approx(ratio * physics.gemm_s(c, prefill_tokens=c), rel=1e-9)
+    assert fitted.gemm_s(256) == pytest.approx(physics.gemm_s(256), rel=1e-12)  # decodes keep eta_c
+    assert fitted.gemm_s(c, prefill_tokens=c / 2) > physics.gemm_s(c, prefill_tokens=c / 2)
+
+
 def test_a_compute_bound_gemm_does_not_hide_the_kv_stream(setup) -> None:  # type: ignore[no-untyped-def]
     """A big decode batch deep in context: the GEMMs compute, attention streams the KV; the step is both, summed."""
     cost = step_cost(setup, replace(EFF, step_overhead_us=0.0))
@@ -84,9 +101,9 @@ def test_the_simulator_charges_the_step_cost_model(setup) -> None:  # type: igno
     cost = step_cost(setup, replace(EFF, sequence_overhead_us=50.0))
     record: list[tuple[float, float, float, int, int]] = []
     r = simulate(cost, VLLM, 1e6, Workload(num_requests=64, prompt=fixed(500), output=fixed(20)), record=record)
-    expected = sum(cost.time_s(t, kv, pairs, dec + first) for t, kv, pairs, dec, first in record)
+    expected = sum(cost.time_s(t, kv, pairs, dec + first, t - dec) for t, kv, pairs, dec, first in record)
     assert r.duration_s == pytest.approx(expected, rel=1e-9)
-    assert r.duration_s > sum(cost.time_s(t, kv, pairs, 0.0) for t, kv, pairs, _, _ in record) + 64 * 20 * 49e-6
+    assert r.duration_s > sum(cost.time_s(t, kv, pairs, 0.0, t - dec) for t, kv, pairs, dec, _ in record) + 64 * 20 * 49e-6
 
 
 def test_batch_never_exceeds_max_num_seqs_and_budget(cost) -> None:  # type: ignore[no-untyped-def]

@@ -66,10 +66,18 @@ class ServingEfficiency(_Plain):
     launches), on top of the single-stream per-layer overhead; `sequence_overhead_us` is the cost of
     each sequence that emits a token in a step (sampling, stop checks, detokenisation and the
     runtime's per-request bookkeeping), which grows with the batch, not with the step count.
+
+    Prompt (prefill) tokens have their own plateau, `prefill_fraction_max`: engines run the context
+    phase through their own kernels and GEMM shapes (TurboMind's context decoder, TensorRT-LLM's
+    context phase), so a step's prompt tokens realise their own share of the peak. None (the pooled
+    entry, and any engine without rows of its own) takes the single-stream prefill physics
+    (`Efficiency.prefill_max_for`, with its `prefill_half_tokens`), so an engine held out of the fit
+    falls back to what its single-stream prefill says, not to another engine's serving fit.
     """
 
     compute_fraction_max: float = 0.6
     compute_half_tokens: float = 64.0
     step_overhead_us: float = 2000.0
     sequence_overhead_us: float = 0.0
+    prefill_fraction_max: float | None = None
     source: str = "default (not fitted)"

@@ -130,5 +130,6 @@ def serving_efficiency(engine_id: str) -> ServingEfficiency:
         compute_half_tokens=float(entry["compute_half_tokens"]),
         step_overhead_us=float(entry["step_overhead_us"]),
         sequence_overhead_us=float(entry.get("sequence_overhead_us", 0.0)),
+        prefill_fraction_max=None if entry.get("prefill_fraction_max") is None else float(entry["prefill_fraction_max"]),
         source=f"fitted {table.get('fitted_on', '')} on {table.get('data', 'serving.csv')} ({'engine' if engine_id in entries else 'pooled'})",
     )

@@ -191,7 +191,9 @@ def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
         click.echo(to_json({"written": str(target), **data}))
         return
     for key, e in data["entries"].items():
-        click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  "
+        q = e.get("prefill_fraction_max")
+        prefill = f"prefill {q:.2f}" if q is not None else "prefill from physics"
+        click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  {prefill}  "
                    f"step overhead {e['step_overhead_us']:,.0f} us + {e.get('sequence_overhead_us', 0.0):g} us per sequence  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
     click.echo(f"wrote {target}")
 

@@ -145,7 +145,7 @@ def candidates(
                     prune("KV cache cannot hold one request")
                     continue
                 cost = dep.cost
-                ttft_floor = cost.time_s(prompt, 0.0, prompt * prompt / 2.0)
+                ttft_floor = cost.time_s(prompt, 0.0, prompt * prompt / 2.0, prefill_tokens=prompt)
                 tpot_floor = cost.time_s(1, prompt + output / 2.0, prompt + output / 2.0)
                 best_ttft, best_tpot = min(best_ttft, ttft_floor), min(best_tpot, tpot_floor)
                 if ttft_floor > slo_ttft_s or tpot_floor > slo_tpot_s:
@@ -158,7 +158,7 @@ def candidates(
                     while b > 1 and cost.time_s(b, b * depth, b * depth, b) > slo_tpot_s:
                         b //= 2
                     step = cost.time_s(b, b * depth, b * depth, b)
-                prefill_per_req = cost.time_s(prompt, 0.0, prompt * prompt / 2.0) - cost.overhead_s - cost.comm_fixed_s
+                prefill_per_req = cost.time_s(prompt, 0.0, prompt * prompt / 2.0, prefill_tokens=prompt) - cost.overhead_s - cost.comm_fixed_s
                 saturation = b / (output * step + b * max(prefill_per_req, 0.0))
                 replicas = max(1, math.ceil(rate / (HEADROOM * saturation)))
                 if disagg:

@@ -1,24 +1,28 @@
 """Fit the serving efficiency per engine on published serving data, reproducibly.
 
 Parameters per engine (`ServingEfficiency`): the batched-compute efficiency curve
-`eta_c(T) = f_max * T / (T + T_half)`, the fixed cost of one engine step and the cost of each
-sequence that emits a token in a step. They are fitted on the
+`eta_c(T) = f_max * T / (T + T_half)`, the plateau `q_max` of prompt tokens' GEMM efficiency, the
+fixed cost of one engine step and the cost of each sequence that emits a token in a step. They are
+fitted on the
 offline and static-batch rows (`tput_out`, and `ttft_*_mean` of static batches), whose schedules do
 not depend on step times: every request is there at t = 0, so which tokens each step carries is
 fixed by the scheduler and the KV cache alone. Each such run is simulated once with recording; a
 step's time under other parameters is then
 
-    t = max(weights_s, gemm_s * (T + T_half) / (f_max * T)) + max(kv_s, attention_s / f_max)
-        + fixed_s + step_overhead + sequence_overhead * S
+    t = max(weights_s, (decode_gemm_s * (T + T_half) / f_max + prefill_gemm_s * (T + Q_half) / q_max) / T)
+        + max(kv_s, attention_s / f_max) + fixed_s + step_overhead + sequence_overhead * S
 
 and the run's throughput and mean TTFT follow in numpy. Runs of up to 256 consecutive steps carrying
-the same number of tokens are kept as one block with their mean bytes and FLOPs (a step that emits
-first tokens closes its block), which keeps the fit to seconds. The loss is the sum of squared log errors;
-a coarse grid over the four parameters, then a finer grid around its
-best (deterministic: same data, same values). A pooled entry `*`
-fitted on every engine's rows serves engines without data of their own (fewer than 8 rows), and leave-one-source-out
-cross-validation refits without each source and scores it with what remains (`validate_serving(loso=True)`,
-which `tokometer validate` calls on a file with serving columns).
+the same numbers of tokens and prompt tokens are kept as one block with their mean bytes and FLOPs (a
+step that emits first tokens closes its block), which keeps the fit to seconds. The loss is the sum
+of squared log errors; a coarse grid over four parameters with `q_max` at its prior, a line search
+over `q_max` at that best and the coarse grid again under it, then a finer grid over all five around
+the best, moved until it stays put (deterministic: same data, same values). A pooled entry `*` fitted on every engine's rows serves engines without data of their own
+(fewer than 8 rows); it leaves `q_max` to each setup's single-stream prefill physics
+(`Efficiency.prefill_max_for`; `Q_half` is always its `prefill_half_tokens`), so an engine whose
+source is held out predicts its prompts from physics, not from another engine's serving fit.
+Leave-one-source-out cross-validation refits without each source and scores it with what remains
+(`validate_serving(loso=True)`, which `tokometer validate` calls on a file with serving columns).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 15001, 250))
 GRID_SEQUENCE_US = tuple(float(x) for x in range(0, 61, 2))  # per emitting sequence per step
 MIN_ENGINE_ROWS = 8  # fewer rows than this: the engine uses the pooled entry (2 rows would fit anything)
 CHUNK = 64  # candidates evaluated together (bounds memory: CHUNK x blocks per run)
+FINE_ROUNDS = 4  # moves of the finer grid at most
 BLOCK_STEPS = 256  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
 
 
@@ -66,7 +71,8 @@ class Recording:
     tokens: np.ndarray  # per block of steps: tokens each step carries
     steps: np.ndarray  # steps in the block
     weights_s: np.ndarray  # mean per step: weight bytes / bandwidth
-    gemm_s: np.ndarray  # mean per step: linear-layer FLOPs / peak, their compute time at efficiency 1
+    decode_gemm_s: np.ndarray  # mean per step: decode tokens' linear-layer FLOPs / peak (efficiency 1)
+    prefill_gemm_s: np.ndarray  # mean per step: prompt tokens' linear-layer FLOPs / peak (efficiency 1)
     kv_s: np.ndarray  # mean per step: KV bytes / bandwidth
     attention_s: np.ndarray  # mean per step: attention FLOPs / peak
     fixed_s: np.ndarray  # whole block: per-layer launches and communication (not the engine step overhead)
@@ -74,10 +80,18 @@ class Recording:
     first_tokens: np.ndarray
     emitting: np.ndarray  # whole block: sequences that emitted a token (decodes + first tokens)
     targets: list[tuple[str, float]]  # ("tput_out", tok/s) or ("ttft_mean", s)
+    prefill_max: float  # single-stream prefill plateau of this run's setup (the prior of q_max)
+    prefill_half: float  # single-stream prefill half-efficiency tokens (Q_half)
+
+    def gemm(self, f: Any, half: Any, q: Any) -> Any:
+        """Seconds of each block's GEMMs per step; arguments are scalars or column vectors of candidates."""
+        t = self.tokens
+        return (self.decode_gemm_s * (t + half) / f + self.prefill_gemm_s * (t + self.prefill_half) / q) / t
 
     def predict(self, eff: ServingEfficiency) -> dict[str, float]:
         f = eff.compute_fraction_max
-        per = np.maximum(self.weights_s, self.gemm_s * (self.tokens + eff.compute_half_tokens) / (f * self.tokens))
+        q = eff.prefill_fraction_max or self.prefill_max
+        per = np.maximum(self.weights_s, self.gemm(f, eff.compute_half_tokens, q))
         per = per + np.maximum(self.kv_s, self.attention_s / f)
         t = self.steps * (per + eff.step_overhead_us * 1e-6) + self.fixed_s + self.emitting * eff.sequence_overhead_us * 1e-6
         total = float(t.sum())
@@ -88,10 +102,11 @@ class Recording:
         return out
 
 
-def _blocks(tokens: np.ndarray, firsts: np.ndarray, limit: int = BLOCK_STEPS) -> np.ndarray:
-    """Start indices of blocks of consecutive steps with the same token count, at most `limit` long;
-    a step that emits first tokens ends its block (so TTFTs are counted at the right time)."""
-    change = np.union1d(np.flatnonzero(np.diff(tokens) != 0) + 1, np.flatnonzero(firsts[:-1] > 0) + 1)
+def _blocks(tokens: np.ndarray, firsts: np.ndarray, prompt: np.ndarray, limit: int = BLOCK_STEPS) -> np.ndarray:
+    """Start indices of blocks of consecutive steps with the same token and prompt-token counts, at most
+    `limit` long; a step that emits first tokens ends its block (so TTFTs are counted at the right time)."""
+    edges = (np.diff(tokens) != 0) | (np.diff(prompt) != 0)
+    change = np.union1d(np.flatnonzero(edges) + 1, np.flatnonzero(firsts[:-1] > 0) + 1)
     starts = [0]
     for edge in [*change.tolist(), len(tokens)]:
         last = starts[-1]
@@ -123,23 +138,26 @@ def record_run(run: Run) -> Recording | None:
         return None
     a = np.array(steps, dtype=float)  # tokens, KV tokens read, attention pairs, decodes, first tokens
     tokens = a[:, 0]
+    prompt = tokens - a[:, 3]
     c = dep.cost
     routed = c.routed_bytes * (1.0 - (1.0 - c.experts_k_over_e) ** tokens) if c.routed_bytes else 0.0
     weights_s = (c.weight_fixed_bytes + c.embedding_row_bytes * tokens + routed) / c.bandwidth_bytes_per_s
     kv_s = c.kv_token_bytes * (a[:, 1] + tokens) / c.bandwidth_bytes_per_s
     peak = c.peak_flops or math.inf
-    gemm_s = c.matmul_flops_per_token * tokens / peak
+    decode_gemm_s = c.matmul_flops_per_token * a[:, 3] / peak
+    prefill_gemm_s = c.matmul_flops_per_token * prompt / peak
     attention_s = c.attention_flops_per_pair * a[:, 2] / peak
     fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
-    starts = _blocks(tokens, a[:, 4])
+    starts = _blocks(tokens, a[:, 4], prompt)
     n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(
         engine=run.engine, source=run.source, tokens=tokens[starts], steps=n,
-        weights_s=np.add.reduceat(weights_s, starts) / n, gemm_s=np.add.reduceat(gemm_s, starts) / n,
+        weights_s=np.add.reduceat(weights_s, starts) / n, decode_gemm_s=np.add.reduceat(decode_gemm_s, starts) / n,
+        prefill_gemm_s=np.add.reduceat(prefill_gemm_s, starts) / n,
         kv_s=np.add.reduceat(kv_s, starts) / n, attention_s=np.add.reduceat(attention_s, starts) / n,
         fixed_s=np.add.reduceat(fixed, starts), out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
         first_tokens=np.add.reduceat(a[:, 4], starts), emitting=np.add.reduceat(a[:, 3] + a[:, 4], starts),
-        targets=targets,
+        targets=targets, prefill_max=c.prefill_fraction_max, prefill_half=c.prefill_half_tokens,
     )
 
 
@@ -157,18 +175,23 @@ def loss(recs: Sequence[Recording], eff: ServingEfficiency) -> float:
 
 
 def losses(
-    recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray, sequence_us: np.ndarray
+    recs: Sequence[Recording], f: np.ndarray, half: np.ndarray, overhead_us: np.ndarray, sequence_us: np.ndarray,
+    prefill: np.ndarray | None = None,
 ) -> np.ndarray:
-    """`loss` for many candidates at once (arrays of equal length), broadcast over each run's blocks."""
+    """`loss` for many candidates at once (arrays of equal length), broadcast over each run's blocks;
+    `prefill` holds each candidate's q_max, NaN (or None for all) meaning each run's single-stream prior."""
+    q_all = np.full(len(f), np.nan) if prefill is None else prefill
     if len(f) > CHUNK:
         return np.concatenate([
-            losses(recs, f[i : i + CHUNK], half[i : i + CHUNK], overhead_us[i : i + CHUNK], sequence_us[i : i + CHUNK])
+            losses(recs, f[i : i + CHUNK], half[i : i + CHUNK], overhead_us[i : i + CHUNK], sequence_us[i : i + CHUNK],
+                   q_all[i : i + CHUNK])
             for i in range(0, len(f), CHUNK)
         ])
     total = np.zeros(len(f))
     f_, h_, o_, s_ = f[:, None], half[:, None], overhead_us[:, None] * 1e-6, sequence_us[:, None] * 1e-6
     for rec in recs:
-        per = np.maximum(rec.weights_s, rec.gemm_s * (rec.tokens + h_) / (f_ * rec.tokens))
+        q_ = np.where(np.isnan(q_all), rec.prefill_max, q_all)[:, None]
+        per = np.maximum(rec.weights_s, rec.gemm(f_, h_, q_))
         per = per + np.maximum(rec.kv_s, rec.attention_s / f_)
         t = rec.steps * (per + o_) + rec.fixed_s + rec.emitting * s_
         pred = {"tput_out": rec.out_tokens / t.sum(axis=1)}
@@ -184,27 +207,48 @@ def losses(
     return total
 
 
-def fit(recs: Sequence[Recording], source: str = "fitted") -> ServingEfficiency:
-    """A coarse grid over (f_max, T_half, step overhead, sequence overhead), then a finer grid around its best;
-    deterministic."""
+def _near(grid: Sequence[float], value: float, steps: int) -> list[float]:
+    """`value`'s grid point and `steps` points either side of it."""
+    i = min(range(len(grid)), key=lambda k: abs(grid[k] - value))
+    return list(grid[max(0, i - steps) : i + steps + 1])
+
+
+def fit(recs: Sequence[Recording], source: str = "fitted", *, prefill: bool = True) -> ServingEfficiency:
+    """A coarse grid over (f_max, T_half, step overhead, sequence overhead) with q_max at its prior, a
+    line search over q_max (`prefill`) and the coarse grid again under it, then a finer grid over all
+    five around the best, moved to its own best until it stays put; deterministic.
+    `prefill=False` leaves q_max to each setup's single-stream prefill physics (the pooled entry)."""
     best = replace(PRIOR, source=source)
     if not recs:
         return best
 
     def search(
-        fs: Sequence[float], hs: Sequence[float], os_: Sequence[float], ss: Sequence[float]
-    ) -> tuple[float, float, float, float]:
-        f, h, o, s = (a.ravel() for a in np.meshgrid(fs, hs, os_, ss, indexing="ij"))
-        i = int(np.argmin(losses(recs, f, h, o, s)))
-        return float(f[i]), float(h[i]), float(o[i]), float(s[i])
+        fs: Sequence[float], hs: Sequence[float], os_: Sequence[float], ss: Sequence[float], qs: Sequence[float]
+    ) -> tuple[float, float, float, float, float]:
+        f, h, o, s, q = (a.ravel() for a in np.meshgrid(fs, hs, os_, ss, qs, indexing="ij"))
+        i = int(np.argmin(losses(recs, f, h, o, s, q)))
+        return float(f[i]), float(h[i]), float(o[i]), float(s[i]), float(q[i])
 
-    f0, h0, o0, s0 = search(GRID_F[::2], GRID_HALF, GRID_OVERHEAD_US[::6], GRID_SEQUENCE_US[::5])
-    fine_f = [x for x in GRID_F if abs(x - f0) <= 0.051]
-    fine_h = [x for x in GRID_HALF if h0 / 2.01 <= x <= h0 * 2.01] or [h0]
-    fine_o = [x for x in GRID_OVERHEAD_US if abs(x - o0) <= 1000.0]
-    fine_s = [x for x in GRID_SEQUENCE_US if abs(x - s0) <= 6.0]
-    f1, h1, o1, s1 = search(fine_f, fine_h, fine_o, fine_s)
-    return replace(best, compute_fraction_max=f1, compute_half_tokens=h1, step_overhead_us=o1, sequence_overhead_us=s1)
+    coarse = (GRID_F[::2], GRID_HALF, GRID_OVERHEAD_US[::6], GRID_SEQUENCE_US[::5])
+    f0, h0, o0, s0, q0 = search(*coarse, [math.nan])
+    if prefill:  # the prompts' plateau at that best, then the coarse grid again under it
+        _, _, _, _, q0 = search([f0], [h0], [o0], [s0], GRID_F)
+        f0, h0, o0, s0, q0 = search(*coarse, [q0])
+    point = (f0, h0, o0, s0, q0)
+    for _ in range(FINE_ROUNDS):  # the finer grid, moved to its best until it stays put
+        f0, h0, o0, s0, q0 = point
+        nearby = search(
+            _near(GRID_F, f0, 1), _near(GRID_HALF, h0, 1), _near(GRID_OVERHEAD_US, o0, 4), _near(GRID_SEQUENCE_US, s0, 3),
+            _near(GRID_F, q0, 1) if prefill else [math.nan],
+        )
+        if nearby == point:
+            break
+        point = nearby
+    f1, h1, o1, s1, q1 = point
+    return replace(
+        best, compute_fraction_max=f1, compute_half_tokens=h1, step_overhead_us=o1, sequence_overhead_us=s1,
+        prefill_fraction_max=None if math.isnan(q1) else q1,
+    )
 
 
 def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
@@ -214,7 +258,7 @@ def fit_table(recs: Sequence[Recording]) -> dict[str, ServingEfficiency]:
         mine = [r for r in recs if r.engine == e]
         if sum(len(r.targets) for r in mine) >= MIN_ENGINE_ROWS:
             table[e] = fit(mine, f"fitted on {e} rows")
-    table["*"] = fit(recs, "pooled fit over every engine's rows")
+    table["*"] = fit(recs, "pooled fit over every engine's rows", prefill=False)
     return table
 
 
@@ -235,6 +279,7 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
             "compute_half_tokens": eff.compute_half_tokens,
             "step_overhead_us": eff.step_overhead_us,
             "sequence_overhead_us": eff.sequence_overhead_us,
+            "prefill_fraction_max": eff.prefill_fraction_max,
             "n_runs": len(mine),
             "n_rows": sum(len(r.targets) for r in mine),
             "rms_log_error": round(math.sqrt(loss(mine, eff) / max(1, sum(len(r.targets) for r in mine))), 4),
@@ -243,7 +288,8 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
         "data": "calibration_data/serving.csv",
         "data_sha256": file_sha256(data),
         "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean), "
-        "squared log error, coarse grid over the four parameters then a finer grid around the best",
+        "squared log error, coarse grid over four parameters, a line search over the prefill plateau (per engine; "
+        "the pooled entry keeps single-stream prefill physics), then a finer grid around the best",
         "entries": entries,
     }
 

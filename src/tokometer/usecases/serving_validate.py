@@ -61,6 +61,18 @@ METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(ms|s|ns))?(?:_(mean|p50|p90|p99|m
 UNIT_S = {"ms": 1e-3, "s": 1.0, "ns": 1e-9, None: 1e-3}
 THROUGHPUT = ("tput_out", "tput_total", "tput_in", "req_per_s")
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
+# LMDeploy v0.1 (TurboMind LlamaBatch: InternalThreadEntry runs ContextDecode, then Generate, every
+# iteration): each prompt admitted in an iteration is prefilled whole in that iteration, in
+# sub-batches of max_context_token_num * session_len tokens, before the one decode step of the whole
+# batch; no chunking across iterations (TurboMind's max_prefill_token_num chunks came later).
+TURBOMIND_V01 = {"chunked_prefill": False, "max_num_batched_tokens": 1 << 20}
+# The engine parameters its request-throughput benchmark (profile_rpm = 1: the closed-loop rows) ran
+# with, from benchmark/config/llama_{7b,13b,70b}.ini beside benchmark.sh at the source's commit:
+# max_batch_size, and cache_max_entry_count as a count of KV blocks of cache_block_seq_len = 128
+# tokens (TurboMind v0.1's default block length). The static tables do not say theirs (the 7B and
+# 70B configs switch profile_generation off), so static rows keep the engine defaults.
+TURBOMIND_V01_BLOCK_TOKENS = 128
+TURBOMIND_V01_CONFIG = {"Llama-2-7B": (128, 1000), "Llama-2-13B": (128, 500), "Llama-2-70B": (256, 4000)}
 
 
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
@@ -164,6 +176,7 @@ class Run:
     workload: Workload | None = None
     batch: int = 1
     reason: str | None = None
+    kv_cache_tokens: float | None = None  # KV cache size the source configured, when it states one
 
     @property
     def source(self) -> str:
@@ -208,6 +221,12 @@ def plan_run(rows: list[Row]) -> Run:
         kwargs["kv_dtype"] = "fp8"
     if engine == "tensorrt-llm":
         kwargs["memory_fraction"] = 0.95  # kv_cache_free_gpu_mem_fraction stated by the source
+    if engine == "lmdeploy" and row.text("engine_version").startswith("0.1"):
+        kwargs.update(TURBOMIND_V01)
+        config = next((v for k, v in TURBOMIND_V01_CONFIG.items() if row.text("model").startswith(k)), None)
+        if config is not None and row.scenario == "online-concurrency":
+            kwargs["max_num_seqs"] = config[0]
+            run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
     multi = re.search(r"--num-scheduler-steps[ =](\d+)", row.text("backend"))
     if multi:
         kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
@@ -299,7 +318,8 @@ def deploy_run(run: Run, efficiency: ServingEfficiency) -> Deployment:
     from tokometer.usecases.simulate import deploy
 
     kwargs = dict(run.deploy_kwargs)
-    return deploy(kwargs.pop("model"), kwargs.pop("hw"), efficiency=efficiency, check_fit=False, **kwargs)
+    dep = deploy(kwargs.pop("model"), kwargs.pop("hw"), efficiency=efficiency, check_fit=False, **kwargs)
+    return dep if run.kv_cache_tokens is None else replace(dep, kv_capacity_tokens=run.kv_cache_tokens)
 
 
 def simulate_run(run: Run, efficiency: Callable[[str], ServingEfficiency], seed: int = 0) -> ServingResult:

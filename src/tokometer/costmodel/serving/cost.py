@@ -5,9 +5,15 @@ One step carries T tokens: one per decoding sequence plus the prefill chunks sch
     bytes  = W_read(T) + kv_token_bytes * (sum of decode depths + prefix tokens of each chunk)
              + kv_token_bytes * T                                   (new K/V written)
     flops  = 2 * P_matmul * T + 4 * A * (sum of decode depths + prefill pairs)
-    t_step = max(W_read(T) / BW', 2 * P_matmul * T / (eta_c(T) * peak))          (linear layers)
+    t_step = max(W_read(T) / BW', gemm_s)                                        (linear layers)
            + max(kv bytes / BW', 4 * A * pairs / (f_max * peak))                  (attention)
            + tau_layers + tau_step + tau_seq * S + comm(T)   with BW' = eta_bw * BW
+    gemm_s = 2 * P_matmul * (D * (T + T_half) / f_max + Q * (T + Q_half) / q_max) / (T * peak)
+
+with D decode tokens and Q prompt tokens (T = D + Q): each token kind has its own efficiency curve
+`f * T / (T + half)` over the step's tokens, eta_c for decodes and the prefill curve (q_max,
+Q_half) for prompt tokens, so a prefill-only step of c tokens costs what the single-stream prefill
+physics says, `2 P c / (q_max c / (c + Q_half) * peak)` (docs/PHYSICS.md section 5).
 
 Two rooflines, summed, not one over the whole step: in every layer the GEMMs (QKV, output, MLP)
 and the attention kernel run one after the other, each bound by its own resource, so a
@@ -59,6 +65,8 @@ class StepCost(_Plain):
     peak_flops: float  # 0: compute time not modelled
     compute_fraction_max: float
     compute_half_tokens: float
+    prefill_fraction_max: float  # plateau of prompt tokens' GEMM efficiency
+    prefill_half_tokens: float
     overhead_s: float  # per-layer launches + engine step overhead
     sequence_overhead_s: float  # per sequence that emits a token in the step
     comm_fixed_s: float  # all-reduce launches and hops per step
@@ -68,23 +76,36 @@ class StepCost(_Plain):
         routed = self.routed_bytes * (1.0 - (1.0 - self.experts_k_over_e) ** tokens) if self.routed_bytes else 0.0
         return self.weight_fixed_bytes + self.embedding_row_bytes * tokens + routed
 
+    def gemm_s(self, tokens: float, prefill_tokens: float = 0.0) -> float:
+        """Seconds of the step's linear layers at their efficiency, `prefill_tokens` of `tokens` being prompt tokens."""
+        if not self.peak_flops or tokens <= 0:
+            return 0.0
+        decode = tokens - prefill_tokens
+        work = (decode * (tokens + self.compute_half_tokens) / self.compute_fraction_max
+                + prefill_tokens * (tokens + self.prefill_half_tokens) / self.prefill_fraction_max)
+        return self.matmul_flops_per_token * work / (tokens * self.peak_flops)
+
     def split(
-        self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0
+        self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0,
+        prefill_tokens: float = 0.0,
     ) -> tuple[float, float, float, float, float]:
         """(weights memory, GEMM compute, KV memory, attention compute, fixed) time of a step, seconds."""
         weights = self.weight_bytes(tokens) / self.bandwidth_bytes_per_s
         kv = self.kv_token_bytes * (kv_tokens_read + tokens) / self.bandwidth_bytes_per_s
         matmul = attention = 0.0
         if self.peak_flops and tokens > 0:
-            eta = self.compute_fraction_max * tokens / (tokens + self.compute_half_tokens)
-            matmul = self.matmul_flops_per_token * tokens / (eta * self.peak_flops)
+            matmul = self.gemm_s(tokens, prefill_tokens)
             attention = self.attention_flops_per_pair * attention_pairs / (self.compute_fraction_max * self.peak_flops)
         fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_fixed_s + self.comm_per_token_s * tokens
         return weights, matmul, kv, attention, fixed
 
-    def time_s(self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0) -> float:
-        """Seconds of one step; `sequences` emit a token in it (B for a decode step of B)."""
-        weights, matmul, kv, attention, fixed = self.split(tokens, kv_tokens_read, attention_pairs, sequences)
+    def time_s(
+        self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0,
+        prefill_tokens: float = 0.0,
+    ) -> float:
+        """Seconds of one step; `sequences` emit a token in it (B for a decode step of B), `prefill_tokens`
+        of its `tokens` are prompt tokens (0: a decode step)."""
+        weights, matmul, kv, attention, fixed = self.split(tokens, kv_tokens_read, attention_pairs, sequences, prefill_tokens)
         return max(weights, matmul) + max(kv, attention) + fixed
 
 
@@ -124,6 +145,8 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         peak_flops=(setup.peak.tflops or 0.0) * TFLOP,
         compute_fraction_max=serving.compute_fraction_max,
         compute_half_tokens=serving.compute_half_tokens,
+        prefill_fraction_max=serving.prefill_fraction_max or eff.prefill_max_for(setup.quantized),
+        prefill_half_tokens=eff.prefill_half_tokens,
         overhead_s=(model.n_layers / pp * eff.layer_overhead_us + serving.step_overhead_us) * US,
         sequence_overhead_s=serving.sequence_overhead_us * US,
         comm_fixed_s=comm_fixed,

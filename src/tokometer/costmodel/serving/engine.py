@@ -273,16 +273,18 @@ class Replica:
         w_mem = weights / cost.bandwidth_bytes_per_s
         kv_mem = cost.kv_token_bytes * (kv_read + tokens) / cost.bandwidth_bytes_per_s
         matmul = attention = 0.0
+        decoded = n_dec if decode_now else 0
         if cost.peak_flops:
-            matmul = (
-                cost.matmul_flops_per_token * (tokens + cost.compute_half_tokens)
-                / (cost.compute_fraction_max * cost.peak_flops)
-            )
+            # GEMMs: decode tokens on the eta_c curve, prompt tokens on the prefill curve (cost.py)
+            matmul = cost.matmul_flops_per_token * (
+                decoded * (tokens + cost.compute_half_tokens) / cost.compute_fraction_max
+                + (tokens - decoded) * (tokens + cost.prefill_half_tokens) / cost.prefill_fraction_max
+            ) / (tokens * cost.peak_flops)
             attention = cost.attention_flops_per_pair * pairs / (cost.compute_fraction_max * cost.peak_flops)
         memory = (w_mem if w_mem >= matmul else 0.0) + (kv_mem if kv_mem >= attention else 0.0)
         roof = (w_mem if w_mem >= matmul else matmul) + (kv_mem if kv_mem >= attention else attention)
         compute = roof - memory
-        emitting = (n_dec if decode_now else 0) + len(completing)
+        emitting = decoded + len(completing)
         fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_fixed_s + cost.comm_per_token_s * tokens
         dt = roof + fixed
         if self.record is not None:
