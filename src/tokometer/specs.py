@@ -125,9 +125,9 @@ class HardwareSpec(_Plain):
     def stream_units(self) -> float | None:
         """Compute units as memory-request issuers: N, or on Apple N x clock / 1.278 GHz (M1's).
 
-        A core that runs faster issues its loads and retires its dequant-and-FMA work sooner, so it
-        turns its bounded loads in flight over faster (docs/PHYSICS.md section 4); b_unit is then
-        GB/s per M1-clock core. None without a unit count.
+        An Apple GPU core's load path moves a fixed number of bytes per clock (32 B, P. Turner's
+        metal-benchmarks), so the loads it turns over per second scale with its clock (docs/PHYSICS.md
+        section 4); b_unit is then GB/s per core at M1's clock. None without a unit count.
         """
         if not self.compute_units:
             return None

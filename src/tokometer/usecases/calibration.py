@@ -72,7 +72,7 @@ class Features:
     prompt_tokens: int = 0
     n_chunks: int = 1
     bandwidth_gb_per_s: float = 0.0  # datasheet
-    compute_units: float | None = None  # SMs / CUs / GPU cores: the Little's-law limit N * b_unit
+    compute_units: float | None = None  # SMs / CUs / GPU cores (Apple's at their clock, `stream_units`): the limit N * b_unit
 
     @property
     def chunk_tokens(self) -> float:
