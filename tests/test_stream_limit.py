@@ -26,7 +26,8 @@ BASE = replace(IDEAL, bandwidth_fraction=0.8, quantized_bandwidth_fraction=0.7, 
 
 
 def _device(units: int | None, bandwidth_gb_per_s: float = 400.0) -> HardwareSpec:
-    return replace(hardware_catalog().get("m1-max-32c"), compute_units=units, memory_bandwidth_gb_per_s=bandwidth_gb_per_s)
+    """A 400 GB/s GPU whose units count as they are (no clock read back from its peak: not Apple)."""
+    return replace(hardware_catalog().get("rtx-4090"), compute_units=units, memory_bandwidth_gb_per_s=bandwidth_gb_per_s)
 
 
 def test_share_is_units_times_unit_bandwidth_over_the_datasheet_capped_at_one() -> None:
@@ -61,11 +62,29 @@ def test_decode_step_streams_at_the_limited_bandwidth_but_the_ceiling_keeps_the_
     assert limited.ceiling_time_s == free.ceiling_time_s
 
 
+def test_apple_cores_count_at_their_clock_read_back_from_the_derived_peak() -> None:
+    """Apple: N x clock / 1.278 GHz, the clock = ALU peak / (cores x 128 x 2); other vendors: N."""
+    cat = hardware_catalog()
+    m1, m4, m5 = cat.get("m1-max-32c"), cat.get("m4"), cat.get("m5-10c")
+    assert m1.unit_clock_ghz == pytest.approx(10.4e3 / (32 * 256))  # the M1 Max's 10.4 TFLOPS fp32
+    assert m4.unit_clock_ghz == pytest.approx(1.47, rel=1e-3)
+    assert m5.unit_clock_ghz == pytest.approx(m4.unit_clock_ghz)  # its fp32 ALUs, not the Neural Accelerators' fp16
+    assert m4.stream_units == pytest.approx(10 * 1.47 / 1.278, rel=1e-3)
+    eff = replace(BASE, unit_bandwidth_gb_per_s=9.0)
+    assert eff.stream_share(m4) == pytest.approx(10 * 9.0 * 1.47 / 1.278 / 120.0, rel=1e-3)
+    for hw in cat:  # every Apple GPU reads back a clock of a shipping part
+        if hw.vendor == "apple" and hw.compute_units:
+            assert hw.unit_clock_ghz is not None and 1.2 < hw.unit_clock_ghz < 1.7, hw.id
+    assert cat.get("rtx-4090").unit_clock_ghz is None and cat.get("rtx-4090").stream_units == 128
+
+
 def test_estimate_applies_the_limit_of_the_efficiency_it_is_given() -> None:
     request = EstimateRequest(model="llama-3-8b", hw="m1-max-32c", quant="q4_k_m", engine="llama-cpp", efficiency=BASE)
     free = estimate(request)
     limited = estimate(replace(request, efficiency=replace(BASE, unit_bandwidth_gb_per_s=10.0)))
-    assert limited.step.memory_time_s == pytest.approx(free.step.memory_time_s / 0.8)
+    share = hardware_catalog().get("m1-max-32c").stream_units * 10.0 / 400.0  # type: ignore[operator]
+    assert share == pytest.approx(0.795, abs=1e-3)
+    assert limited.step.memory_time_s == pytest.approx(free.step.memory_time_s / share)
     assert limited.ceiling_tok_s == free.ceiling_tok_s
 
 

@@ -13,6 +13,9 @@ from typing import Any, Final, Literal
 
 from tokometer.units import BITS_PER_BYTE
 
+APPLE_ALUS_PER_CORE: Final = 128  # fp32 ALUs per Apple GPU core (M1-M5), as the catalog's derived peaks count them
+REFERENCE_UNIT_CLOCK_GHZ: Final = 1.278  # M1's GPU clock: Apple's b_unit is GB/s per core at this clock
+
 ComputeDtype = Literal["fp32", "fp16", "fp8", "int8", "fp4"]
 AttentionKind = Literal["full", "sliding", "mla", "linear"]
 HardwareKind = Literal["gpu", "apu", "soc", "cpu"]
@@ -102,6 +105,34 @@ class HardwareSpec(_Plain):
             "int8": self.int8_tops,
             "fp4": self.fp4_tflops,
         }[dtype]
+
+    @property
+    def unit_clock_ghz(self) -> float | None:
+        """An Apple GPU core's clock (GHz), read back from the catalog's ALU peak: fp32 / (cores x 128 ALUs x 2).
+
+        Apple publishes no clocks; the catalog derives each chip's peak as cores x 128 ALUs x 2 FLOPs
+        (FMA) x clock, so the clock comes back out of it (1.278 GHz for M1, 1.398 M2, 1.38 M3, 1.47-1.578
+        M4). The shader rate: fp32 where given (M5's fp16 counts its Neural Accelerators), else fp16,
+        which Apple GPUs run at the fp32 rate. None elsewhere: other vendors' shader widths per unit
+        differ by architecture, so their peaks do not give the clock.
+        """
+        alu_tflops = self.fp32_tflops or self.fp16_tflops
+        if self.vendor != "apple" or not self.compute_units or not alu_tflops:
+            return None
+        return alu_tflops * 1e3 / (self.compute_units * APPLE_ALUS_PER_CORE * 2)
+
+    @property
+    def stream_units(self) -> float | None:
+        """Compute units as memory-request issuers: N, or on Apple N x clock / 1.278 GHz (M1's).
+
+        An Apple GPU core's load path moves a fixed number of bytes per clock (32 B, P. Turner's
+        metal-benchmarks), so the loads it turns over per second scale with its clock (docs/PHYSICS.md
+        section 4); b_unit is then GB/s per core at M1's clock. None without a unit count.
+        """
+        if not self.compute_units:
+            return None
+        clock = self.unit_clock_ghz
+        return self.compute_units * (clock / REFERENCE_UNIT_CLOCK_GHZ if clock else 1.0)
 
     @property
     def inline_ecc(self) -> bool:
@@ -328,9 +359,10 @@ class Efficiency(_Plain):
         bounded number of loads in flight, so N units reach at most N * b_unit GB/s (docs/PHYSICS.md
         section 4). 1 when the fit found no limit or the catalog gives no unit count.
         """
-        if not self.unit_bandwidth_gb_per_s or not hardware.compute_units:
+        units = hardware.stream_units
+        if not self.unit_bandwidth_gb_per_s or not units:
             return 1.0
-        return min(1.0, hardware.compute_units * self.unit_bandwidth_gb_per_s / hardware.memory_bandwidth_gb_per_s)
+        return min(1.0, units * self.unit_bandwidth_gb_per_s / hardware.memory_bandwidth_gb_per_s)
 
     def for_hardware(self, hardware: HardwareSpec) -> Efficiency:
         """These values on one device: the decode stream's shares of bandwidth scaled by `stream_share`.

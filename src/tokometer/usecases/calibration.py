@@ -72,7 +72,7 @@ class Features:
     prompt_tokens: int = 0
     n_chunks: int = 1
     bandwidth_gb_per_s: float = 0.0  # datasheet
-    compute_units: int | None = None  # SMs / CUs / GPU cores: the Little's-law limit N * b_unit
+    compute_units: float | None = None  # SMs / CUs / GPU cores (Apple's at their clock, `stream_units`): the limit N * b_unit
 
     @property
     def chunk_tokens(self) -> float:
@@ -112,7 +112,7 @@ def features(case: Case) -> Features | None:
         quantized=est.quantized,
         n_layers=est.model.n_layers,
         bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
-        compute_units=hardware.compute_units,
+        compute_units=hardware.stream_units,
     )
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
