@@ -14,7 +14,7 @@ from tokometer.usecases.plan import candidates, plan
 from tokometer.usecases.simulate import disaggregation, run
 
 # long prompts, tight TPOT: prefill chunks in colocated decode steps cost replicas a split does not need
-LONG: dict[str, Any] = {"rate": 20.0, "prompt": 8000, "output": 300, "slo_ttft_s": 3.0, "slo_tpot_s": 0.012,
+LONG: dict[str, Any] = {"rate": 10.0, "prompt": 16000, "output": 200, "slo_ttft_s": 3.0, "slo_tpot_s": 0.012,
                         "hardware": ("h100-sxm",), "quants": ("fp8",)}
 # short prompts, loose objectives: one colocated replica serves it, a split needs two at least
 SHORT: dict[str, Any] = {"rate": 5.0, "prompt": 200, "output": 200, "slo_ttft_s": 1.0, "slo_tpot_s": 0.05,
@@ -68,7 +68,7 @@ def test_a_split_that_misses_tpot_grows_its_decode_pool_and_one_that_misses_ttft
 
 
 def test_plan_cli_shows_the_split_and_no_disagg_leaves_it_out(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["plan", "llama-3.1-8b", "--rate", "20", "--prompt", "8000", "--output", "300", "--slo-ttft-p99", "3000",
+    args = ["plan", "llama-3.1-8b", "--rate", "10", "--prompt", "16000", "--output", "200", "--slo-ttft-p99", "3000",
             "--slo-tpot-p99", "12", "--hw", "h100-sxm", "-q", "fp8", "--top", "3"]
     code, out, _ = cli(capsys, *args, "--json")
     configs = json.loads(out)["configs"]
@@ -85,7 +85,7 @@ def test_the_web_plan_takes_the_disagg_flag() -> None:
     from tokometer.web.app import create_app
 
     client = TestClient(create_app())
-    body = {"model": "llama-3.1-8b", "rate_per_s": 20, "prompt_tokens": 8000, "output_tokens": 300, "slo_ttft_ms": 3000,
+    body = {"model": "llama-3.1-8b", "rate_per_s": 10, "prompt_tokens": 16000, "output_tokens": 200, "slo_ttft_ms": 3000,
             "slo_tpot_ms": 12, "hw": "h100-sxm", "quant": "fp8", "top": 3}
     assert client.post("/api/plan", json=body).json()["configs"][0]["disagg"]
     off = client.post("/api/plan", json=body | {"disagg": False}).json()["configs"]
