@@ -177,3 +177,11 @@ def test_the_api_answers_any_fields_with_a_result_or_a_json_error(
         assert "\n" not in data["error"]
     else:
         assert data["decode"]["ceiling_tok_s"] >= data["decode"]["estimate_tok_s"] * (1 - 1e-9)
+
+
+def test_a_model_too_small_for_a_finite_ceiling_is_one_error(client: TestClient) -> None:
+    """2.2e-309 B parameters: the step is finite (fixed costs) but the ceiling is not; found by the property above."""
+    response = client.post("/api/estimate", json={"params_b": 2.225073858507203e-309})
+    assert response.status_code == 422 and "no finite decode step" in response.json()["error"]
+    code, out, err = run_in_process(["estimate", "--params", "2.225073858507203e-309", "--hw", "rtx-4090"])
+    assert code == 2 and "no finite decode step" in err and "Traceback" not in err + out

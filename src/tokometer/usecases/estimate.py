@@ -276,8 +276,9 @@ def estimate(
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
     lever_step = setup.step(int(batch), depth)
     step = lever_step.step
-    if not (0.0 < step.ceiling_time_s < math.inf and 0.0 < step.time_s < math.inf):
-        # a bandwidth like 1e-300 GB/s: no finite decode time, so nothing to report but that
+    if not (0.0 < step.ceiling_time_s < math.inf and 0.0 < step.time_s < math.inf and math.isfinite(1.0 / step.ceiling_time_s)):
+        # a bandwidth like 1e-300 GB/s, or a model of 1e-300 parameters: no finite decode time or
+        # ceiling, so nothing to report but that
         raise InputError(
             f"these numbers give no finite decode step ({step.ceiling_time_s:g} s): a bandwidth or size out of any real range"
         )
