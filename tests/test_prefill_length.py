@@ -171,3 +171,10 @@ def test_multi_device_prefill_gets_its_own_out_of_sample_band() -> None:
     assert multi is not None and multi != multi_device_log_sd("tg")
     assert _prefill_band_log_sd(eff, peak, 1) == prefill_log_sd(eff, peak)
     assert _prefill_band_log_sd(eff, peak, 4) == max(prefill_log_sd(eff, peak), multi)
+
+
+def test_layer_split_is_closed_form_for_any_layer_count() -> None:
+    """A bare model may claim 10^12 layers: the split is counted, not looped over (the web hung on it)."""
+    counts = layer_split_counts(10**12, 8)
+    assert sum(counts) == 10**12 and max(counts) - min(counts) <= 2
+    assert layer_split_counts(32, 4) == (9, 8, 8, 7) and layer_split_counts(0, 3) == (0, 0, 0)

@@ -552,13 +552,12 @@ def layer_split_counts(n_layers: int, stages: int) -> tuple[int, ...]:
     `std::upper_bound` over the split fractions). The first stage ends up with a layer or two more
     than the last, which also holds the output: 4 stages of 32 layers are 9, 8, 8, 7.
     """
-    counts = [0] * max(1, stages)
+    stages = max(1, stages)
     slots = n_layers + 1
-    for layer in range(n_layers):
-        position = layer / slots
-        stage = next((s for s in range(stages) if position < (s + 1) / stages), stages - 1)
-        counts[stage] += 1
-    return tuple(counts)
+    # layer i lands on stage floor(i * stages / slots), so stage s holds the layers from
+    # ceil(s * slots / stages) up to ceil((s + 1) * slots / stages): closed form, whatever n_layers is
+    starts = [min(n_layers, -(-s * slots // stages)) for s in range(stages + 1)]
+    return tuple(starts[s + 1] - starts[s] for s in range(stages))
 
 
 def pipeline_prefill_factor(n_chunks: int, chunk_tokens: int, batch_tokens: int | None, stages: int, n_layers: int = 0) -> float:
