@@ -79,13 +79,18 @@ def render(reps: dict[str, dict[str, Any]]) -> str:
             if not m["scored"]:
                 continue
             band = _pct(m["interval_coverage"]) if mode in ("fitted", "loho", "lso") else "-"
-            bias = m["median_signed_error"]
-            lines.append(
-                f"| {label} | {held_out} | {m['scored']} of {m['n']} | {_pct(m['median_ape'])} | {_pct(m['p90_ape'])} "
-                f"| {_pct(m['within_15'])} | {band} | {'-' if bias is None else f'{bias:+.1%}'} |"
-            )
+            lines.append(_row(label, held_out, m, band))
     lines.append(END)
     return "\n".join(lines)
+
+
+def _row(first: str, second: str, m: dict[str, Any], band: str) -> str:
+    """One table row of a `summarise` result: rows scored, median and p90 error, within 15 %, band, bias."""
+    bias = m["median_signed_error"]
+    return (
+        f"| {first} | {second} | {m['scored']} of {m['n']} | {_pct(m['median_ape'])} | {_pct(m['p90_ape'])} "
+        f"| {_pct(m['within_15'])} | {band} | {'-' if bias is None else f'{bias:+.1%}'} |"
+    )
 
 
 def family(hardware_id: str | None) -> str:
@@ -135,11 +140,7 @@ def render_outside(results: list[Any]) -> str:
             m = summarise(rows, metric)
             if not m["scored"]:
                 continue
-            bias = m["median_signed_error"]
-            lines.append(
-                f"| {metric} | {name} | {m['scored']} of {m['n']} | {_pct(m['median_ape'])} | {_pct(m['p90_ape'])} "
-                f"| {_pct(m['within_15'])} | {_pct(m['interval_coverage'])} | {'-' if bias is None else f'{bias:+.1%}'} |"
-            )
+            lines.append(_row(metric, name, m, _pct(m["interval_coverage"])))
     lines.append(OUTSIDE_END)
     return "\n".join(lines)
 
