@@ -34,6 +34,8 @@ KNOWN_ARCHITECTURES = (
     "phi3",
     "gemma4",
     "llama4",
+    "internlm",
+    "internlm2",
     *HYBRID_ARCHITECTURES,
 )
 

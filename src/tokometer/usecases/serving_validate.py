@@ -71,8 +71,12 @@ TURBOMIND_V01 = {"chunked_prefill": False, "max_num_batched_tokens": 1 << 20}
 # max_batch_size, and cache_max_entry_count as a count of KV blocks of cache_block_seq_len = 128
 # tokens (TurboMind v0.1's default block length). The static tables do not say theirs (the 7B and
 # 70B configs switch profile_generation off), so static rows keep the engine defaults.
+# InternLM-chat-20B: benchmark/config/internlm_20b.ini (max_batch_size 128, cache_max_entry_count 700,
+# tp 2), read at lmdeploy commit 106250ca, whose llama_*.ini carry the same values as above.
 TURBOMIND_V01_BLOCK_TOKENS = 128
-TURBOMIND_V01_CONFIG = {"Llama-2-7B": (128, 1000), "Llama-2-13B": (128, 500), "Llama-2-70B": (256, 4000)}
+TURBOMIND_V01_CONFIG = {
+    "Llama-2-7B": (128, 1000), "Llama-2-13B": (128, 500), "Llama-2-70B": (256, 4000), "InternLM-chat-20B": (128, 700),
+}
 
 
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
