@@ -42,19 +42,16 @@ from tokometer.bench import prompts, wire
 from tokometer.bench.client import Clock, Exchange, RequestRecord, send_streaming
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.metrics import DEFINITIONS
-from tokometer.bench.plan import BenchConfig, level_label, planned_requests, round_key
+from tokometer.bench.plan import BenchConfig, planned_requests
 from tokometer.bench.protocols import GenerationRequest
+from tokometer.bench.schedule import LanePool, Progress, Schedule, Sender, Stop
 from tokometer.bench.summary import summarize_levels, summarize_records
 from tokometer.bench.wire import Lane
 from tokometer.errors import BenchError
 from tokometer.runrecord import Phase, RunRecord, RunStatus
 
-TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
-DEFAULT_RATE_DURATION_S = 60.0
 LONG_PROMPT_TOKENS = 2048  # from here, the wait for the first byte may exceed --timeout (prompt / 20 tok/s)
-Progress = Callable[[int, int | None, str], None]
-Sender = httpx.AsyncClient | Lane  # the wire client where it can be used, else httpx
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
@@ -104,10 +101,6 @@ class BenchResult:
         return RunRecord.from_dict({**self.to_dict(), "source": "tokometer"})
 
 
-class _Stop(Exception):
-    """The --requests cap was reached."""
-
-
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -140,10 +133,6 @@ class Runner:
     ) -> None:
         config.validate()
         self.settle = settle  # blocking; run before each timed round (the caller's writer drains)
-        # open-loop modes: told True when no request is in flight, False when one starts, so the
-        # caller's writer parses finished streams in the gaps rather than beside timed ones
-        self.on_quiet = on_quiet
-        self._in_flight = 0
         self.barrier = barrier
         self.sync_times: dict[str, float] = {}
         self.on_start = on_start
@@ -169,7 +158,7 @@ class Runner:
         self._prompt_counts: dict[int, int] = {}
         self._tokenize_at: tuple[str, Callable[[str], dict[str, Any]]] | None = None
         self._tokenize_missing = False
-        self._idle: list[Lane] = []  # open-loop mode: lanes between requests
+        self._lanes = LanePool(self._lane, on_quiet)  # open-loop modes: lanes between requests
         self.use_wire = False
 
     # --- public --------------------------------------------------------------------------------
@@ -259,7 +248,7 @@ class Runner:
     ) -> Exchange:
         if phase != "cold":
             if self.config.requests is not None and self._measured >= self.config.requests:
-                raise _Stop
+                raise Stop
             self._measured += 1
         if phase in ("decode", "ttft", "depth"):  # one request at a time: nothing else may run meanwhile
             await self._settle()
@@ -362,17 +351,10 @@ class Runner:
             await self._warmup(clients[0])
             if n_clients > 1:
                 await asyncio.gather(*(self._open(c) for c in clients[1:]))
-            if cfg.mode == "speed":
-                await self._speed(clients[0])
-            elif cfg.mode == "depth":
-                await self._depth(clients[0])
-            elif cfg.mode == "concurrency":
-                await self._concurrency(clients)
-            elif cfg.mode == "trace":
-                await self._trace(clients[0])
-            else:
-                await self._rate(clients[0])
-        except _Stop:
+            progress = self.progress if self._total is None else None  # a rate run with no planned count
+            schedule = Schedule(cfg, self.rng, self.tokens_per_word, self._send, self._sync, self._lanes, progress)
+            await schedule.run(clients)
+        except Stop:
             self.notes.append(f"stopped after --requests {cfg.requests}")
         try:
             await self._count_prompts(self.aux)
@@ -380,7 +362,7 @@ class Runner:
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
-            for lane in [c for c in clients if isinstance(c, Lane)] + self._idle:
+            for lane in [c for c in clients if isinstance(c, Lane)] + self._lanes.idle:
                 lane.close()
             await asyncio.gather(*(c.aclose() for c in [*clients, self.aux] if isinstance(c, httpx.AsyncClient)), return_exceptions=True)
 
@@ -491,25 +473,6 @@ class Runner:
                 return
             self._prompt_counts[exchange.seq] = count
 
-    async def _speed(self, client: Sender) -> None:
-        cfg = self.config
-        for _ in range(cfg.runs):
-            await self._send(client, "decode", "", prompts.short_prompt(self.rng), cfg.max_tokens)
-        if cfg.prompt_tokens > 0:
-            for _ in range(cfg.runs):
-                prompt = prompts.long_prompt(cfg.prompt_tokens, self.rng, self.tokens_per_word)
-                await self._send(client, "ttft", "", prompt, TTFT_MAX_TOKENS, cache_prompt=False)
-
-    async def _depth(self, client: Sender) -> None:
-        cfg = self.config
-        for depth in cfg.depths:
-            for _ in range(cfg.runs):
-                if depth == 0:
-                    prompt = prompts.short_prompt(self.rng)
-                else:
-                    prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
-                await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
-
     async def _settle(self) -> None:
         if self.settle is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.settle)
@@ -522,95 +485,10 @@ class Runner:
             await self.barrier(key)
         self.sync_times[key] = self.clock()
 
-    async def _concurrency(self, clients: list[Sender]) -> None:
-        cfg = self.config
-        for index, level in enumerate(cfg.concurrency):
-            label = level_label(cfg, index)
-            for round_index in range(cfg.runs):
-                await self._sync(round_key(index, round_index))
-                batch = [
-                    self._send(clients[i], "concurrency", label, prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
-                    for i in range(level)
-                ]
-                results = await asyncio.gather(*batch, return_exceptions=True)
-                if any(isinstance(r, _Stop) for r in results):
-                    raise _Stop
-                for r in results:
-                    if isinstance(r, BaseException):
-                        raise r
-
-    async def _pooled(self, shared: Sender, label: str, prompt: str, max_tokens: int | None = None, phase: Phase = "rate") -> Exchange:
-        """One open-loop request: httpx shares its pool; the wire client takes an idle lane or opens one."""
-        out = self.config.max_tokens if max_tokens is None else max_tokens
-        if not isinstance(shared, Lane):
-            return await self._send(shared, phase, label, prompt, out, cache_prompt=phase != "trace")
-        lane = self._idle.pop() if self._idle else self._lane()
-        self._busy(+1)
-        try:
-            return await self._send(lane, phase, label, prompt, out, cache_prompt=phase != "trace")
-        finally:
-            self._busy(-1)
-            if lane.connected:
-                self._idle.append(lane)
-            else:
-                lane.close()
-
-    def _busy(self, change: int) -> None:
-        """Count open-loop requests in flight; tell `on_quiet` when the count leaves or reaches zero."""
-        self._in_flight += change
-        if self.on_quiet is not None and self._in_flight == (0 if change < 0 else 1):
-            self.on_quiet(self._in_flight == 0)
-
-    async def _rate(self, client: Sender) -> None:
-        cfg = self.config
-        assert cfg.rate_rps is not None
-        duration = cfg.duration_s or (None if cfg.requests else DEFAULT_RATE_DURATION_S)
-        label = level_label(cfg, 0)
-        await self._sync("rate")
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        arrival = start
-        tasks: list[asyncio.Task[Exchange]] = []
-        sent = 0
-        while True:
-            arrival += self.rng.expovariate(cfg.rate_rps)
-            if duration is not None and arrival - start > duration:
-                break
-            if cfg.requests is not None and sent >= cfg.requests:
-                break
-            delay = arrival - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(self._pooled(client, label, prompts.short_prompt(self.rng))))
-            sent += 1
-            if self._total is None and self.progress is not None and duration:
-                self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-
-    async def _trace(self, client: Sender) -> None:
-        """Replay the trace: each request at its arrival time, with its prompt and output lengths."""
-        cfg = self.config
-        await self._sync("trace")
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        tasks: list[asyncio.Task[Exchange]] = []
-        for item in cfg.trace:
-            delay = start + item.arrival_s - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            prompt = prompts.long_prompt(item.prompt_tokens, self.rng, self.tokens_per_word) if item.prompt_tokens > 64 else prompts.short_prompt(self.rng)
-            tasks.append(asyncio.create_task(self._pooled(client, "trace", prompt, item.output_tokens, phase="trace")))
-        if tasks:
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            if any(isinstance(r, _Stop) for r in results):
-                raise _Stop
-
 
 def run_benchmark(config: BenchConfig, **kwargs: Any) -> BenchResult:
     """Convenience wrapper: `Runner(config, **kwargs).run()`."""
     return Runner(config, **kwargs).run()
 
 
-__all__ = ["BenchConfig", "BenchResult", "Runner", "run_benchmark"]
+__all__ = ["BenchConfig", "BenchResult", "Progress", "Runner", "run_benchmark"]
