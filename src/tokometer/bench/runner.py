@@ -1,4 +1,4 @@
-"""Run a benchmark: detect the server, drop a cold run, then measure in one of four modes.
+"""Run a benchmark: detect the server, drop a cold run, then measure in one of five modes.
 
 - `speed` (default): the seed's "measure yourself": `runs` generations of `max_tokens` from a
   short prompt (decode speed), then `runs` long-prompt requests (TTFT, prefill speed).
@@ -7,6 +7,11 @@
   the aggregate while all c decode together (`--concurrency 1,2,4`).
 - `rate`: open-loop Poisson arrivals at R requests/s for a duration; goodput under SLOs.
 - `trace`: replay a trace's arrival times, prompt and output lengths (`bench.trace`).
+
+What a config asks for (mode, checks, bounds, level labels) is read in `bench.plan`, the order
+and timing of each mode's requests live in `bench.schedule`, and prompt counts from a server's
+tokenizer in `bench.prompt_counts`; this module detects the server, opens the connections, sends
+and records each request, and turns signals and the deadline into the run's status.
 
 Several processes or machines can share one run (`bench.distributed`): each runs a `Runner` on
 its share of the streams, waits at `barrier` before every timed round, and its times are re-based
@@ -32,7 +37,7 @@ import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +48,7 @@ from tokometer.bench.client import Clock, Exchange, RequestRecord, send_streamin
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.metrics import DEFINITIONS
 from tokometer.bench.plan import BenchConfig, planned_requests
+from tokometer.bench.prompt_counts import PromptCounter
 from tokometer.bench.protocols import GenerationRequest
 from tokometer.bench.schedule import LanePool, Progress, Schedule, Sender, Stop
 from tokometer.bench.summary import summarize_levels, summarize_records
@@ -155,9 +161,7 @@ class Runner:
         self._measured = 0
         self._total = planned_requests(config)
         self._ssl: ssl.SSLContext | None = None
-        self._prompt_counts: dict[int, int] = {}
-        self._tokenize_at: tuple[str, Callable[[str], dict[str, Any]]] | None = None
-        self._tokenize_missing = False
+        self._prompts = PromptCounter()
         self._lanes = LanePool(self._lane, on_quiet)  # open-loop modes: lanes between requests
         self.use_wire = False
 
@@ -183,7 +187,7 @@ class Runner:
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
-        records = tuple(self._with_prompt_count(ex.record()) for ex in self.exchanges)
+        records = tuple(self._prompts.fill(ex.record()) for ex in self.exchanges)
         measured_ok = [r for r in records if r.phase != "cold" and r.ok]
         if self.deadline_hit:
             status = "deadline"
@@ -204,12 +208,6 @@ class Runner:
         )
 
     # --- plumbing ------------------------------------------------------------------------------
-
-    def _with_prompt_count(self, record: RequestRecord) -> RequestRecord:
-        count = self._prompt_counts.get(record.seq)
-        if record.prompt_tokens is None and count is not None:
-            return replace(record, prompt_tokens=count, prompt_tokens_source="tokenize")
-        return record
 
     def _client(self, connections: int | None = 1) -> httpx.AsyncClient:
         headers = {"user-agent": "tokometer-bench"}
@@ -357,7 +355,7 @@ class Runner:
         except Stop:
             self.notes.append(f"stopped after --requests {cfg.requests}")
         try:
-            await self._count_prompts(self.aux)
+            await self._prompts.count_unreported(self.aux, ep, self.exchanges)
         finally:
             gc.unfreeze()
             if gc_was_enabled:
@@ -392,9 +390,9 @@ class Runner:
             record = exchange.record()
             prompt_tokens = record.prompt_tokens
             if prompt_tokens is None and record.ok:
-                prompt_tokens = await self._tokenize(self.aux, prompt)
+                prompt_tokens = await self._prompts.count(self.aux, ep, prompt)
                 if prompt_tokens is not None:
-                    self._prompt_counts[exchange.seq] = prompt_tokens
+                    self._prompts.counts[exchange.seq] = prompt_tokens
             if record.ok and prompt_tokens and self.tokens_per_word_measured is None:
                 ratio = prompt_tokens / max(1, len(prompt.split()))
                 self.tokens_per_word_measured = ratio
@@ -423,55 +421,6 @@ class Runner:
         if failed.status_code == 404 and ep.model and "model" in message:
             raise BenchError(f"the server does not know model {ep.model!r}: {failed.failure[1][:160]}")
         return None
-
-    def _tokenize_candidates(self) -> list[tuple[str, Callable[[str], dict[str, Any]]]]:
-        ep = self.endpoint
-        assert ep is not None
-        model = ep.model
-        return [
-            (f"{ep.root}/tokenize", lambda text: {"content": text}),  # llama.cpp server
-            (f"{ep.root}/tokenize", lambda text: {"model": model, "prompt": text}),  # vLLM, SGLang
-            (f"{ep.root}/extras/tokenize", lambda text: {"input": text, "model": model}),  # llama-cpp-python
-        ]
-
-    async def _tokenize(self, client: httpx.AsyncClient, text: str) -> int | None:
-        """Prompt tokens from the server's tokenize endpoint, for servers that report no usage."""
-        if self._tokenize_missing:
-            return None
-        candidates = [self._tokenize_at] if self._tokenize_at else self._tokenize_candidates()
-        for url, make_body in candidates:
-            try:
-                response = await client.post(url, json=make_body(text), timeout=10.0)
-                data = response.json() if response.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
-                data = None
-            count = None
-            if isinstance(data, dict):
-                if isinstance(data.get("tokens"), list):
-                    count = len(data["tokens"])
-                elif isinstance(data.get("count"), int):
-                    count = int(data["count"])
-            if count is not None:
-                self._tokenize_at = (url, make_body)
-                return count
-        self._tokenize_missing = True
-        return None
-
-    async def _count_prompts(self, client: httpx.AsyncClient, budget_s: float = 30.0) -> None:
-        """After the timed part: count the prompts of requests whose server gave no prompt count."""
-        if self._tokenize_missing:
-            return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + budget_s
-        for exchange in self.exchanges:
-            if exchange.seq in self._prompt_counts or not exchange.prompt or exchange.failure:
-                continue
-            if exchange.record().prompt_tokens is not None or loop.time() > deadline:
-                continue
-            count = await self._tokenize(client, exchange.prompt)
-            if count is None:
-                return
-            self._prompt_counts[exchange.seq] = count
 
     async def _settle(self) -> None:
         if self.settle is not None:
