@@ -20,7 +20,7 @@ def _count_twice(transport: httpx.MockTransport) -> tuple[list[int | None], Prom
 
     async def go() -> list[int | None]:
         async with httpx.AsyncClient(transport=transport) as client:
-            return [await counter.count(client, EP, "one two three"), await counter.count(client, EP, "four five")]
+            return [await counter.count(client, EP, "one two three", seq=7), await counter.count(client, EP, "four five", seq=8)]
 
     return asyncio.run(go()), counter
 
@@ -35,8 +35,9 @@ def test_the_endpoint_that_answered_is_the_only_one_asked_again() -> None:
             return httpx.Response(200, json={"count": len(str(body["prompt"]).split()) + 1})
         return httpx.Response(404)
 
-    counts, _ = _count_twice(httpx.MockTransport(handler))
+    counts, counter = _count_twice(httpx.MockTransport(handler))
     assert counts == [4, 3]
+    assert counter.counts == {7: 4, 8: 3}
     assert [path for path, _ in asked] == ["/tokenize", "/tokenize", "/tokenize"]
     assert asked[2][1] == {"model": "m", "prompt": "four five"}
 

@@ -39,8 +39,9 @@ class PromptCounter:
         self._at: tuple[str, MakeBody] | None = None
         self._missing = False
 
-    async def count(self, client: httpx.AsyncClient, ep: Endpoint, text: str) -> int | None:
-        """Tokens in `text` by the server's tokenizer; None when it has no tokenize endpoint."""
+    async def count(self, client: httpx.AsyncClient, ep: Endpoint, text: str, seq: int | None = None) -> int | None:
+        """Tokens in `text` by the server's tokenizer, kept as request `seq`'s count; None when the
+        server has no tokenize endpoint."""
         if self._missing:
             return None
         candidates = [self._at] if self._at else _candidates(ep)
@@ -58,6 +59,8 @@ class PromptCounter:
                     count = int(data["count"])
             if count is not None:
                 self._at = (url, make_body)
+                if seq is not None:
+                    self.counts[seq] = count
                 return count
         self._missing = True
         return None
@@ -73,10 +76,8 @@ class PromptCounter:
                 continue
             if exchange.record().prompt_tokens is not None or loop.time() > deadline:
                 continue
-            count = await self.count(client, ep, exchange.prompt)
-            if count is None:
+            if await self.count(client, ep, exchange.prompt, exchange.seq) is None:
                 return
-            self.counts[exchange.seq] = count
 
     def fill(self, record: RequestRecord) -> RequestRecord:
         """`record` with its counted prompt tokens where the server reported none."""

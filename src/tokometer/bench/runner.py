@@ -390,9 +390,7 @@ class Runner:
             record = exchange.record()
             prompt_tokens = record.prompt_tokens
             if prompt_tokens is None and record.ok:
-                prompt_tokens = await self._prompts.count(self.aux, ep, prompt)
-                if prompt_tokens is not None:
-                    self._prompts.counts[exchange.seq] = prompt_tokens
+                prompt_tokens = await self._prompts.count(self.aux, ep, prompt, exchange.seq)
             if record.ok and prompt_tokens and self.tokens_per_word_measured is None:
                 ratio = prompt_tokens / max(1, len(prompt.split()))
                 self.tokens_per_word_measured = ratio

@@ -82,7 +82,7 @@ class LanePool:
             self.on_quiet(self.in_flight == 0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Schedule:
     """One run's measured requests, sent in its mode's order and timing."""
 
