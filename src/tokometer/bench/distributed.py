@@ -43,6 +43,7 @@ import httpx
 
 from tokometer.bench.client import Exchange, RequestRecord
 from tokometer.bench.detect import Endpoint, detect
+from tokometer.bench.plan import concurrency_label, rate_label, round_key
 from tokometer.bench.runner import STOP_SIGNALS, BenchConfig, BenchResult, Runner
 from tokometer.errors import BenchError, InputError
 from tokometer.heldbatch import STOP, HeldQueue, stopped
@@ -77,14 +78,14 @@ def plan_shares(config: BenchConfig, workers: int) -> list[BenchConfig]:
             if min(config.concurrency) < workers:
                 raise InputError(f"every --concurrency level must be at least --workers ({workers}); got {min(config.concurrency)}")
             levels = tuple(c // workers + (1 if i < c % workers else 0) for c in config.concurrency)
-            names = tuple(f"concurrency={c}" for c in config.concurrency)
+            names = tuple(concurrency_label(c) for c in config.concurrency)
             shares.append(replace(config, concurrency=levels, level_names=names, seed=seed))
         elif mode == "rate":
             assert config.rate_rps is not None
             requests = None if config.requests is None else config.requests // workers + (1 if i < config.requests % workers else 0)
             if requests == 0:
                 raise InputError(f"--requests {config.requests} is fewer than --workers {workers}")
-            shares.append(replace(config, rate_rps=config.rate_rps / workers, requests=requests, level_names=(f"rate={float(config.rate_rps)}",), seed=seed))
+            shares.append(replace(config, rate_rps=config.rate_rps / workers, requests=requests, level_names=(rate_label(config.rate_rps),), seed=seed))
         else:
             part = config.trace[i::workers]
             if not part:
@@ -95,8 +96,8 @@ def plan_shares(config: BenchConfig, workers: int) -> list[BenchConfig]:
 
 def _round_key(record: RequestRecord, config: BenchConfig) -> str | None:
     if record.phase == "concurrency":
-        names = [f"concurrency={c}" for c in config.concurrency]
-        return f"level{names.index(record.label)}/round{record.group}" if record.label in names else None
+        names = [concurrency_label(c) for c in config.concurrency]
+        return round_key(names.index(record.label), record.group) if record.label in names else None
     if record.phase in ("rate", "trace"):
         return record.phase
     return None

@@ -1,4 +1,4 @@
-"""Run a benchmark: detect the server, drop a cold run, then measure in one of four modes.
+"""Run a benchmark: detect the server, drop a cold run, then measure in one of five modes.
 
 - `speed` (default): the seed's "measure yourself": `runs` generations of `max_tokens` from a
   short prompt (decode speed), then `runs` long-prompt requests (TTFT, prefill speed).
@@ -7,6 +7,11 @@
   the aggregate while all c decode together (`--concurrency 1,2,4`).
 - `rate`: open-loop Poisson arrivals at R requests/s for a duration; goodput under SLOs.
 - `trace`: replay a trace's arrival times, prompt and output lengths (`bench.trace`).
+
+What a config asks for (mode, checks, bounds, level labels) is read in `bench.plan`, the order
+and timing of each mode's requests live in `bench.schedule`, and prompt counts from a server's
+tokenizer in `bench.prompt_counts`; this module detects the server, opens the connections, sends
+and records each request, and turns signals and the deadline into the run's status.
 
 Several processes or machines can share one run (`bench.distributed`): each runs a `Runner` on
 its share of the streams, waits at `barrier` before every timed round, and its times are re-based
@@ -32,7 +37,7 @@ import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,159 +47,18 @@ from tokometer.bench import prompts, wire
 from tokometer.bench.client import Clock, Exchange, RequestRecord, send_streaming
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.metrics import DEFINITIONS
+from tokometer.bench.plan import BenchConfig, planned_requests
+from tokometer.bench.prompt_counts import PromptCounter
 from tokometer.bench.protocols import GenerationRequest
+from tokometer.bench.schedule import LanePool, Progress, Schedule, Sender, Stop
 from tokometer.bench.summary import summarize_levels, summarize_records
-from tokometer.bench.trace import TraceRequest
 from tokometer.bench.wire import Lane
-from tokometer.errors import BenchError, InputError
-from tokometer.runrecord import Phase, RunMode, RunRecord, RunStatus
+from tokometer.errors import BenchError
+from tokometer.runrecord import Phase, RunRecord, RunStatus
 
-TTFT_MAX_TOKENS = 4
 COLD_MAX_TOKENS = 32
-DEFAULT_RATE_DURATION_S = 60.0
 LONG_PROMPT_TOKENS = 2048  # from here, the wait for the first byte may exceed --timeout (prompt / 20 tok/s)
-Progress = Callable[[int, int | None, str], None]
-Sender = httpx.AsyncClient | Lane  # the wire client where it can be used, else httpx
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """Everything that defines a run (the API key is used, never stored or printed)."""
-
-    url: str
-    model: str | None = None
-    protocol: str = "auto"
-    runs: int = 3
-    warmup: int = 1
-    max_tokens: int = 200
-    prompt_tokens: int = 1024
-    depths: tuple[int, ...] = ()
-    concurrency: tuple[int, ...] = ()
-    rate_rps: float | None = None
-    duration_s: float | None = None
-    requests: int | None = None
-    slo_ttft_ms: float | None = None
-    slo_tpot_ms: float | None = None
-    stall_timeout_s: float = 60.0  # a long prompt's wait for its first byte gets prompt / 20 tok/s if longer
-    request_timeout_s: float | None = None  # None: derived from the request (`request_bound_s`)
-    deadline_s: float | None = None  # None: derived from the plan of the run (`deadline_bound_s`)
-    ignore_eos: bool | None = None  # None: send it where the server is known to support it
-    seed: int | None = None
-    api_key: str | None = field(default=None, repr=False)
-    trace: tuple[TraceRequest, ...] = field(default=(), repr=False)
-    trace_name: str | None = None
-    level_names: tuple[str, ...] = ()  # a worker's labels for its levels: the whole run's, not its share
-
-    @property
-    def mode(self) -> RunMode:
-        if self.trace:
-            return "trace"
-        if self.depths:
-            return "depth"
-        if self.concurrency:
-            return "concurrency"
-        if self.rate_rps is not None:
-            return "rate"
-        return "speed"
-
-    def validate(self) -> None:
-        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None), ("--trace", bool(self.trace))) if on]
-        if len(chosen) > 1:
-            raise InputError(f"choose one of {', '.join(chosen)}, not several")
-        for name, value in (("--runs", self.runs), ("--max-tokens", self.max_tokens)):
-            if value < 1:
-                raise InputError(f"{name} must be at least 1, got {value}")
-        for name, value in (("--warmup", self.warmup), ("--prompt-tokens", self.prompt_tokens)):
-            if value < 0:
-                raise InputError(f"{name} must be zero or more, got {value}")
-        if any(d < 0 for d in self.depths):
-            raise InputError("--depth values must be zero or more")
-        if any(c < 1 for c in self.concurrency):
-            raise InputError("--concurrency values must be at least 1")
-        if max(self.concurrency, default=1) > 4096:
-            raise InputError("--concurrency above 4096 is not supported")
-        for name, number in (
-            ("--rate", self.rate_rps),
-            ("--duration", self.duration_s),
-            ("--slo-ttft", self.slo_ttft_ms),
-            ("--slo-tpot", self.slo_tpot_ms),
-            ("--timeout", self.stall_timeout_s),
-            ("--request-timeout", self.request_timeout_s),
-        ):
-            if number is not None and not number > 0:
-                raise InputError(f"{name} must be a positive number, got {number!r}")
-        if self.requests is not None and self.requests < 1:
-            raise InputError(f"--requests must be at least 1, got {self.requests}")
-        if self.duration_s is not None and self.rate_rps is None:
-            raise InputError("--duration needs --rate")
-        if self.deadline_s is not None and not self.deadline_s > 0:
-            raise InputError(f"--deadline must be a positive number, got {self.deadline_s!r}")
-
-    def request_bound_s(self, prompt_tokens: int = 0, max_tokens: int | None = None) -> float:
-        """Seconds one request may take: `--request-timeout`, else a floor on the server's speed.
-
-        Default: 60 s + prompt / 20 tok/s + output / 2 tok/s, so only a server slower than a
-        20 tok/s prefill and a 2 tok/s decode (or one that stalls) is cut off.
-        """
-        if self.request_timeout_s is not None:
-            return self.request_timeout_s
-        out = self.max_tokens if max_tokens is None else max_tokens
-        return 60.0 + prompt_tokens / 20.0 + out / 2.0
-
-    def deadline_bound_s(self) -> float:
-        """Seconds the whole run may take: `--deadline`, else the plan's requests at their bound.
-
-        Requests sent one after another each get `request_bound_s`; a concurrency round is one
-        slot; open-loop arrivals get their duration plus one request's bound.
-        """
-        if self.deadline_s is not None:
-            return self.deadline_s
-        warm = self.warmup * self.request_bound_s(0, min(self.max_tokens, 32))
-        if self.mode == "speed":
-            slots = self.runs * self.request_bound_s()
-            if self.prompt_tokens > 0:
-                slots += self.runs * self.request_bound_s(self.prompt_tokens, 4)
-        elif self.mode == "depth":
-            slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
-        elif self.mode == "concurrency":
-            slots = self.runs * len(self.concurrency) * self.request_bound_s()
-        elif self.mode == "trace":
-            longest = max(self.request_bound_s(r.prompt_tokens, r.output_tokens) for r in self.trace)
-            slots = self.trace[-1].arrival_s + longest
-        else:
-            duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
-            slots = duration + self.request_bound_s()
-        if self.requests is not None and self.mode != "rate":
-            slots = min(slots, (self.requests + 1) * self.request_bound_s(max(self.depths, default=self.prompt_tokens)))
-        return warm + slots + 30.0  # + detection and the prompt-count pass
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "model": self.model,
-            "protocol": self.protocol,
-            "mode": self.mode,
-            "runs": self.runs,
-            "warmup": self.warmup,
-            "max_tokens": self.max_tokens,
-            "prompt_tokens": self.prompt_tokens,
-            "depths": list(self.depths),
-            "concurrency": list(self.concurrency),
-            "rate_rps": self.rate_rps,
-            "duration_s": self.duration_s,
-            "requests": self.requests,
-            "slo_ttft_ms": self.slo_ttft_ms,
-            "slo_tpot_ms": self.slo_tpot_ms,
-            "stall_timeout_s": self.stall_timeout_s,
-            "request_timeout_s": self.request_timeout_s,
-            "deadline_s": self.deadline_bound_s(),
-            "ignore_eos": self.ignore_eos,
-            "seed": self.seed,
-            "trace": {"file": self.trace_name, "requests": len(self.trace), "span_s": self.trace[-1].arrival_s} if self.trace else None,
-            "temperature": 0.0,
-            "authenticated": self.api_key is not None,
-        }
 
 
 @dataclass(frozen=True)
@@ -243,10 +107,6 @@ class BenchResult:
         return RunRecord.from_dict({**self.to_dict(), "source": "tokometer"})
 
 
-class _Stop(Exception):
-    """The --requests cap was reached."""
-
-
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -279,10 +139,6 @@ class Runner:
     ) -> None:
         config.validate()
         self.settle = settle  # blocking; run before each timed round (the caller's writer drains)
-        # open-loop modes: told True when no request is in flight, False when one starts, so the
-        # caller's writer parses finished streams in the gaps rather than beside timed ones
-        self.on_quiet = on_quiet
-        self._in_flight = 0
         self.barrier = barrier
         self.sync_times: dict[str, float] = {}
         self.on_start = on_start
@@ -303,12 +159,10 @@ class Runner:
         self.ignore_eos = False
         self._seq = 0
         self._measured = 0
-        self._total = self._planned_total()
+        self._total = planned_requests(config)
         self._ssl: ssl.SSLContext | None = None
-        self._prompt_counts: dict[int, int] = {}
-        self._tokenize_at: tuple[str, Callable[[str], dict[str, Any]]] | None = None
-        self._tokenize_missing = False
-        self._idle: list[Lane] = []  # open-loop mode: lanes between requests
+        self._prompts = PromptCounter()
+        self._lanes = LanePool(self._lane, on_quiet)  # open-loop modes: lanes between requests
         self.use_wire = False
 
     # --- public --------------------------------------------------------------------------------
@@ -333,7 +187,7 @@ class Runner:
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
-        records = tuple(self._with_prompt_count(ex.record()) for ex in self.exchanges)
+        records = tuple(self._prompts.fill(ex.record()) for ex in self.exchanges)
         measured_ok = [r for r in records if r.phase != "cold" and r.ok]
         if self.deadline_hit:
             status = "deadline"
@@ -354,31 +208,6 @@ class Runner:
         )
 
     # --- plumbing ------------------------------------------------------------------------------
-
-    def _with_prompt_count(self, record: RequestRecord) -> RequestRecord:
-        count = self._prompt_counts.get(record.seq)
-        if record.prompt_tokens is None and count is not None:
-            return replace(record, prompt_tokens=count, prompt_tokens_source="tokenize")
-        return record
-
-    def _planned_total(self) -> int | None:
-        cfg = self.config
-        mode = cfg.mode
-        if mode == "speed":
-            total = cfg.runs * (2 if cfg.prompt_tokens > 0 else 1)
-        elif mode == "depth":
-            total = cfg.runs * len(cfg.depths)
-        elif mode == "concurrency":
-            total = cfg.runs * sum(cfg.concurrency)
-        elif mode == "trace":
-            total = len(cfg.trace)
-        else:
-            total = cfg.requests or 0
-            if not total:
-                return None
-        if cfg.requests is not None:
-            total = min(total, cfg.requests)
-        return total + cfg.warmup
 
     def _client(self, connections: int | None = 1) -> httpx.AsyncClient:
         headers = {"user-agent": "tokometer-bench"}
@@ -417,7 +246,7 @@ class Runner:
     ) -> Exchange:
         if phase != "cold":
             if self.config.requests is not None and self._measured >= self.config.requests:
-                raise _Stop
+                raise Stop
             self._measured += 1
         if phase in ("decode", "ttft", "depth"):  # one request at a time: nothing else may run meanwhile
             await self._settle()
@@ -520,25 +349,18 @@ class Runner:
             await self._warmup(clients[0])
             if n_clients > 1:
                 await asyncio.gather(*(self._open(c) for c in clients[1:]))
-            if cfg.mode == "speed":
-                await self._speed(clients[0])
-            elif cfg.mode == "depth":
-                await self._depth(clients[0])
-            elif cfg.mode == "concurrency":
-                await self._concurrency(clients)
-            elif cfg.mode == "trace":
-                await self._trace(clients[0])
-            else:
-                await self._rate(clients[0])
-        except _Stop:
+            progress = self.progress if self._total is None else None  # a rate run with no planned count
+            schedule = Schedule(cfg, self.rng, self.tokens_per_word, self._send, self._sync, self._lanes, progress)
+            await schedule.run(clients)
+        except Stop:
             self.notes.append(f"stopped after --requests {cfg.requests}")
         try:
-            await self._count_prompts(self.aux)
+            await self._prompts.count_unreported(self.aux, ep, self.exchanges)
         finally:
             gc.unfreeze()
             if gc_was_enabled:
                 gc.enable()
-            for lane in [c for c in clients if isinstance(c, Lane)] + self._idle:
+            for lane in [c for c in clients if isinstance(c, Lane)] + self._lanes.idle:
                 lane.close()
             await asyncio.gather(*(c.aclose() for c in [*clients, self.aux] if isinstance(c, httpx.AsyncClient)), return_exceptions=True)
 
@@ -568,9 +390,7 @@ class Runner:
             record = exchange.record()
             prompt_tokens = record.prompt_tokens
             if prompt_tokens is None and record.ok:
-                prompt_tokens = await self._tokenize(self.aux, prompt)
-                if prompt_tokens is not None:
-                    self._prompt_counts[exchange.seq] = prompt_tokens
+                prompt_tokens = await self._prompts.count(self.aux, ep, prompt, exchange.seq)
             if record.ok and prompt_tokens and self.tokens_per_word_measured is None:
                 ratio = prompt_tokens / max(1, len(prompt.split()))
                 self.tokens_per_word_measured = ratio
@@ -600,74 +420,6 @@ class Runner:
             raise BenchError(f"the server does not know model {ep.model!r}: {failed.failure[1][:160]}")
         return None
 
-    def _tokenize_candidates(self) -> list[tuple[str, Callable[[str], dict[str, Any]]]]:
-        ep = self.endpoint
-        assert ep is not None
-        model = ep.model
-        return [
-            (f"{ep.root}/tokenize", lambda text: {"content": text}),  # llama.cpp server
-            (f"{ep.root}/tokenize", lambda text: {"model": model, "prompt": text}),  # vLLM, SGLang
-            (f"{ep.root}/extras/tokenize", lambda text: {"input": text, "model": model}),  # llama-cpp-python
-        ]
-
-    async def _tokenize(self, client: httpx.AsyncClient, text: str) -> int | None:
-        """Prompt tokens from the server's tokenize endpoint, for servers that report no usage."""
-        if self._tokenize_missing:
-            return None
-        candidates = [self._tokenize_at] if self._tokenize_at else self._tokenize_candidates()
-        for url, make_body in candidates:
-            try:
-                response = await client.post(url, json=make_body(text), timeout=10.0)
-                data = response.json() if response.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
-                data = None
-            count = None
-            if isinstance(data, dict):
-                if isinstance(data.get("tokens"), list):
-                    count = len(data["tokens"])
-                elif isinstance(data.get("count"), int):
-                    count = int(data["count"])
-            if count is not None:
-                self._tokenize_at = (url, make_body)
-                return count
-        self._tokenize_missing = True
-        return None
-
-    async def _count_prompts(self, client: httpx.AsyncClient, budget_s: float = 30.0) -> None:
-        """After the timed part: count the prompts of requests whose server gave no prompt count."""
-        if self._tokenize_missing:
-            return
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + budget_s
-        for exchange in self.exchanges:
-            if exchange.seq in self._prompt_counts or not exchange.prompt or exchange.failure:
-                continue
-            if exchange.record().prompt_tokens is not None or loop.time() > deadline:
-                continue
-            count = await self._tokenize(client, exchange.prompt)
-            if count is None:
-                return
-            self._prompt_counts[exchange.seq] = count
-
-    async def _speed(self, client: Sender) -> None:
-        cfg = self.config
-        for _ in range(cfg.runs):
-            await self._send(client, "decode", "", prompts.short_prompt(self.rng), cfg.max_tokens)
-        if cfg.prompt_tokens > 0:
-            for _ in range(cfg.runs):
-                prompt = prompts.long_prompt(cfg.prompt_tokens, self.rng, self.tokens_per_word)
-                await self._send(client, "ttft", "", prompt, TTFT_MAX_TOKENS, cache_prompt=False)
-
-    async def _depth(self, client: Sender) -> None:
-        cfg = self.config
-        for depth in cfg.depths:
-            for _ in range(cfg.runs):
-                if depth == 0:
-                    prompt = prompts.short_prompt(self.rng)
-                else:
-                    prompt = prompts.long_prompt(depth, self.rng, self.tokens_per_word)
-                await self._send(client, "depth", f"depth={depth}", prompt, cfg.max_tokens, cache_prompt=False)
-
     async def _settle(self) -> None:
         if self.settle is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.settle)
@@ -680,95 +432,10 @@ class Runner:
             await self.barrier(key)
         self.sync_times[key] = self.clock()
 
-    async def _concurrency(self, clients: list[Sender]) -> None:
-        cfg = self.config
-        for index, level in enumerate(cfg.concurrency):
-            label = cfg.level_names[index] if index < len(cfg.level_names) else f"concurrency={level}"
-            for round_index in range(cfg.runs):
-                await self._sync(f"level{index}/round{round_index}")
-                batch = [
-                    self._send(clients[i], "concurrency", label, prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
-                    for i in range(level)
-                ]
-                results = await asyncio.gather(*batch, return_exceptions=True)
-                if any(isinstance(r, _Stop) for r in results):
-                    raise _Stop
-                for r in results:
-                    if isinstance(r, BaseException):
-                        raise r
-
-    async def _pooled(self, shared: Sender, label: str, prompt: str, max_tokens: int | None = None, phase: Phase = "rate") -> Exchange:
-        """One open-loop request: httpx shares its pool; the wire client takes an idle lane or opens one."""
-        out = self.config.max_tokens if max_tokens is None else max_tokens
-        if not isinstance(shared, Lane):
-            return await self._send(shared, phase, label, prompt, out, cache_prompt=phase != "trace")
-        lane = self._idle.pop() if self._idle else self._lane()
-        self._busy(+1)
-        try:
-            return await self._send(lane, phase, label, prompt, out, cache_prompt=phase != "trace")
-        finally:
-            self._busy(-1)
-            if lane.connected:
-                self._idle.append(lane)
-            else:
-                lane.close()
-
-    def _busy(self, change: int) -> None:
-        """Count open-loop requests in flight; tell `on_quiet` when the count leaves or reaches zero."""
-        self._in_flight += change
-        if self.on_quiet is not None and self._in_flight == (0 if change < 0 else 1):
-            self.on_quiet(self._in_flight == 0)
-
-    async def _rate(self, client: Sender) -> None:
-        cfg = self.config
-        assert cfg.rate_rps is not None
-        duration = cfg.duration_s or (None if cfg.requests else DEFAULT_RATE_DURATION_S)
-        label = cfg.level_names[0] if cfg.level_names else f"rate={float(cfg.rate_rps)}"
-        await self._sync("rate")
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        arrival = start
-        tasks: list[asyncio.Task[Exchange]] = []
-        sent = 0
-        while True:
-            arrival += self.rng.expovariate(cfg.rate_rps)
-            if duration is not None and arrival - start > duration:
-                break
-            if cfg.requests is not None and sent >= cfg.requests:
-                break
-            delay = arrival - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(self._pooled(client, label, prompts.short_prompt(self.rng))))
-            sent += 1
-            if self._total is None and self.progress is not None and duration:
-                self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-
-    async def _trace(self, client: Sender) -> None:
-        """Replay the trace: each request at its arrival time, with its prompt and output lengths."""
-        cfg = self.config
-        await self._sync("trace")
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        tasks: list[asyncio.Task[Exchange]] = []
-        for item in cfg.trace:
-            delay = start + item.arrival_s - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            prompt = prompts.long_prompt(item.prompt_tokens, self.rng, self.tokens_per_word) if item.prompt_tokens > 64 else prompts.short_prompt(self.rng)
-            tasks.append(asyncio.create_task(self._pooled(client, "trace", prompt, item.output_tokens, phase="trace")))
-        if tasks:
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            if any(isinstance(r, _Stop) for r in results):
-                raise _Stop
-
 
 def run_benchmark(config: BenchConfig, **kwargs: Any) -> BenchResult:
     """Convenience wrapper: `Runner(config, **kwargs).run()`."""
     return Runner(config, **kwargs).run()
 
 
-__all__ = ["BenchConfig", "BenchResult", "Runner", "run_benchmark"]
+__all__ = ["BenchConfig", "BenchResult", "Progress", "Runner", "run_benchmark"]

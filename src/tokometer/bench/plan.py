@@ -1,0 +1,206 @@
+"""A run's plan, read from its config alone, before any request is sent.
+
+`BenchConfig` is everything that defines a run. What follows from it without a server lives here
+too: the mode, the checks on what a user typed, the time bound of one request and of the whole
+run, how many requests the progress bar counts to, and the labels of each mode's levels and keys
+of its timed rounds. The runner and `bench.distributed` both read those names (the one labels its
+requests and notes when each round began, the other splits a plan into workers' shares and joins
+their rounds again by key), so each rule is written once, here. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokometer.bench.trace import TraceRequest
+from tokometer.errors import InputError
+from tokometer.runrecord import RunMode
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Everything that defines a run (the API key is used, never stored or printed)."""
+
+    url: str
+    model: str | None = None
+    protocol: str = "auto"
+    runs: int = 3
+    warmup: int = 1
+    max_tokens: int = 200
+    prompt_tokens: int = 1024
+    depths: tuple[int, ...] = ()
+    concurrency: tuple[int, ...] = ()
+    rate_rps: float | None = None
+    duration_s: float | None = None
+    requests: int | None = None
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    stall_timeout_s: float = 60.0  # a long prompt's wait for its first byte gets prompt / 20 tok/s if longer
+    request_timeout_s: float | None = None  # None: derived from the request (`request_bound_s`)
+    deadline_s: float | None = None  # None: derived from the plan of the run (`deadline_bound_s`)
+    ignore_eos: bool | None = None  # None: send it where the server is known to support it
+    seed: int | None = None
+    api_key: str | None = field(default=None, repr=False)
+    trace: tuple[TraceRequest, ...] = field(default=(), repr=False)
+    trace_name: str | None = None
+    level_names: tuple[str, ...] = ()  # a worker's labels for its levels: the whole run's, not its share
+
+    @property
+    def mode(self) -> RunMode:
+        if self.trace:
+            return "trace"
+        if self.depths:
+            return "depth"
+        if self.concurrency:
+            return "concurrency"
+        if self.rate_rps is not None:
+            return "rate"
+        return "speed"
+
+    def validate(self) -> None:
+        chosen = [name for name, on in (("--depth", bool(self.depths)), ("--concurrency", bool(self.concurrency)), ("--rate", self.rate_rps is not None), ("--trace", bool(self.trace))) if on]
+        if len(chosen) > 1:
+            raise InputError(f"choose one of {', '.join(chosen)}, not several")
+        for name, value in (("--runs", self.runs), ("--max-tokens", self.max_tokens)):
+            if value < 1:
+                raise InputError(f"{name} must be at least 1, got {value}")
+        for name, value in (("--warmup", self.warmup), ("--prompt-tokens", self.prompt_tokens)):
+            if value < 0:
+                raise InputError(f"{name} must be zero or more, got {value}")
+        if any(d < 0 for d in self.depths):
+            raise InputError("--depth values must be zero or more")
+        if any(c < 1 for c in self.concurrency):
+            raise InputError("--concurrency values must be at least 1")
+        if max(self.concurrency, default=1) > 4096:
+            raise InputError("--concurrency above 4096 is not supported")
+        for name, number in (
+            ("--rate", self.rate_rps),
+            ("--duration", self.duration_s),
+            ("--slo-ttft", self.slo_ttft_ms),
+            ("--slo-tpot", self.slo_tpot_ms),
+            ("--timeout", self.stall_timeout_s),
+            ("--request-timeout", self.request_timeout_s),
+        ):
+            if number is not None and not number > 0:
+                raise InputError(f"{name} must be a positive number, got {number!r}")
+        if self.requests is not None and self.requests < 1:
+            raise InputError(f"--requests must be at least 1, got {self.requests}")
+        if self.duration_s is not None and self.rate_rps is None:
+            raise InputError("--duration needs --rate")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise InputError(f"--deadline must be a positive number, got {self.deadline_s!r}")
+
+    def request_bound_s(self, prompt_tokens: int = 0, max_tokens: int | None = None) -> float:
+        """Seconds one request may take: `--request-timeout`, else a floor on the server's speed.
+
+        Default: 60 s + prompt / 20 tok/s + output / 2 tok/s, so only a server slower than a
+        20 tok/s prefill and a 2 tok/s decode (or one that stalls) is cut off.
+        """
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        out = self.max_tokens if max_tokens is None else max_tokens
+        return 60.0 + prompt_tokens / 20.0 + out / 2.0
+
+    def deadline_bound_s(self) -> float:
+        """Seconds the whole run may take: `--deadline`, else the plan's requests at their bound.
+
+        Requests sent one after another each get `request_bound_s`; a concurrency round is one
+        slot; open-loop arrivals get their duration plus one request's bound.
+        """
+        if self.deadline_s is not None:
+            return self.deadline_s
+        warm = self.warmup * self.request_bound_s(0, min(self.max_tokens, 32))
+        if self.mode == "speed":
+            slots = self.runs * self.request_bound_s()
+            if self.prompt_tokens > 0:
+                slots += self.runs * self.request_bound_s(self.prompt_tokens, 4)
+        elif self.mode == "depth":
+            slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
+        elif self.mode == "concurrency":
+            slots = self.runs * len(self.concurrency) * self.request_bound_s()
+        elif self.mode == "trace":
+            longest = max(self.request_bound_s(r.prompt_tokens, r.output_tokens) for r in self.trace)
+            slots = self.trace[-1].arrival_s + longest
+        else:
+            duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
+            slots = duration + self.request_bound_s()
+        if self.requests is not None and self.mode != "rate":
+            slots = min(slots, (self.requests + 1) * self.request_bound_s(max(self.depths, default=self.prompt_tokens)))
+        return warm + slots + 30.0  # + detection and the prompt-count pass
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "model": self.model,
+            "protocol": self.protocol,
+            "mode": self.mode,
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "max_tokens": self.max_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "depths": list(self.depths),
+            "concurrency": list(self.concurrency),
+            "rate_rps": self.rate_rps,
+            "duration_s": self.duration_s,
+            "requests": self.requests,
+            "slo_ttft_ms": self.slo_ttft_ms,
+            "slo_tpot_ms": self.slo_tpot_ms,
+            "stall_timeout_s": self.stall_timeout_s,
+            "request_timeout_s": self.request_timeout_s,
+            "deadline_s": self.deadline_bound_s(),
+            "ignore_eos": self.ignore_eos,
+            "seed": self.seed,
+            "trace": {"file": self.trace_name, "requests": len(self.trace), "span_s": self.trace[-1].arrival_s} if self.trace else None,
+            "temperature": 0.0,
+            "authenticated": self.api_key is not None,
+        }
+
+
+def planned_requests(config: BenchConfig) -> int | None:
+    """Requests the run will send, cold ones included (None: an open-ended rate run)."""
+    mode = config.mode
+    if mode == "speed":
+        total = config.runs * (2 if config.prompt_tokens > 0 else 1)
+    elif mode == "depth":
+        total = config.runs * len(config.depths)
+    elif mode == "concurrency":
+        total = config.runs * sum(config.concurrency)
+    elif mode == "trace":
+        total = len(config.trace)
+    else:
+        total = config.requests or 0
+        if not total:
+            return None
+    if config.requests is not None:
+        total = min(total, config.requests)
+    return total + config.warmup
+
+
+def concurrency_label(streams: int) -> str:
+    """A concurrency level's label: its streams in the whole run (a worker runs a share of them)."""
+    return f"concurrency={streams}"
+
+
+def rate_label(rate_rps: float) -> str:
+    """A rate run's label: the whole run's arrivals per second (a worker runs a share of them)."""
+    return f"rate={float(rate_rps)}"
+
+
+def level_label(config: BenchConfig, index: int) -> str:
+    """The label of level `index` of a concurrency or rate run: the name a worker was given for
+    it (`level_names`), else the label of its own level."""
+    if index < len(config.level_names):
+        return config.level_names[index]
+    if config.mode == "rate":
+        assert config.rate_rps is not None
+        return rate_label(config.rate_rps)
+    return concurrency_label(config.concurrency[index])
+
+
+def round_key(level_index: int, round_index: int) -> str:
+    """The key of one timed concurrency round, where every worker waits and notes its start."""
+    return f"level{level_index}/round{round_index}"
+
+
+__all__ = ["BenchConfig", "concurrency_label", "level_label", "planned_requests", "rate_label", "round_key"]
