@@ -30,7 +30,7 @@ LEVER_KEYS = {
                     "ceiling_tok_s", "baseline_tok_s", "speedup", "break_even_acceptance", "tpot_s", "e2e_s"],
     "parallel": ["tp", "pp", "devices", "link", "link_kind", "link_gb_per_s", "link_efficiency",
                  "link_hop_latency_us", "allreduce_launch_us", "allreduces_per_step", "allreduce_bytes",
-                 "allreduce_each_s", "allreduce_time_s", "pipeline_hops", "pipeline_hop_time_s", "comm_time_s",
+                 "allreduce_each_s", "allreduce_protocol", "allreduce_time_s", "pipeline_hops", "pipeline_hop_time_s", "comm_time_s",
                  "kv_shards", "single_device_tok_s", "speedup", "memory_per_device_gb", "usable_per_device_gb",
                  "fits_per_device", "sources"],
     "offload": ["active", "gpu_layers", "n_layers", "cpu_layers", "mode", "cpu_hw", "cpu_bandwidth_gb_per_s", "link",

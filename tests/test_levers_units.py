@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 from tokometer.catalog import hardware_catalog, model_catalog
 from tokometer.costmodel.layout import (
     ALLREDUCE_LAUNCH_US,
+    LL_BANDWIDTH_SHARE,
     NVLINK_HOP_US,
     PCIE_HOP_US,
     Layout,
     Setup,
+    allreduce_costs,
     allreduce_time_s,
     gpu_layer_count,
     kv_shards,
@@ -57,13 +59,32 @@ def test_allreduce_is_ring_latency_plus_size_over_bandwidth() -> None:
     link = pcie_link(4, 16)
     size = 8192.0
     two = allreduce_time_s(size, 2, link)
-    assert two == pytest.approx((ALLREDUCE_LAUNCH_US + 2 * PCIE_HOP_US) * US + size / (0.8 * link.bandwidth_gb_per_s * GB))
+    # a small message rides the low-latency protocol, at a quarter of the link's effective rate
+    assert two == pytest.approx(
+        (ALLREDUCE_LAUNCH_US + 2 * PCIE_HOP_US) * US + size / (LL_BANDWIDTH_SHARE * 0.8 * link.bandwidth_gb_per_s * GB)
+    )
     assert allreduce_time_s(size, 1, link) == 0.0
     assert allreduce_time_s(size, 8, link) > allreduce_time_s(size, 4, link) > two
     # nccl-tests#123 (DGX-A100, NVLink): ~10 us at 2 GPUs, ~34 us at 8, for tiny messages
     nv = parse_link("nvlink", hardware_catalog().get("a100-80gb-sxm"))
     assert allreduce_time_s(8, 2, nv) == pytest.approx(10e-6, rel=0.05)
     assert allreduce_time_s(8, 8, nv) == pytest.approx(34e-6, rel=0.05)
+
+
+def test_allreduce_takes_the_cheaper_protocol_for_the_message_size() -> None:
+    nv = parse_link("nvlink", hardware_catalog().get("h100-sxm"))
+    (ll_fixed, ll_per_byte), (simple_fixed, simple_per_byte) = allreduce_costs(4, nv)
+    assert ll_fixed < simple_fixed and ll_per_byte == pytest.approx(simple_per_byte / LL_BANDWIDTH_SHARE)
+    crossover = (simple_fixed - ll_fixed) / (ll_per_byte - simple_per_byte)
+    assert 64 * 1024 < crossover < 16 * 1024 * 1024  # decode steps below, prefill chunks above
+    for size in (4096.0, crossover / 2, crossover * 2, 256e6):
+        expected = min(ll_fixed + ll_per_byte * size, simple_fixed + simple_per_byte * size)
+        assert allreduce_time_s(size, 4, nv) == pytest.approx(expected)
+    # sgl-project/sglang#2904: vLLM's all-reduce of 1 MiB over 4 H100s takes 40 us (the one-rate
+    # formula said 22 us); a 256 MB prefill message moves at nearly the full effective link rate
+    assert allreduce_time_s(1024 * 1024, 4, nv) == pytest.approx(40e-6, rel=0.2)
+    big = 256e6
+    assert big * 1.5 / allreduce_time_s(big, 4, nv) > 0.95 * nv.effective_bytes_per_s
 
 
 def test_gpu_layers_take_counts_and_shares() -> None:

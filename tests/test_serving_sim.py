@@ -244,3 +244,21 @@ def test_multi_step_scheduling_streams_tokens_in_bursts(cost) -> None:  # type: 
     assert ten.itl_s.p50 == pytest.approx(10 * one.itl_s.p50, rel=0.3)
     assert ten.tpot_s.mean == pytest.approx(one.tpot_s.mean, rel=0.2)
     assert ten.ttft_s.mean > one.ttft_s.mean  # a new request waits for the scheduler's next turn
+
+
+def test_tensor_parallel_steps_pay_the_cheaper_all_reduce_protocol() -> None:
+    from tokometer.costmodel.layout import allreduce_time_s
+
+    tp4 = estimate("llama-2-70b", "a100-80gb-sxm", quant="fp16", engine="vllm", tp=4, advise=False).setup
+    assert tp4 is not None and tp4.layout.link is not None
+    cost = step_cost(tp4, EFF)
+    per_step = 2 * tp4.model.n_layers
+    protocols = set()
+    for tokens in (1, 64, 8192):  # a decode step, a batch of decodes, a prefill chunk
+        payload = tokens * tp4.model.hidden_size * 2
+        assert cost.comm_s(tokens) == pytest.approx(per_step * allreduce_time_s(payload, 4, tp4.layout.link))
+        low = cost.comm_fixed_s + cost.comm_per_token_s * tokens
+        protocols.add("low-latency" if cost.comm_s(tokens) == pytest.approx(low) else "bulk")
+    assert protocols == {"low-latency", "bulk"}
+    one = estimate("llama-3.1-8b", "h100-sxm", advise=False).setup
+    assert one is not None and step_cost(one, EFF).comm_s(64) == 0.0

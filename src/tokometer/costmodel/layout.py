@@ -18,7 +18,16 @@ Pure functions over frozen values. `Setup.step()` is `decode_step` with a deploy
 
 Link constants (one place, with their sources):
 
-- All-reduce of a small message on `n` devices: `t = launch + 2 (n - 1) hop + 2 (n - 1) / n * S / (eta_link BW)`.
+- All-reduce of `S` bytes on `n` devices, the cheaper of NCCL's two ring protocols (its own cost
+  model, NVIDIA/nccl `src/graph/tuning.cc`: each protocol costs `base + steps * hop + S / bw`):
+  low-latency `t_LL = launch + 2 (n - 1) hop + 2 (n - 1) / n * S / (eta_link BW / 4)` (LL moves
+  8-byte flag+data words, so NCCL rates its all-reduce at a quarter of the bus bandwidth) and
+  bulk `t_simple = t_LL's latency + 4.8 us + 2 (n - 1) * extra_hop + 2 (n - 1) / n * S / (eta_link BW)`
+  (Simple's base latency 8.4 us vs LL's 3.6 us; its per-step latency 3.4 us vs 0.47 us on NVLink,
+  5.7 vs 1.0 us on PCIe). Decode-sized messages (`B * hidden * 2`, kB to a few MB) ride LL at a
+  quarter of the link; prefill chunks (tens of MB) ride Simple at nearly its full rate. Checks: 1 MiB
+  at TP 4 on H100 NVLink gives 35 us, where vLLM's custom all-reduce measures 40 us
+  (sgl-project/sglang#2904); the single-rate formula gave 22 us.
   `2 (n - 1)` is the ring algorithm's step count (NCCL maintainer, NVIDIA/nccl-tests#123).
   `launch = 6 us` and the NVLink `hop = 2 us` reproduce nccl-tests#123's DGX-A100 figures
   (10 us at 2 GPUs, 34 us at 8); 2 us is also the P2P-write latency over NVLink reported by
@@ -61,6 +70,9 @@ LINK_EFFICIENCY = 0.8
 ALLREDUCE_LAUNCH_US = 6.0
 NVLINK_HOP_US = 2.0
 PCIE_HOP_US = 13.0
+LL_BANDWIDTH_SHARE = 0.25  # NCCL's LL ring all-reduce: a quarter of the bus bandwidth (tuning.cc)
+SIMPLE_EXTRA_BASE_US = 4.8  # NCCL base latency, ring Simple 8.4 us minus ring LL 3.6 us (tuning.cc)
+SIMPLE_EXTRA_HOP_US = {"nvlink": 3.4 - 0.47, "pcie": 5.7 - 1.0}  # per ring step, Simple minus LL (tuning.cc)
 PCIE_LANE_GB_PER_S = {3: 0.985, 4: 1.969, 5: 3.938}
 PCIE_LANES = (1, 2, 4, 8, 16)
 LINK_SOURCES = (
@@ -69,6 +81,8 @@ LINK_SOURCES = (
     "https://github.com/NVIDIA/nccl/issues/1127",
     "https://github.com/NVIDIA/nccl/issues/1259",
     "https://github.com/NVIDIA/nccl/issues/1264",
+    "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
+    "https://github.com/sgl-project/sglang/pull/2904",
 )
 OffloadMode = Literal["cpu", "stream"]  # offloaded layers computed on the CPU, or their weights streamed
 OFFLOAD_MODES: tuple[OffloadMode, ...] = ("cpu", "stream")
@@ -176,16 +190,29 @@ def nvlink(hardware: HardwareSpec) -> Link:
     )
 
 
+def allreduce_costs(devices: int, link: Link) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The ring all-reduce's two protocols as (seconds fixed, seconds per byte of payload): NCCL's
+    low-latency LL at a quarter of the link's rate, and Simple at the full rate after a longer
+    start-up (module docstring). A step costs the cheaper one: `min(a + b S)` over the two."""
+    steps = 2.0 * (devices - 1)
+    latency = (ALLREDUCE_LAUNCH_US + steps * link.hop_latency_us) * US
+    per_byte = steps / devices / link.effective_bytes_per_s
+    extra_hop = SIMPLE_EXTRA_HOP_US["nvlink" if link.kind == "nvlink" else "pcie"]
+    simple = latency + (SIMPLE_EXTRA_BASE_US + steps * extra_hop) * US
+    return (latency, per_byte / LL_BANDWIDTH_SHARE), (simple, per_byte)
+
+
 def allreduce_time_s(payload_bytes: float, devices: int, link: Link) -> float:
-    """Ring all-reduce: `launch + 2(n-1) hop + 2(n-1)/n * S / (eta_link BW)`; 0 on one device."""
+    """Ring all-reduce of `payload_bytes`: the cheaper of NCCL's LL and Simple protocols; 0 on one device."""
     if devices <= 1:
         return 0.0
-    steps = 2.0 * (devices - 1)
-    return (
-        ALLREDUCE_LAUNCH_US * US
-        + steps * link.hop_latency_us * US
-        + steps / devices * payload_bytes / link.effective_bytes_per_s
-    )
+    return min(fixed + per_byte * payload_bytes for fixed, per_byte in allreduce_costs(devices, link))
+
+
+def allreduce_protocol(payload_bytes: float, devices: int, link: Link) -> str:
+    """Which protocol `allreduce_time_s` priced: "low-latency" (LL) or "bulk" (Simple)."""
+    (ll_fixed, ll_per_byte), (simple_fixed, simple_per_byte) = allreduce_costs(max(devices, 2), link)
+    return "low-latency" if ll_fixed + ll_per_byte * payload_bytes <= simple_fixed + simple_per_byte * payload_bytes else "bulk"
 
 
 def hop_time_s(payload_bytes: float, link: Link) -> float:

@@ -17,6 +17,7 @@ from tokometer.costmodel.layout import (
     LINK_SOURCES,
     LeverStep,
     activation_bytes,
+    allreduce_protocol,
     allreduce_time_s,
     kv_shards,
 )
@@ -350,6 +351,7 @@ def _parallel_dict(e: Estimate) -> dict[str, Any]:
         "allreduces_per_step": 2 * e.model.n_layers if sharded else 0,
         "allreduce_bytes": payload if sharded else 0.0,
         "allreduce_each_s": allreduce_time_s(payload, lay.tp, link) if sharded and link else 0.0,
+        "allreduce_protocol": allreduce_protocol(payload, lay.tp, link) if sharded and link else None,
         "allreduce_time_s": ls.allreduce_time_s,
         "pipeline_hops": lay.pp - 1,
         "pipeline_hop_time_s": ls.hop_time_s,

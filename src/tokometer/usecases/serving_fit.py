@@ -147,7 +147,7 @@ def record_run(run: Run) -> Recording | None:
     decode_gemm_s = c.matmul_flops_per_token * a[:, 3] / peak
     prefill_gemm_s = c.matmul_flops_per_token * prompt / peak
     attention_s = c.attention_flops_per_pair * a[:, 2] / peak
-    fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_fixed_s + c.comm_per_token_s * tokens
+    fixed = (c.overhead_s - PRIOR.step_overhead_us * 1e-6) + c.comm_s(tokens)
     starts = _blocks(tokens, a[:, 4], prompt)
     n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(

@@ -28,7 +28,8 @@ W_read is docs/PHYSICS.md section 1 (weights once per step, embedding rows per t
 touched by T tokens), the attention FLOPs section 3 (a prefill chunk of c tokens after `done`
 tokens attends to `c * done + c**2 / 2` pairs), eta_c(T) the fitted batched-compute efficiency
 (`ServingEfficiency`), comm(T) the tensor-parallel all-reduces (two per layer, ring algorithm, as
-in `costmodel.levers`) and pipeline hops. Under TP each device reads 1/tp of the weights and its
+in `costmodel.layout`, the cheaper of NCCL's low-latency and bulk protocols for the step's
+message size) and pipeline hops. Under TP each device reads 1/tp of the weights and its
 KV-head share; under PP a step is one stage's share plus the hops (micro-batches keep the stages
 busy, so a step's throughput is that of one stage). Sliding-window caps are not applied to the
 per-token KV read here (the full-attention layers dominate the models served in practice).
@@ -40,8 +41,8 @@ from dataclasses import dataclass
 
 from tokometer.costmodel.layout import (
     ACTIVATION_BYTES,
-    ALLREDUCE_LAUNCH_US,
     Setup,
+    allreduce_costs,
     kv_shards,
 )
 from tokometer.costmodel.memory import kv_elements_per_token
@@ -69,8 +70,17 @@ class StepCost(_Plain):
     prefill_half_tokens: float
     overhead_s: float  # per-layer launches + engine step overhead
     sequence_overhead_s: float  # per sequence that emits a token in the step
-    comm_fixed_s: float  # all-reduce launches and hops per step
-    comm_per_token_s: float  # all-reduce and hop payload per token
+    comm_fixed_s: float  # all-reduce launches and hops per step (low-latency protocol)
+    comm_per_token_s: float  # all-reduce and hop payload per token (low-latency protocol)
+    comm_bulk_fixed_s: float = 0.0  # the same under the bulk protocol (a longer start, the full link rate)
+    comm_bulk_per_token_s: float = 0.0
+
+    def comm_s(self, tokens: float) -> float:
+        """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (layout.allreduce_costs).
+        Written as `(a + b - |a - b|) / 2` so that a numpy array of token counts works too."""
+        low = self.comm_fixed_s + self.comm_per_token_s * tokens
+        bulk = self.comm_bulk_fixed_s + self.comm_bulk_per_token_s * tokens
+        return (low + bulk - abs(low - bulk)) / 2.0
 
     def weight_bytes(self, tokens: float) -> float:
         routed = self.routed_bytes * (1.0 - (1.0 - self.experts_k_over_e) ** tokens) if self.routed_bytes else 0.0
@@ -96,7 +106,7 @@ class StepCost(_Plain):
         if self.peak_flops and tokens > 0:
             matmul = self.gemm_s(tokens, prefill_tokens)
             attention = self.attention_flops_per_pair * attention_pairs / (self.compute_fraction_max * self.peak_flops)
-        fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_fixed_s + self.comm_per_token_s * tokens
+        fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_s(tokens)
         return weights, matmul, kv, attention, fixed
 
     def time_s(
@@ -123,16 +133,19 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp)
     attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
     eff = setup.efficiency
-    comm_fixed = 0.0
-    comm_token = 0.0
+    comm = [0.0, 0.0]  # (fixed s, s per token), low-latency protocol
+    bulk = [0.0, 0.0]  # the same, bulk protocol
     link = lay.link
     if link is not None and tp > 1:
-        ring = 2.0 * (tp - 1)
-        comm_fixed += 2 * model.n_layers * (ALLREDUCE_LAUNCH_US * US + ring * link.hop_latency_us * US)
-        comm_token += 2 * model.n_layers * ring / tp * model.hidden_size * ACTIVATION_BYTES / link.effective_bytes_per_s
+        per_step = 2 * model.n_layers
+        token_bytes = model.hidden_size * ACTIVATION_BYTES
+        for acc, (fixed_s, per_byte_s) in zip((comm, bulk), allreduce_costs(tp, link), strict=True):
+            acc[0] += per_step * fixed_s
+            acc[1] += per_step * per_byte_s * token_bytes
     if link is not None and pp > 1:
-        comm_fixed += (pp - 1) * link.hop_latency_us * US
-        comm_token += (pp - 1) * model.hidden_size * ACTIVATION_BYTES / link.effective_bytes_per_s
+        for acc in (comm, bulk):
+            acc[0] += (pp - 1) * link.hop_latency_us * US
+            acc[1] += (pp - 1) * model.hidden_size * ACTIVATION_BYTES / link.effective_bytes_per_s
     return StepCost(
         weight_fixed_bytes=(head + weights.dense) / split,
         embedding_row_bytes=rows / split,
@@ -149,8 +162,10 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         prefill_half_tokens=eff.prefill_half_tokens,
         overhead_s=(model.n_layers / pp * eff.layer_overhead_us + serving.step_overhead_us) * US,
         sequence_overhead_s=serving.sequence_overhead_us * US,
-        comm_fixed_s=comm_fixed,
-        comm_per_token_s=comm_token,
+        comm_fixed_s=comm[0],
+        comm_per_token_s=comm[1],
+        comm_bulk_fixed_s=bulk[0],
+        comm_bulk_per_token_s=bulk[1],
     )
 
 

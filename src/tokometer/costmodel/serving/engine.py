@@ -285,7 +285,7 @@ class Replica:
         roof = (w_mem if w_mem >= matmul else matmul) + (kv_mem if kv_mem >= attention else attention)
         compute = roof - memory
         emitting = decoded + len(completing)
-        fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_fixed_s + cost.comm_per_token_s * tokens
+        fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_s(tokens)
         dt = roof + fixed
         if self.record is not None:
             self.record.append((tokens, kv_read, pairs, n_dec if decode_now else 0, len(completing)))
