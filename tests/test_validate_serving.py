@@ -94,3 +94,20 @@ def test_calibrate_fits_serving_rows(capsys: pytest.CaptureFixture[str], serving
     assert entries["*"]["n_runs"] == 2  # offline and static-batch: the fit targets tput_out and static TTFT means
     for entry in entries.values():
         assert 0 < entry["compute_fraction_max"] <= 1 and entry["step_overhead_us"] >= 0
+
+
+def test_sharegpt_lengths_follow_the_models_tokenizer() -> None:
+    """The same ShareGPT conversations are fewer tokens under InternLM's 103k vocabulary than under
+    Llama 2's 32k: each closed-loop run draws its lengths with its own model's tokenizer."""
+    from tokometer.usecases.serving_validate import group_runs, read_rows
+
+    rows, _ = read_rows(default_data_path())
+    runs = [r for r in group_runs(rows) if r.rows[0].scenario == "online-concurrency" and r.workload is not None]
+    by_model = {r.rows[0].text("model"): r for r in runs}
+    llama, intern = by_model["Llama-2-7B-chat"].workload, by_model["InternLM-chat-20B"].workload
+    assert llama is not None and intern is not None
+    # each mean is that tokenizer's first run: tput_out / req_per_s of the source's own rows
+    first = {r.row_id: r.value for r in rows if r.row_id in ("s1358", "s1362", "s1382", "s1386")}
+    assert llama.output.mean == pytest.approx(first["s1362"] / first["s1358"], rel=0.02)
+    assert intern.output.mean == pytest.approx(first["s1386"] / first["s1382"], rel=0.02)
+    assert intern.output.mean < 0.85 * llama.output.mean

@@ -52,10 +52,14 @@ WAVES = 4  # offline runs simulate this many full batches of requests (fewer whe
 MIN_OFFLINE_REQUESTS = 64
 SIGMA_SHAREGPT = 1.0
 SHAREGPT_MAX_TOKENS = 1024  # the benchmark scripts drop prompts > 1024 and prompt + output > 2048 tokens
-# mean (input, output) tokens per request of each source's ShareGPT runs, from its own rows
-SHAREGPT_MEANS = {
-    "LMDEPLOY-A100-V010": (265.0, 249.0),  # (tput_total - tput_out) / req_per_s, tput_out / req_per_s
-    "SGL-BENCH-VLLM060": (230.0, 194.0),  # output from the offline rows; input not printed: assumed
+# mean (input, output) tokens per request of each source's ShareGPT runs, from its own rows, per
+# tokenizer: the same conversations are a different number of tokens under another vocabulary
+# (InternLM's 103k-token vocabulary cuts LMDeploy's ShareGPT sample by a fifth against Llama 2's 32k)
+SHAREGPT_MEANS: dict[tuple[str, str | None], tuple[float, float]] = {
+    # (tput_total - tput_out) / req_per_s, tput_out / req_per_s of its first run with each tokenizer
+    ("LMDEPLOY-A100-V010", "llama2"): (265.0, 249.0),  # Llama-2-7B-chat, 64 clients
+    ("LMDEPLOY-A100-V010", "internlm"): (223.0, 199.5),  # InternLM-chat-20B, 64 clients
+    ("SGL-BENCH-VLLM060", None): (230.0, 194.0),  # output from the offline rows; input not printed: assumed
 }
 METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(ms|s|ns))?(?:_(mean|p50|p90|p99|min|max))?$")
 UNIT_S = {"ms": 1e-3, "s": 1.0, "ns": 1e-9, None: 1e-3}
@@ -237,7 +241,7 @@ def plan_run(rows: list[Row]) -> Run:
     scenario = row.scenario
     prompt, gen = row.number("prompt_tokens"), row.number("gen_tokens")
     n = int(row.number("num_requests") or 1000)
-    lengths = _lengths(row, prompt, gen)
+    lengths = _lengths(row, prompt, gen, preset.spec.tokenizer)
     if lengths is None:
         run.reason = "prompt/output lengths not stated and the dataset is not known"
         return run
@@ -272,11 +276,14 @@ def plan_run(rows: list[Row]) -> Run:
     return run
 
 
-def _lengths(row: Row, prompt: float | None, gen: float | None) -> tuple[LengthDist, LengthDist] | None:
+def _lengths(
+    row: Row, prompt: float | None, gen: float | None, tokenizer: str | None = None
+) -> tuple[LengthDist, LengthDist] | None:
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
-    if "sharegpt" in row.text("dataset").lower() and row.source in SHAREGPT_MEANS:
-        mean_in, mean_out = SHAREGPT_MEANS[row.source]
+    means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None))
+    if "sharegpt" in row.text("dataset").lower() and means is not None:
+        mean_in, mean_out = means
         shrink = math.exp(SIGMA_SHAREGPT**2 / 2.0)
         return (LengthDist("lognormal", mean_in / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS),
                 LengthDist("lognormal", mean_out / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS))
