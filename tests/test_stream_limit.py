@@ -108,14 +108,14 @@ def test_fit_recovers_a_known_unit_bandwidth_from_synthetic_devices() -> None:
                 quantized=weights_gb < 20,
                 n_layers=32 if weights_gb < 20 else 80,
                 bandwidth_gb_per_s=bw,
-                compute_units=units,
+                stream_units=units,
             )
             rows.append(replace(f, t_measured_s=_predicted_time(f, truth)))
     fitted = fit_decode(rows, replace(BASE, layer_overhead_us=25.0, step_overhead_us=300.0))
     assert fitted["unit_bandwidth_gb_per_s"] == pytest.approx(9.0, rel=0.1)
     assert fitted["bandwidth_fraction"] == pytest.approx(0.8, rel=0.05)
     # a device without a unit count is never limited
-    assert stream_scale(replace(rows[0], compute_units=None), 9.0) == 1.0
+    assert stream_scale(replace(rows[0], stream_units=None), 9.0) == 1.0
 
 
 def test_the_fit_finds_no_limit_where_no_device_is_short_of_units() -> None:
@@ -124,7 +124,7 @@ def test_the_fit_finds_no_limit_where_no_device_is_short_of_units() -> None:
             case=type("C", (), {"metric": "tg"})(),  # type: ignore[arg-type]
             group="g/b/c", engine_id="llama-cpp", backend="cuda", hardware_id=f"d{i}", prior=BASE,
             t_measured_s=w / bw / 0.8 + 32 * 30e-6 + 400e-6, memory_s=w / bw, n_layers=32,
-            bandwidth_gb_per_s=bw, compute_units=128,
+            bandwidth_gb_per_s=bw, stream_units=128,
         )
         for i, (w, bw) in enumerate([(4.0, 300.0), (8.0, 500.0), (16.0, 700.0), (4.0, 900.0), (8.0, 400.0), (16.0, 600.0)])
     ]
