@@ -17,9 +17,21 @@ from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import Peak, decode_step
 from tokometer.errors import CatalogError
 from tokometer.specs import HardwareSpec
-from tokometer.usecases.calibration import Features, _predicted_time, fit_decode, stream_scale
+from tokometer.usecases.calibration import (
+    UNIT_BANDWIDTH_GRID,
+    Features,
+    _predicted_time,
+    features,
+    fit_decode,
+    stream_scale,
+)
 from tokometer.usecases.estimate import EstimateRequest, estimate
-from tokometer.usecases.validation import predict_case, read_cases
+from tokometer.usecases.validation import (
+    case_request,
+    predict_case,
+    read_cases,
+    resolve_case_hardware,
+)
 
 LLAMA_8B = model_catalog().get("llama-3-8b").spec
 BASE = replace(IDEAL, bandwidth_fraction=0.8, quantized_bandwidth_fraction=0.7, kv_bandwidth_fraction=0.6, decode_score_bytes=200.0)
@@ -108,14 +120,14 @@ def test_fit_recovers_a_known_unit_bandwidth_from_synthetic_devices() -> None:
                 quantized=weights_gb < 20,
                 n_layers=32 if weights_gb < 20 else 80,
                 bandwidth_gb_per_s=bw,
-                compute_units=units,
+                stream_units=units,
             )
             rows.append(replace(f, t_measured_s=_predicted_time(f, truth)))
     fitted = fit_decode(rows, replace(BASE, layer_overhead_us=25.0, step_overhead_us=300.0))
     assert fitted["unit_bandwidth_gb_per_s"] == pytest.approx(9.0, rel=0.1)
     assert fitted["bandwidth_fraction"] == pytest.approx(0.8, rel=0.05)
     # a device without a unit count is never limited
-    assert stream_scale(replace(rows[0], compute_units=None), 9.0) == 1.0
+    assert stream_scale(replace(rows[0], stream_units=None), 9.0) == 1.0
 
 
 def test_the_fit_finds_no_limit_where_no_device_is_short_of_units() -> None:
@@ -124,7 +136,7 @@ def test_the_fit_finds_no_limit_where_no_device_is_short_of_units() -> None:
             case=type("C", (), {"metric": "tg"})(),  # type: ignore[arg-type]
             group="g/b/c", engine_id="llama-cpp", backend="cuda", hardware_id=f"d{i}", prior=BASE,
             t_measured_s=w / bw / 0.8 + 32 * 30e-6 + 400e-6, memory_s=w / bw, n_layers=32,
-            bandwidth_gb_per_s=bw, compute_units=128,
+            bandwidth_gb_per_s=bw, stream_units=128,
         )
         for i, (w, bw) in enumerate([(4.0, 300.0), (8.0, 500.0), (16.0, 700.0), (4.0, 900.0), (8.0, 400.0), (16.0, 600.0)])
     ]
@@ -194,3 +206,22 @@ def test_fallback_entries_serve_other_classes_without_a_limit() -> None:
     assert wild and all(entries[key].unit_bandwidth_gb_per_s is None for key in wild)
     assert entries["llama-cpp/*/*"].decode_alu_flops_per_weight > 0
     assert any(entries[key].unit_bandwidth_gb_per_s for key in entries if not key.endswith("/*"))
+
+
+@pytest.mark.parametrize("hardware_id", ["m1-max-32c", "m3-max-40c-64gb", "h100-pcie", "a100-80gb-sxm", "rtx-4090"])
+def test_the_fit_stretches_each_row_by_the_inverse_of_the_share_prediction_applies(hardware_id: str) -> None:
+    """One formula on both sides: a measured row's stretch in the fit (`stream_scale` over its
+    `Features`) is 1 / the share the estimate of that same row folds into its eta's, exactly."""
+    case = next(
+        c for c in read_cases(MEASUREMENTS_CSV)
+        if c.metric == "tg" and features(c) is not None and resolve_case_hardware(c).id == hardware_id
+    )
+    row, hw = features(case), resolve_case_hardware(case)
+    assert row is not None and row.stream_units == hw.stream_units
+    shipped = fitted_table().entries[row.group]
+    predicted = estimate(case_request(case, hw)).efficiency.applied_stream_share
+    assert stream_scale(row, shipped.unit_bandwidth_gb_per_s) == 1.0 / predicted
+    for unit in UNIT_BANDWIDTH_GRID:  # and at every b_unit the fit tries
+        assert stream_scale(row, unit) == 1.0 / replace(shipped, unit_bandwidth_gb_per_s=unit).stream_share(hw)
+    # the shipped fit limits the Apple and HBM devices here, and not the 4090 (128 SMs on 1 TB/s)
+    assert (predicted < 1.0) == (hardware_id != "rtx-4090")

@@ -310,6 +310,24 @@ class ModelSpec(_Plain):
         return head + self.params.dense + routed
 
 
+def stream_bandwidth_share(
+    stream_units: float | None, bandwidth_gb_per_s: float, unit_bandwidth_gb_per_s: float | None
+) -> float:
+    """min(1, N_units * b_unit / BW): the share of the datasheet bandwidth a decode stream can keep busy.
+
+    Little's law: a stream sustains (bytes in flight) / (memory latency); each compute unit keeps a
+    bounded number of loads in flight, so N units reach at most N * b_unit GB/s (docs/PHYSICS.md
+    section 4). `stream_units`: `HardwareSpec.stream_units` (Apple cores counted at their clock);
+    `bandwidth_gb_per_s`: the datasheet BW; `unit_bandwidth_gb_per_s`: the fitted b_unit (GB/s per
+    unit). 1 when the fit found no limit or the catalog gives no unit count. The one copy of the
+    formula: prediction scales its eta's by it (`Efficiency.for_hardware`), the fit stretches each
+    row's stream terms by its inverse (`usecases.calibration`).
+    """
+    if not unit_bandwidth_gb_per_s or not stream_units:
+        return 1.0
+    return min(1.0, stream_units * unit_bandwidth_gb_per_s / bandwidth_gb_per_s)
+
+
 @dataclass(frozen=True, slots=True)
 class Efficiency(_Plain):
     """How far an engine on a hardware class sits from the datasheet (docs/PHYSICS.md section 4)."""
@@ -353,16 +371,8 @@ class Efficiency(_Plain):
         return self.inline_ecc_overhead if hardware.inline_ecc else 0.0
 
     def stream_share(self, hardware: HardwareSpec) -> float:
-        """min(1, N_units * b_unit / BW): the share of the datasheet bandwidth the decode kernels can keep busy.
-
-        Little's law: a stream sustains (bytes in flight) / (memory latency); each compute unit keeps a
-        bounded number of loads in flight, so N units reach at most N * b_unit GB/s (docs/PHYSICS.md
-        section 4). 1 when the fit found no limit or the catalog gives no unit count.
-        """
-        units = hardware.stream_units
-        if not self.unit_bandwidth_gb_per_s or not units:
-            return 1.0
-        return min(1.0, units * self.unit_bandwidth_gb_per_s / hardware.memory_bandwidth_gb_per_s)
+        """`stream_bandwidth_share` of this b_unit on one device: the share its decode kernels keep busy."""
+        return stream_bandwidth_share(hardware.stream_units, hardware.memory_bandwidth_gb_per_s, self.unit_bandwidth_gb_per_s)
 
     def for_hardware(self, hardware: HardwareSpec) -> Efficiency:
         """These values on one device: the decode stream's shares of bandwidth scaled by `stream_share`.

@@ -6,7 +6,8 @@ Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear 
     X_w = weight bytes / BW,  X_kv = KV-cache bytes / BW,  X_s = scores / BW,  Y = weights / fp32 peak
 
 where BW is min(datasheet, N_units * b_unit) (Little's law: the bytes a device's compute units keep in
-flight); b_unit enters through min(), so it is profiled over a grid, each candidate a linear fit. So
+flight; `specs.stream_bandwidth_share`, the function prediction uses); b_unit enters through min(), so
+it is profiled over a grid, each candidate a linear fit. So
 each group (engine / backend / hardware class) is fitted by weighted least squares on
 relative error (each row divided by its measured time), with a weak ridge toward the engine's
 documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Prefill is linear too:
@@ -35,7 +36,7 @@ from tokometer.costmodel.roofline import (
     prefill_score_elements,
 )
 from tokometer.errors import TokometerError
-from tokometer.specs import Efficiency
+from tokometer.specs import Efficiency, stream_bandwidth_share
 from tokometer.units import GB
 from tokometer.usecases.validation import (
     Case,
@@ -72,7 +73,7 @@ class Features:
     prompt_tokens: int = 0
     n_chunks: int = 1
     bandwidth_gb_per_s: float = 0.0  # datasheet
-    compute_units: float | None = None  # SMs / CUs / GPU cores (Apple's at their clock, `stream_units`): the limit N * b_unit
+    stream_units: float | None = None  # `HardwareSpec.stream_units`: SMs / CUs / GPU cores (Apple's at their clock), the N of N * b_unit
 
     @property
     def chunk_tokens(self) -> float:
@@ -112,7 +113,7 @@ def features(case: Case) -> Features | None:
         quantized=est.quantized,
         n_layers=est.model.n_layers,
         bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
-        compute_units=hardware.stream_units,
+        stream_units=hardware.stream_units,
     )
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
@@ -193,10 +194,12 @@ SCORE_PRIOR_SCALE = 1000.0  # weak: anything from a fused kernel (0) to no reuse
 
 
 def stream_scale(f: Features, unit_bandwidth_gb_per_s: float | None) -> float:
-    """BW / min(BW, N_units * b_unit): how much longer the stream takes than at the datasheet bandwidth."""
-    if not unit_bandwidth_gb_per_s or not f.compute_units:
-        return 1.0
-    return f.bandwidth_gb_per_s / min(f.bandwidth_gb_per_s, f.compute_units * unit_bandwidth_gb_per_s)
+    """1 / `stream_bandwidth_share`: how much longer the row's stream takes than at the datasheet bandwidth.
+
+    The inverse of the share prediction folds into its eta's (`Efficiency.for_hardware`), from the
+    same function, so the fitted b_unit means the same on both sides.
+    """
+    return 1.0 / stream_bandwidth_share(f.stream_units, f.bandwidth_gb_per_s, unit_bandwidth_gb_per_s)
 
 
 def _limited(f: Features, unit_bandwidth_gb_per_s: float | None) -> Features:
@@ -223,8 +226,7 @@ def fit_decode(
     every row's BW / N limits nothing, so it is the same fit as None and is skipped. `units`:
     the candidates to try instead (one, to refit with b_unit held).
     """
-    top = max((f.bandwidth_gb_per_s / f.compute_units for f in rows if f.compute_units), default=0.0)
-    grid = units if units is not None else tuple(u for u in UNIT_BANDWIDTH_GRID if u is None or u < top)
+    grid = units if units is not None else tuple(u for u in UNIT_BANDWIDTH_GRID if u is None or _limits_any(rows, u))
     best: tuple[float, dict[str, float | None]] | None = None
     for unit in grid:
         fitted, loss = _fit_decode_linear(rows, prior, [stream_scale(f, unit) for f in rows])
@@ -233,6 +235,11 @@ def fit_decode(
             best = (loss, {**fitted, "unit_bandwidth_gb_per_s": unit})
     assert best is not None
     return best[1]
+
+
+def _limits_any(rows: list[Features], unit_bandwidth_gb_per_s: float) -> bool:
+    """Whether b_unit holds any row's stream below its datasheet bandwidth (else its fit is None's)."""
+    return any(stream_scale(f, unit_bandwidth_gb_per_s) > 1.0 for f in rows)
 
 
 def _fit_decode_linear(rows: list[Features], prior: Efficiency, scales: list[float]) -> tuple[dict[str, float], float]:
