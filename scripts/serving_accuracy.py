@@ -77,7 +77,10 @@ def render(rep: dict[str, Any]) -> str:
                 f"| {_pct(m['within_15'])} | {_pct(cv.get('median_ape'))} ({_pct(cv.get('p90_ape'))}) "
                 f"| {_pct(m['naive_median_ape'])} | {target(scenario, metric)} |"
             )
-    lines += ["", f"{rep['scored']} of {rep['rows']} rows scored; the others are listed with their reason by `tokometer validate --serving`.", END]
+    tally = f"{rep['scored']} of {rep['rows']} rows scored"
+    if rep["scored"] < rep["rows"]:
+        tally += "; the others are listed with their reason by `tokometer validate --serving`"
+    lines += ["", tally + ".", END]
     return "\n".join(lines)
 
 

@@ -38,6 +38,7 @@ per-token KV read here (the full-attention layers dominate the models served in 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from tokometer.costmodel.layout import (
     ACTIVATION_BYTES,
@@ -49,6 +50,11 @@ from tokometer.costmodel.memory import kv_elements_per_token
 from tokometer.serving_specs import ServingEfficiency
 from tokometer.specs import _Plain
 from tokometer.units import GB, TFLOP, US
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Tokens = TypeVar("Tokens", float, "np.ndarray")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +81,7 @@ class StepCost(_Plain):
     comm_bulk_fixed_s: float = 0.0  # the same under the bulk protocol (a longer start, the full link rate)
     comm_bulk_per_token_s: float = 0.0
 
-    def comm_s(self, tokens: float) -> float:
+    def comm_s(self, tokens: Tokens) -> Tokens:
         """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (layout.allreduce_costs).
         Written as `(a + b - |a - b|) / 2` so that a numpy array of token counts works too."""
         low = self.comm_fixed_s + self.comm_per_token_s * tokens
