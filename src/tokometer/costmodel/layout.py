@@ -202,17 +202,24 @@ def allreduce_costs(devices: int, link: Link) -> tuple[tuple[float, float], tupl
     return (latency, per_byte / LL_BANDWIDTH_SHARE), (simple, per_byte)
 
 
+ALLREDUCE_PROTOCOLS = ("low-latency", "bulk")  # in the order `allreduce_costs` returns them
+
+
+def _protocol_times_s(payload_bytes: float, devices: int, link: Link) -> list[float]:
+    return [fixed + per_byte * payload_bytes for fixed, per_byte in allreduce_costs(devices, link)]
+
+
 def allreduce_time_s(payload_bytes: float, devices: int, link: Link) -> float:
     """Ring all-reduce of `payload_bytes`: the cheaper of NCCL's LL and Simple protocols; 0 on one device."""
     if devices <= 1:
         return 0.0
-    return min(fixed + per_byte * payload_bytes for fixed, per_byte in allreduce_costs(devices, link))
+    return min(_protocol_times_s(payload_bytes, devices, link))
 
 
 def allreduce_protocol(payload_bytes: float, devices: int, link: Link) -> str:
     """Which protocol `allreduce_time_s` priced: "low-latency" (LL) or "bulk" (Simple)."""
-    (ll_fixed, ll_per_byte), (simple_fixed, simple_per_byte) = allreduce_costs(max(devices, 2), link)
-    return "low-latency" if ll_fixed + ll_per_byte * payload_bytes <= simple_fixed + simple_per_byte * payload_bytes else "bulk"
+    times = _protocol_times_s(payload_bytes, devices, link)
+    return ALLREDUCE_PROTOCOLS[times.index(min(times))]
 
 
 def hop_time_s(payload_bytes: float, link: Link) -> float:

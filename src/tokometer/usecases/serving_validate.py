@@ -277,7 +277,7 @@ def plan_run(rows: list[Row]) -> Run:
 
 
 def _lengths(
-    row: Row, prompt: float | None, gen: float | None, tokenizer: str | None = None
+    row: Row, prompt: float | None, gen: float | None, tokenizer: str | None
 ) -> tuple[LengthDist, LengthDist] | None:
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))

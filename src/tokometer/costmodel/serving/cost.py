@@ -78,8 +78,8 @@ class StepCost(_Plain):
     sequence_overhead_s: float  # per sequence that emits a token in the step
     comm_fixed_s: float  # all-reduce launches and hops per step (low-latency protocol)
     comm_per_token_s: float  # all-reduce and hop payload per token (low-latency protocol)
-    comm_bulk_fixed_s: float = 0.0  # the same under the bulk protocol (a longer start, the full link rate)
-    comm_bulk_per_token_s: float = 0.0
+    comm_bulk_fixed_s: float  # the same under the bulk protocol (a longer start, the full link rate)
+    comm_bulk_per_token_s: float
 
     def comm_s(self, tokens: Tokens) -> Tokens:
         """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (layout.allreduce_costs).
@@ -139,19 +139,18 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp)
     attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
     eff = setup.efficiency
-    comm = [0.0, 0.0]  # (fixed s, s per token), low-latency protocol
-    bulk = [0.0, 0.0]  # the same, bulk protocol
     link = lay.link
+    token_bytes = model.hidden_size * ACTIVATION_BYTES
+    hops = (0.0, 0.0)  # (fixed s, s per token) of the pipeline hops, whatever the all-reduce protocol
+    if link is not None and pp > 1:
+        hops = ((pp - 1) * link.hop_latency_us * US, (pp - 1) * token_bytes / link.effective_bytes_per_s)
+    comm = bulk = hops  # low-latency and bulk all-reduce protocols, each (fixed s, s per token)
     if link is not None and tp > 1:
         per_step = 2 * model.n_layers
-        token_bytes = model.hidden_size * ACTIVATION_BYTES
-        for acc, (fixed_s, per_byte_s) in zip((comm, bulk), allreduce_costs(tp, link), strict=True):
-            acc[0] += per_step * fixed_s
-            acc[1] += per_step * per_byte_s * token_bytes
-    if link is not None and pp > 1:
-        for acc in (comm, bulk):
-            acc[0] += (pp - 1) * link.hop_latency_us * US
-            acc[1] += (pp - 1) * model.hidden_size * ACTIVATION_BYTES / link.effective_bytes_per_s
+        comm, bulk = (
+            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes)
+            for fixed_s, per_byte_s in allreduce_costs(tp, link)
+        )
     return StepCost(
         weight_fixed_bytes=(head + weights.dense) / split,
         embedding_row_bytes=rows / split,
