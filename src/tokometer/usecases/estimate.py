@@ -1,7 +1,8 @@
 """The estimate use-case: an `EstimateRequest` in, an `Estimate` (data only) out.
 
 `estimate()` resolves names and numbers into specs (`resolve.py`), applies the product defaults
-(`policy.py`), lays the model out on its devices, runs the pure cost model and gathers the result.
+(`policy.py`), lays the model out on its devices (`placement.py`), runs the pure cost model and gathers
+the result.
 It prints nothing and serialises nothing: `report/json.py` owns the JSON shape, what it warns about
 is typed (`notices.py`) and worded by `report/notices.py`, and the curves around the setup are
 `curves.estimate_curves`, computed when asked for.
@@ -14,22 +15,16 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from tokometer.catalog import engine_catalog, hardware_catalog, quant_catalog
+from tokometer.catalog import engine_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
 from tokometer.costmodel.curves import compute_bound_batch
 from tokometer.costmodel.layout import (
     Layout,
     LeverStep,
-    Link,
     Offload,
-    OffloadMode,
     Setup,
-    expert_layer_count,
-    gpu_layer_count,
-    host_link,
     kv_shards,
     layout_prefill,
-    parse_link,
 )
 from tokometer.costmodel.memory import (
     MemoryPlan,
@@ -45,7 +40,6 @@ from tokometer.costmodel.roofline import (
     Peak,
     Prefill,
     Step,
-    compute_peak,
     interval,
     prefill,
 )
@@ -72,21 +66,17 @@ from tokometer.usecases.formats import (
 )
 from tokometer.usecases.notices import (
     AssumedAcceptance,
-    BareAllReduce,
     CpuSideShort,
     DoesNotFit,
-    ExpertOffloadEngine,
     FormatSubstituted,
-    LlamaCppRowSplit,
     MacosWorkingSet,
     Notice,
     PastContextLimit,
-    UnevenHeads,
 )
+from tokometer.usecases.placement import build_layout, layout_notes
 from tokometer.usecases.policy import (
     ADVICE_LADDER,
     DEFAULT_ACCEPTANCE,
-    DEFAULT_CPU_HARDWARE,
     DEFAULT_DRAFT_TOKENS,
     DEFAULT_MODEL,
     default_engine,
@@ -267,12 +257,12 @@ def estimate(
         batch=int(batch),
         sessions_context_tokens=None,
     )
-    layout = _layout(
+    layout = build_layout(
         spec, hardware, eng, fmt.compute_dtype if fmt else "fp16",
         tp=req.tp, pp=req.pp, link=req.link, gpu_layers=req.gpu_layers, cpu_hw=req.cpu_hw, offload_mode=req.offload_mode,
         offload_experts=req.offload_experts,
     )
-    warnings += _layout_notes(spec, eng, layout)
+    warnings += layout_notes(spec, eng, layout)
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
     lever_step = setup.step(int(batch), depth)
     step = lever_step.step
@@ -505,133 +495,6 @@ def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, l
         spread = max(spread, multi_device_log_sd() or spread)
     band = interval(estimate_tok_s, spread)
     return Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
-
-
-def _layout(
-    spec: ModelSpec,
-    hardware: HardwareSpec,
-    engine: EngineSpec,
-    compute_dtype: Any,
-    *,
-    tp: int,
-    pp: int,
-    link: str | None,
-    gpu_layers: int | float | str | None,
-    cpu_hw: str | HardwareSpec | None,
-    offload_mode: OffloadMode | None,
-    offload_experts: int | str | None = None,
-) -> Layout:
-    """Check the parallelism and offload inputs and build the layout (docs/PHYSICS.md section 7)."""
-    if pp > spec.n_layers:
-        raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
-    n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
-    devices = tp * pp
-    if offload_experts is not None:
-        return _expert_layout(spec, hardware, engine, compute_dtype, offload_experts, n_gpu, devices, cpu_hw, offload_mode, link)
-    if n_gpu is None:
-        if cpu_hw is not None or offload_mode is not None:
-            raise InputError(
-                "{cpu_hw} and {offload_mode} need {gpu_layers} N (or a share like 0.8), or {offload_experts}",
-                field="gpu_layers",
-            )
-        if link is not None and devices == 1:
-            raise InputError("{link} needs {tp} or {pp} (or {gpu_layers} with {offload_mode} stream)", field="link")
-        return Layout(tp=tp, pp=pp, link=parse_link(link, hardware) if devices > 1 else None)
-    if devices > 1:
-        raise InputError("{gpu_layers} together with {tp}/{pp} is not modelled; use one lever at a time", field="gpu_layers")
-    if hardware.kind == "cpu":
-        raise InputError(f"{{gpu_layers}} needs a GPU: {hardware.name} is a CPU memory system", field="gpu_layers")
-    cpu = _cpu_memory(cpu_hw)
-    host = parse_link(link, hardware) if link else host_link(hardware)
-    return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
-
-
-def _cpu_memory(cpu_hw: str | HardwareSpec | None) -> HardwareSpec:
-    """The CPU memory system offloaded weights live in (default: dual-channel DDR5)."""
-    cpu = cpu_hw if isinstance(cpu_hw, HardwareSpec) else hardware_catalog().get(cpu_hw or DEFAULT_CPU_HARDWARE)
-    if cpu.kind != "cpu":
-        raise InputError(
-            f"{{cpu_hw}} must be a CPU memory system (e.g. {DEFAULT_CPU_HARDWARE}), {cpu.name} is a {cpu.kind}",
-            field="cpu_hw",
-        )
-    return cpu
-
-
-def _expert_layout(
-    spec: ModelSpec,
-    hardware: HardwareSpec,
-    engine: EngineSpec,
-    compute_dtype: Any,
-    offload_experts: int | str,
-    n_gpu: int | None,
-    devices: int,
-    cpu_hw: str | HardwareSpec | None,
-    offload_mode: OffloadMode | None,
-    link: str | None,
-) -> Layout:
-    """`--offload-experts N|all`: every layer on the GPU, the routed experts of N layers in system RAM
-    and computed on the CPU (docs/PHYSICS.md section 7). N = 0 is no offload at all."""
-    if not spec.is_moe:
-        raise InputError(
-            f"{{offload_experts}} needs a mixture-of-experts model; {spec.name} is dense "
-            "(offload whole layers with {gpu_layers})",
-            field="offload_experts",
-        )
-    n_experts = expert_layer_count(offload_experts, spec.n_layers)
-    if n_gpu is not None:
-        raise InputError(
-            "{offload_experts} together with {gpu_layers} is not modelled; use one lever at a time", field="offload_experts"
-        )
-    if devices > 1:
-        raise InputError(
-            "{offload_experts} together with {tp}/{pp} is not modelled; use one lever at a time", field="offload_experts"
-        )
-    if offload_mode == "stream":
-        raise InputError(
-            "{offload_experts} computes the experts on the CPU; {offload_mode} stream does not apply", field="offload_mode"
-        )
-    if hardware.kind == "cpu":
-        raise InputError(f"{{offload_experts}} needs a GPU: {hardware.name} is a CPU memory system", field="offload_experts")
-    cpu = _cpu_memory(cpu_hw)
-    if not n_experts:
-        return Layout()
-    host = parse_link(link, hardware) if link else host_link(hardware)
-    off = cpu_offload(engine, hardware, compute_dtype, spec.n_layers, cpu, "cpu", host)
-    return Layout(offload=replace(off, expert_layers=n_experts))
-
-
-def cpu_offload(
-    engine: EngineSpec,
-    hardware: HardwareSpec,
-    compute_dtype: Any,
-    gpu_layers: int,
-    cpu: HardwareSpec | None = None,
-    mode: OffloadMode = "cpu",
-    link: Link | None = None,
-) -> Offload:
-    """`gpu_layers` on `hardware`, the rest on `cpu` (default: dual-channel DDR5) run by the same engine."""
-    cpu = cpu or hardware_catalog().get(DEFAULT_CPU_HARDWARE)
-    return Offload(
-        gpu_layers=gpu_layers,
-        cpu=cpu,
-        cpu_efficiency=efficiency_for(engine, cpu, "cpu"),
-        link=link or host_link(hardware),
-        mode=mode,
-        cpu_peak=compute_peak(cpu, compute_dtype),
-    )
-
-
-def _layout_notes(spec: ModelSpec, engine: EngineSpec, layout: Layout) -> list[Notice | str]:
-    notes: list[Notice | str] = []
-    if layout.offload is not None and layout.offload.expert_layers and (engine.based_on or engine.id) != "llama-cpp":
-        notes.append(ExpertOffloadEngine(engine.name))
-    if layout.tp > 1 and spec.n_heads and spec.n_heads % layout.tp:
-        notes.append(UnevenHeads(spec.n_heads, layout.tp))
-    if layout.tp > 1 and (engine.based_on or engine.id) == "llama-cpp":
-        notes.append(LlamaCppRowSplit())
-    if layout.tp > 1 and not spec.hidden_size:
-        notes.append(BareAllReduce())
-    return notes
 
 
 def _draft(

@@ -16,7 +16,8 @@ from tokometer.costmodel.utilisation import mfu as mfu
 from tokometer.costmodel.utilisation import placement as placement
 from tokometer.errors import InputError, require_positive
 from tokometer.specs import HardwareSpec, ModelSpec
-from tokometer.usecases.estimate import Estimate, cpu_offload, estimate
+from tokometer.usecases.estimate import Estimate, estimate
+from tokometer.usecases.placement import cpu_offload
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,163 @@
+"""Where the model runs: the request's parallelism and offload levers checked and turned into a `Layout`.
+
+`estimate()` hands over the levers (`--tp`, `--pp`, `--link`, `--gpu-layers`, `--offload-experts`,
+`--cpu-hw`, `--offload-mode`); this module refuses the combinations that are not modelled, with one
+clear line each, builds the layout the cost model runs on (docs/PHYSICS.md section 7), and says
+what about it is worth a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from tokometer.catalog import hardware_catalog
+from tokometer.catalog.efficiency import efficiency_for
+from tokometer.costmodel.layout import (
+    Layout,
+    Link,
+    Offload,
+    OffloadMode,
+    expert_layer_count,
+    gpu_layer_count,
+    host_link,
+    parse_link,
+)
+from tokometer.costmodel.roofline import compute_peak
+from tokometer.errors import InputError
+from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec
+from tokometer.usecases.notices import (
+    BareAllReduce,
+    ExpertOffloadEngine,
+    LlamaCppRowSplit,
+    Notice,
+    UnevenHeads,
+)
+from tokometer.usecases.policy import DEFAULT_CPU_HARDWARE
+
+
+def build_layout(
+    spec: ModelSpec,
+    hardware: HardwareSpec,
+    engine: EngineSpec,
+    compute_dtype: Any,
+    *,
+    tp: int,
+    pp: int,
+    link: str | None,
+    gpu_layers: int | float | str | None,
+    cpu_hw: str | HardwareSpec | None,
+    offload_mode: OffloadMode | None,
+    offload_experts: int | str | None = None,
+) -> Layout:
+    """Check the parallelism and offload inputs and build the layout (docs/PHYSICS.md section 7)."""
+    if pp > spec.n_layers:
+        raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
+    n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
+    devices = tp * pp
+    if offload_experts is not None:
+        return _expert_layout(spec, hardware, engine, compute_dtype, offload_experts, n_gpu, devices, cpu_hw, offload_mode, link)
+    if n_gpu is None:
+        if cpu_hw is not None or offload_mode is not None:
+            raise InputError(
+                "{cpu_hw} and {offload_mode} need {gpu_layers} N (or a share like 0.8), or {offload_experts}",
+                field="gpu_layers",
+            )
+        if link is not None and devices == 1:
+            raise InputError("{link} needs {tp} or {pp} (or {gpu_layers} with {offload_mode} stream)", field="link")
+        return Layout(tp=tp, pp=pp, link=parse_link(link, hardware) if devices > 1 else None)
+    if devices > 1:
+        raise InputError("{gpu_layers} together with {tp}/{pp} is not modelled; use one lever at a time", field="gpu_layers")
+    if hardware.kind == "cpu":
+        raise InputError(f"{{gpu_layers}} needs a GPU: {hardware.name} is a CPU memory system", field="gpu_layers")
+    cpu = _cpu_memory(cpu_hw)
+    host = parse_link(link, hardware) if link else host_link(hardware)
+    return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
+
+
+def _cpu_memory(cpu_hw: str | HardwareSpec | None) -> HardwareSpec:
+    """The CPU memory system offloaded weights live in (default: dual-channel DDR5)."""
+    cpu = cpu_hw if isinstance(cpu_hw, HardwareSpec) else hardware_catalog().get(cpu_hw or DEFAULT_CPU_HARDWARE)
+    if cpu.kind != "cpu":
+        raise InputError(
+            f"{{cpu_hw}} must be a CPU memory system (e.g. {DEFAULT_CPU_HARDWARE}), {cpu.name} is a {cpu.kind}",
+            field="cpu_hw",
+        )
+    return cpu
+
+
+def _expert_layout(
+    spec: ModelSpec,
+    hardware: HardwareSpec,
+    engine: EngineSpec,
+    compute_dtype: Any,
+    offload_experts: int | str,
+    n_gpu: int | None,
+    devices: int,
+    cpu_hw: str | HardwareSpec | None,
+    offload_mode: OffloadMode | None,
+    link: str | None,
+) -> Layout:
+    """`--offload-experts N|all`: every layer on the GPU, the routed experts of N layers in system RAM
+    and computed on the CPU (docs/PHYSICS.md section 7). N = 0 is no offload at all."""
+    if not spec.is_moe:
+        raise InputError(
+            f"{{offload_experts}} needs a mixture-of-experts model; {spec.name} is dense "
+            "(offload whole layers with {gpu_layers})",
+            field="offload_experts",
+        )
+    n_experts = expert_layer_count(offload_experts, spec.n_layers)
+    if n_gpu is not None:
+        raise InputError(
+            "{offload_experts} together with {gpu_layers} is not modelled; use one lever at a time", field="offload_experts"
+        )
+    if devices > 1:
+        raise InputError(
+            "{offload_experts} together with {tp}/{pp} is not modelled; use one lever at a time", field="offload_experts"
+        )
+    if offload_mode == "stream":
+        raise InputError(
+            "{offload_experts} computes the experts on the CPU; {offload_mode} stream does not apply", field="offload_mode"
+        )
+    if hardware.kind == "cpu":
+        raise InputError(f"{{offload_experts}} needs a GPU: {hardware.name} is a CPU memory system", field="offload_experts")
+    cpu = _cpu_memory(cpu_hw)
+    if not n_experts:
+        return Layout()
+    host = parse_link(link, hardware) if link else host_link(hardware)
+    off = cpu_offload(engine, hardware, compute_dtype, spec.n_layers, cpu, "cpu", host)
+    return Layout(offload=replace(off, expert_layers=n_experts))
+
+
+def cpu_offload(
+    engine: EngineSpec,
+    hardware: HardwareSpec,
+    compute_dtype: Any,
+    gpu_layers: int,
+    cpu: HardwareSpec | None = None,
+    mode: OffloadMode = "cpu",
+    link: Link | None = None,
+) -> Offload:
+    """`gpu_layers` on `hardware`, the rest on `cpu` (default: dual-channel DDR5) run by the same engine."""
+    cpu = cpu or hardware_catalog().get(DEFAULT_CPU_HARDWARE)
+    return Offload(
+        gpu_layers=gpu_layers,
+        cpu=cpu,
+        cpu_efficiency=efficiency_for(engine, cpu, "cpu"),
+        link=link or host_link(hardware),
+        mode=mode,
+        cpu_peak=compute_peak(cpu, compute_dtype),
+    )
+
+
+def layout_notes(spec: ModelSpec, engine: EngineSpec, layout: Layout) -> list[Notice | str]:
+    notes: list[Notice | str] = []
+    if layout.offload is not None and layout.offload.expert_layers and (engine.based_on or engine.id) != "llama-cpp":
+        notes.append(ExpertOffloadEngine(engine.name))
+    if layout.tp > 1 and spec.n_heads and spec.n_heads % layout.tp:
+        notes.append(UnevenHeads(spec.n_heads, layout.tp))
+    if layout.tp > 1 and (engine.based_on or engine.id) == "llama-cpp":
+        notes.append(LlamaCppRowSplit())
+    if layout.tp > 1 and not spec.hidden_size:
+        notes.append(BareAllReduce())
+    return notes
