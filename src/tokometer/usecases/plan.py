@@ -154,11 +154,10 @@ def candidates(
                 b = int(min(dep.policy.max_num_seqs, dep.kv_capacity_tokens // (prompt + output)))
                 depth = prompt + output / 2.0
                 step = cost.time_s(b, b * depth, b * depth, b)
-                if step > slo_tpot_s:  # at full batch the TPOT objective binds: shrink the batch
-                    while b > 1 and cost.time_s(b, b * depth, b * depth, b) > slo_tpot_s:
-                        b //= 2
+                while b > 1 and step > slo_tpot_s:  # at full batch the TPOT objective binds: shrink the batch
+                    b //= 2
                     step = cost.time_s(b, b * depth, b * depth, b)
-                prefill_per_req = cost.time_s(prompt, 0.0, prompt * prompt / 2.0, prefill_tokens=prompt) - cost.overhead_s - cost.comm_fixed_s
+                prefill_per_req = ttft_floor - cost.overhead_s - cost.comm_fixed_s  # the prompt's step, less its fixed costs
                 saturation = b / (output * step + b * max(prefill_per_req, 0.0))
                 replicas = max(1, math.ceil(rate / (HEADROOM * saturation)))
                 if disagg:
