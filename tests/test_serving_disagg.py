@@ -21,7 +21,7 @@ from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_di
 from tokometer.errors import InputError
 from tokometer.usecases.estimate import estimate
 
-EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, step_overhead_us=1000.0)
+EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, layer_step_overhead_us=30.0)
 VLLM = SchedulerPolicy(engine="vllm", max_num_seqs=256, max_num_batched_tokens=2048)
 KV_BYTES = 131072.0  # Llama 3.1 8B, bf16 K+V per token
 

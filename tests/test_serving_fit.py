@@ -24,9 +24,10 @@ from tokometer.usecases.serving_validate import (
     predict,
     read_rows,
     report,
+    simulate_run,
 )
 
-TRUTH = ServingEfficiency(compute_fraction_max=0.55, compute_half_tokens=128.0, step_overhead_us=3000.0, sequence_overhead_us=20.0,
+TRUTH = ServingEfficiency(compute_fraction_max=0.55, compute_half_tokens=128.0, layer_step_overhead_us=96.0, sequence_overhead_us=20.0,
                           prefill_fraction_max=0.5)
 
 
@@ -46,7 +47,7 @@ def _static_rows() -> list[dict[str, str]]:
     data = list(csv.DictReader(default_data_path().read_text(encoding="utf-8").splitlines()))
     # two model sizes: with one, a per-step overhead and the GEMM ramp of small steps trade off
     keep = [r for r in data if r["scenario"] == "static-batch" and r["model"] in ("Llama-2-7B-chat", "Llama-2-70B-chat")
-            and r["metric"] in ("tput_out", "ttft_s_mean")]
+            and r["metric"] in ("tput_out", "ttft_s_mean", "itl_s_p50")]
     return keep
 
 
@@ -62,11 +63,29 @@ def test_fit_recovers_known_parameters(tmp_path: Path) -> None:
     for rec in synthetic:
         for name, measured in rec.targets:
             assert rec.predict(got)[name] == pytest.approx(measured, rel=0.05)
-    assert got.step_overhead_us == pytest.approx(TRUTH.step_overhead_us, rel=0.35)
+    assert got.layer_step_overhead_us == pytest.approx(TRUTH.layer_step_overhead_us, rel=0.35)
     assert got.sequence_overhead_us == pytest.approx(TRUTH.sequence_overhead_us, rel=0.35)
     assert got.prefill_fraction_max == pytest.approx(0.5, abs=0.051)  # the prompts' plateau, not the prior's 0.7
     pooled = fit(synthetic, prefill=False)  # the pooled entry leaves prompts to single-stream physics
     assert pooled.prefill_fraction_max is None
+
+
+def test_the_fits_shortcut_predicts_what_the_simulator_does(tmp_path: Path) -> None:
+    """A recorded static batch, re-timed in numpy under other parameters, gives the simulator's own
+    throughput, mean TTFT and median ITL for those parameters (within the blocks' averaging)."""
+    rows, _ = read_rows(_rows(tmp_path, _static_rows()))
+    checked = 0
+    for run in group_runs(rows):
+        rec = record_run(run)
+        if rec is None:
+            continue
+        fast = rec.predict(TRUTH)
+        sim = simulate_run(run, lambda _: TRUTH)
+        assert fast["tput_out"] == pytest.approx(sim.tput_out_tok_s, rel=0.02)
+        assert fast["ttft_mean"] == pytest.approx(sim.ttft_s.mean, rel=0.02)
+        assert fast["itl_p50"] == pytest.approx(sim.itl_s.p50, rel=0.03)
+        checked += 1
+    assert checked >= 4
 
 
 def test_validation_keeps_every_row_with_a_reason(tmp_path: Path) -> None:
@@ -89,7 +108,7 @@ def test_shipped_table_names_the_data_it_was_fitted_on() -> None:
     shipped = json.loads(SERVING_EFFICIENCY_FILE.read_text(encoding="utf-8"))
     assert shipped["data_sha256"] == file_sha256(default_data_path())
     for entry in shipped["entries"].values():
-        assert 0 < entry["compute_fraction_max"] <= 1 and entry["step_overhead_us"] >= 0 and entry["n_rows"] > 0
+        assert 0 < entry["compute_fraction_max"] <= 1 and entry["layer_step_overhead_us"] >= 0 and entry["n_rows"] > 0
 
 
 @pytest.mark.slow

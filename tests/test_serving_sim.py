@@ -19,11 +19,12 @@ from tokometer.costmodel.serving import (
     simulate,
     step_cost,
 )
+from tokometer.costmodel.serving.engine import StepRecord
 from tokometer.errors import InputError
 from tokometer.units import TFLOP
 from tokometer.usecases.estimate import estimate
 
-EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, step_overhead_us=1000.0)
+EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, layer_step_overhead_us=30.0)
 VLLM = SchedulerPolicy(engine="vllm", max_num_seqs=256, max_num_batched_tokens=8192)
 
 
@@ -58,7 +59,7 @@ def test_deterministic_under_a_seed(cost) -> None:  # type: ignore[no-untyped-de
 
 def test_step_cost_matches_the_single_decode_step(setup) -> None:  # type: ignore[no-untyped-def]
     """A decode-only step of B sequences at depth c reads what `decode_step` says it reads."""
-    cost = step_cost(setup, replace(EFF, step_overhead_us=0.0))
+    cost = step_cost(setup, replace(EFF, layer_step_overhead_us=0.0))
     b, c = 32, 1000
     single = decode_step(setup.model, setup.weights, setup.hardware, setup.efficiency, batch=b, depth_tokens=c,
                          kv_bytes_per_element=setup.kv_bytes_per_element, peak=setup.peak)
@@ -67,6 +68,9 @@ def test_step_cost_matches_the_single_decode_step(setup) -> None:  # type: ignor
     # the fitted serving step overhead (0 here) replaces the single-stream tau_step; tau_layer stays
     tau_step_s = setup.efficiency.step_overhead_us * 1e-6
     assert fixed_s == pytest.approx(single.overhead_time_s - tau_step_s, rel=1e-6)
+    # the engine's step overhead is paid once per layer of the step
+    charged = step_cost(setup, replace(EFF, layer_step_overhead_us=30.0)).split(b, b * c, b * c)[4]
+    assert charged - fixed_s == pytest.approx(setup.model.n_layers * 30e-6, rel=1e-9)
 
 
 def test_a_prefill_only_step_computes_its_gemms_as_single_stream_prefill_does(setup) -> None:  # type: ignore[no-untyped-def]
@@ -87,7 +91,7 @@ def test_a_prefill_only_step_computes_its_gemms_as_single_stream_prefill_does(se
 
 def test_a_compute_bound_gemm_does_not_hide_the_kv_stream(setup) -> None:  # type: ignore[no-untyped-def]
     """A big decode batch deep in context: the GEMMs compute, attention streams the KV; the step is both, summed."""
-    cost = step_cost(setup, replace(EFF, step_overhead_us=0.0))
+    cost = step_cost(setup, replace(EFF, layer_step_overhead_us=0.0))
     b, c = 512, 4000
     weights_s, matmul_s, kv_s, attention_s, fixed_s = cost.split(b, b * c, b * c)
     assert matmul_s > weights_s and kv_s > attention_s  # each part bound by a different resource
@@ -99,15 +103,15 @@ def test_the_simulator_charges_the_step_cost_model(setup) -> None:  # type: igno
     """One batch of requests: the engine's inlined step time equals `StepCost.time_s` step by step,
     the per-sequence cost charged for every sequence that emits a token."""
     cost = step_cost(setup, replace(EFF, sequence_overhead_us=50.0))
-    record: list[tuple[float, float, float, int, int]] = []
+    record: list[StepRecord] = []
     r = simulate(cost, VLLM, 1e6, Workload(num_requests=64, prompt=fixed(500), output=fixed(20)), record=record)
-    expected = sum(cost.time_s(t, kv, pairs, dec + first, t - dec) for t, kv, pairs, dec, first in record)
+    expected = sum(cost.time_s(t, kv, pairs, dec + first, t - dec) for t, kv, pairs, dec, first, _ in record)
     assert r.duration_s == pytest.approx(expected, rel=1e-9)
-    assert r.duration_s > sum(cost.time_s(t, kv, pairs, 0.0, t - dec) for t, kv, pairs, dec, _ in record) + 64 * 20 * 49e-6
+    assert r.duration_s > sum(cost.time_s(t, kv, pairs, 0.0, t - dec) for t, kv, pairs, dec, _, _ in record) + 64 * 20 * 49e-6
 
 
 def test_batch_never_exceeds_max_num_seqs_and_budget(cost) -> None:  # type: ignore[no-untyped-def]
-    record: list[tuple[float, float, float, int, int]] = []
+    record: list[StepRecord] = []
     pol = replace(VLLM, max_num_seqs=16, max_num_batched_tokens=512)
     simulate(cost, pol, 1e6, Workload(num_requests=100, prompt=fixed(1000), output=fixed(50)), record=record)
     assert record and max(step[0] for step in record) <= 512
@@ -135,7 +139,7 @@ def test_static_batches_wait_for_the_whole_batch(cost) -> None:  # type: ignore[
 
 
 def test_sglang_style_prefill_pauses_decodes(cost) -> None:  # type: ignore[no-untyped-def]
-    record: list[tuple[float, float, float, int, int]] = []
+    record: list[StepRecord] = []
     pol = replace(VLLM, mixed_batches=False)
     simulate(cost, pol, 1e6, Workload(arrival="poisson", rate_per_s=30, num_requests=200, prompt=fixed(800), output=fixed(50)), record=record)
     prefill_steps = [s for s in record if s[4] > 0]

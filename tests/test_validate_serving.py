@@ -91,9 +91,9 @@ def test_calibrate_fits_serving_rows(capsys: pytest.CaptureFixture[str], serving
     assert shown["written"] == str(target)
     entries = written["entries"]
     assert "*" in entries  # too few rows per engine for their own entries: the pooled fit only
-    assert entries["*"]["n_runs"] == 2  # offline and static-batch: the fit targets tput_out and static TTFT means
+    assert entries["*"]["n_runs"] == 2  # offline and static-batch: the fit targets tput_out and static TTFT means and ITL medians
     for entry in entries.values():
-        assert 0 < entry["compute_fraction_max"] <= 1 and entry["step_overhead_us"] >= 0
+        assert 0 < entry["compute_fraction_max"] <= 1 and entry["layer_step_overhead_us"] >= 0
 
 
 def test_sharegpt_lengths_follow_the_models_tokenizer() -> None:

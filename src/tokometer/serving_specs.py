@@ -57,15 +57,16 @@ class SchedulerPolicy(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class ServingEfficiency(_Plain):
-    """Fitted per engine: batched-compute efficiency curve and the fixed cost of one engine step.
+    """Fitted per engine: batched-compute efficiency curve and the fixed costs of one engine step.
 
         eta_c(T) = compute_fraction_max * T / (T + compute_half_tokens)
 
     where T is the number of tokens the step carries (MFU grows with tokens per step: small GEMMs
-    leave tensor cores idle). `step_overhead_us` is the engine's fixed cost of one step (scheduling,
-    launches), on top of the single-stream per-layer overhead; `sequence_overhead_us` is the cost of
-    each sequence that emits a token in a step (sampling, stop checks, detokenisation and the
-    runtime's per-request bookkeeping), which grows with the batch, not with the step count.
+    leave tensor cores idle). `layer_step_overhead_us` is the engine's fixed cost of one step per
+    layer the device runs (launches, synchronisation and the runtime's per-layer work, which a deeper
+    model pays more of), on top of the single-stream per-layer overhead; `sequence_overhead_us` is
+    the cost of each sequence that emits a token in a step (sampling, stop checks, detokenisation
+    and the runtime's per-request bookkeeping), which grows with the batch, not with the step count.
 
     Prompt (prefill) tokens have their own plateau, `prefill_fraction_max`: engines run the context
     phase through their own kernels and GEMM shapes (TurboMind's context decoder, TensorRT-LLM's
@@ -77,7 +78,7 @@ class ServingEfficiency(_Plain):
 
     compute_fraction_max: float = 0.6
     compute_half_tokens: float = 64.0
-    step_overhead_us: float = 2000.0
+    layer_step_overhead_us: float = 60.0
     sequence_overhead_us: float = 0.0
     prefill_fraction_max: float | None = None
     source: str = "default (not fitted)"

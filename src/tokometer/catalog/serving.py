@@ -128,7 +128,7 @@ def serving_efficiency(engine_id: str) -> ServingEfficiency:
     return ServingEfficiency(
         compute_fraction_max=float(entry["compute_fraction_max"]),
         compute_half_tokens=float(entry["compute_half_tokens"]),
-        step_overhead_us=float(entry["step_overhead_us"]),
+        layer_step_overhead_us=float(entry["layer_step_overhead_us"]),
         sequence_overhead_us=float(entry.get("sequence_overhead_us", 0.0)),
         prefill_fraction_max=None if entry.get("prefill_fraction_max") is None else float(entry["prefill_fraction_max"]),
         source=f"fitted {table.get('fitted_on', '')} on {table.get('data', 'serving.csv')} ({'engine' if engine_id in entries else 'pooled'})",

@@ -194,7 +194,7 @@ def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
         q = e.get("prefill_fraction_max")
         prefill = f"prefill {q:.2f}" if q is not None else "prefill from physics"
         click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  {prefill}  "
-                   f"step overhead {e['step_overhead_us']:,.0f} us + {e.get('sequence_overhead_us', 0.0):g} us per sequence  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
+                   f"step overhead {e['layer_step_overhead_us']:g} us per layer + {e.get('sequence_overhead_us', 0.0):g} us per sequence  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
     click.echo(f"wrote {target}")
 
 
@@ -208,7 +208,7 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
 
     CASES defaults to the shipped calibration measurements.csv. A file with serving columns (or
     --serving) fits the serving simulator instead: per engine, the batched-compute efficiency curve
-    and the per-step overhead.
+    and the step overheads (per layer, per sequence).
     """
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
     from tokometer.report.text import table, to_json

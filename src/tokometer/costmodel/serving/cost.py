@@ -74,7 +74,7 @@ class StepCost(_Plain):
     compute_half_tokens: float
     prefill_fraction_max: float  # plateau of prompt tokens' GEMM efficiency
     prefill_half_tokens: float
-    overhead_s: float  # per-layer launches + engine step overhead
+    overhead_s: float  # per-layer launches + the engine's per-layer step overhead, for the layers this device runs
     sequence_overhead_s: float  # per sequence that emits a token in the step
     comm_fixed_s: float  # all-reduce launches and hops per step (low-latency protocol)
     comm_per_token_s: float  # all-reduce and hop payload per token (low-latency protocol)
@@ -165,7 +165,7 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         compute_half_tokens=serving.compute_half_tokens,
         prefill_fraction_max=serving.prefill_fraction_max or eff.prefill_max_for(setup.quantized),
         prefill_half_tokens=eff.prefill_half_tokens,
-        overhead_s=(model.n_layers / pp * eff.layer_overhead_us + serving.step_overhead_us) * US,
+        overhead_s=model.n_layers / pp * (eff.layer_overhead_us + serving.layer_step_overhead_us) * US,
         sequence_overhead_s=serving.sequence_overhead_us * US,
         comm_fixed_s=comm[0],
         comm_per_token_s=comm[1],

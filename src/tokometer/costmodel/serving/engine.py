@@ -30,6 +30,11 @@ from tokometer.serving_specs import SchedulerPolicy
 
 BIG_BUDGET = 1 << 60
 
+# What `record` keeps of each step: tokens carried, KV tokens read, attention pairs, sequences decoded,
+# prompts that finished prefill and emit a token, and how many of those emit their request's first
+# token (a prompt recomputed after preemption emits its next token, not a first one)
+StepRecord = tuple[float, float, float, int, int, int]
+
 
 class Request:
     """One request in flight; mutable, slots only (the simulator creates one per request)."""
@@ -68,7 +73,7 @@ class Replica:
         on_done: Callable[[Request, float], None] | None = None,
         slo_ttft_s: float | None = None,
         slo_tpot_s: float | None = None,
-        record: list[tuple[float, float, float, int, int]] | None = None,
+        record: list[StepRecord] | None = None,
     ) -> None:
         self.cost = cost
         self.policy = policy
@@ -79,7 +84,7 @@ class Replica:
         self.on_done = on_done
         self.slo_ttft = slo_ttft_s if slo_ttft_s is not None else math.inf
         self.slo_tpot = slo_tpot_s if slo_tpot_s is not None else math.inf
-        self.record = record  # per step: (tokens, KV tokens read, attention pairs, decodes, first tokens)
+        self.record = record
         self.clock = 0.0
         self.waiting: deque[Request] = deque()
         self.prefilling: list[Request] = []
@@ -288,7 +293,8 @@ class Replica:
         fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_s(tokens)
         dt = roof + fixed
         if self.record is not None:
-            self.record.append((tokens, kv_read, pairs, n_dec if decode_now else 0, len(completing)))
+            firsts = sum(1 for req in completing if req.first < 0)
+            self.record.append((tokens, kv_read, pairs, n_dec if decode_now else 0, len(completing), firsts))
         bound = "overhead" if fixed > roof else ("memory" if memory >= compute else "compute")
         self.bound_s[bound] += dt
         self.batch_time += self.n_running * dt

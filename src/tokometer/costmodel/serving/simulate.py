@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tokometer.costmodel.serving.cost import StepCost
-from tokometer.costmodel.serving.engine import Replica
+from tokometer.costmodel.serving.engine import Replica, StepRecord
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
 from tokometer.errors import InputError
@@ -172,7 +172,7 @@ def simulate(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     max_context_tokens: int | None = None,
-    record: list[tuple[float, float, float, int, int]] | None = None,
+    record: list[StepRecord] | None = None,
 ) -> ServingResult:
     """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`."""
     if router not in ROUTERS:
