@@ -64,6 +64,7 @@ from tokometer.usecases.serving_validate import (
 )
 
 PRIOR = ServingEfficiency()
+BARE = replace(PRIOR, layer_step_overhead_us=0.0, sequence_overhead_us=0.0)  # records runs without the fitted overheads
 GRID_F = tuple(round(0.15 + 0.05 * i, 2) for i in range(18))  # 0.15 .. 1.0
 GRID_HALF = (0.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
 GRID_OVERHEAD_US = tuple(float(x) for x in range(0, 481, 8))  # per layer the device runs, per step
@@ -78,7 +79,7 @@ STATIC_TARGETS = {("ttft", "mean"): "ttft_mean", ("itl", "p50"): "itl_p50"}  # s
 
 @dataclass
 class Recording:
-    """One offline/static run's steps under the prior, and the rows it is scored on."""
+    """One offline/static run's steps (recorded without the engine overheads), and the rows it is scored on."""
 
     engine: str
     source: str
@@ -173,7 +174,7 @@ def record_run(run: Run) -> Recording | None:
             targets.append((STATIC_TARGETS[m.group(1), m.group(3)], row.value * UNIT_S[m.group(2)]))
     if not targets or run.reason is not None or run.workload is None:
         return None
-    dep = deploy_run(run, PRIOR)
+    dep = deploy_run(run, BARE)
     steps: list[StepRecord] = []
     simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), record=steps,
              max_context_tokens=dep.max_context_tokens)
@@ -190,8 +191,7 @@ def record_run(run: Run) -> Recording | None:
     decode_gemm_s = c.matmul_flops_per_token * a[:, 3] / peak
     prefill_gemm_s = c.matmul_flops_per_token * prompt / peak
     attention_s = c.attention_flops_per_pair * a[:, 2] / peak
-    layers = dep.setup.model.n_layers / dep.setup.layout.pp
-    fixed = (c.overhead_s - layers * PRIOR.layer_step_overhead_us * 1e-6) + c.comm_s(tokens)
+    fixed = c.overhead_s + c.comm_s(tokens)  # the single-stream per-layer launches only (BARE)
     starts = _blocks(tokens, a[:, 4], prompt)
     n = np.diff(np.append(starts, len(tokens))).astype(float)
     return Recording(
@@ -199,7 +199,8 @@ def record_run(run: Run) -> Recording | None:
         weights_s=np.add.reduceat(weights_s, starts) / n, decode_gemm_s=np.add.reduceat(decode_gemm_s, starts) / n,
         prefill_gemm_s=np.add.reduceat(prefill_gemm_s, starts) / n,
         kv_s=np.add.reduceat(kv_s, starts) / n, attention_s=np.add.reduceat(attention_s, starts) / n,
-        fixed_s=np.add.reduceat(fixed, starts), decodes=np.add.reduceat(a[:, 3], starts), layers=layers, out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
+        fixed_s=np.add.reduceat(fixed, starts), decodes=np.add.reduceat(a[:, 3], starts),
+        layers=dep.setup.model.n_layers / dep.setup.layout.pp, out_tokens=float(a[:, 3].sum() + a[:, 4].sum()),
         first_tokens=np.add.reduceat(a[:, 5], starts), emitting=np.add.reduceat(a[:, 3] + a[:, 4], starts),
         targets=targets, prefill_max=c.prefill_fraction_max, prefill_half=c.prefill_half_tokens,
     )
