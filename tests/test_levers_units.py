@@ -14,17 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.layout import (
+from tokometer.costmodel.layout import Layout, Setup, gpu_layer_count, kv_shards
+from tokometer.costmodel.links import (
     ALLREDUCE_LAUNCH_US,
     LL_BANDWIDTH_SHARE,
     NVLINK_HOP_US,
     PCIE_HOP_US,
-    Layout,
-    Setup,
     allreduce_costs,
     allreduce_time_s,
-    gpu_layer_count,
-    kv_shards,
     parse_link,
     pcie_link,
 )

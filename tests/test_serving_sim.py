@@ -251,7 +251,7 @@ def test_multi_step_scheduling_streams_tokens_in_bursts(cost) -> None:  # type: 
 
 
 def test_tensor_parallel_steps_pay_the_cheaper_all_reduce_protocol() -> None:
-    from tokometer.costmodel.layout import allreduce_time_s
+    from tokometer.costmodel.links import allreduce_time_s
 
     tp4 = estimate("llama-2-70b", "a100-80gb-sxm", quant="fp16", engine="vllm", tp=4, advise=False).setup
     assert tp4 is not None and tp4.layout.link is not None

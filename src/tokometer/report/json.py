@@ -11,15 +11,14 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from tokometer.costmodel.curves import experts_touched
-from tokometer.costmodel.layout import (
+from tokometer.costmodel.layout import LeverStep, kv_shards
+from tokometer.costmodel.links import (
     ALLREDUCE_LAUNCH_US,
     LINK_EFFICIENCY,
     LINK_SOURCES,
-    LeverStep,
     activation_bytes,
     allreduce_protocol,
     allreduce_time_s,
-    kv_shards,
 )
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
 from tokometer.report.notices import notice_text

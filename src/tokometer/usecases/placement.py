@@ -15,14 +15,12 @@ from tokometer.catalog import hardware_catalog
 from tokometer.catalog.efficiency import efficiency_for
 from tokometer.costmodel.layout import (
     Layout,
-    Link,
     Offload,
     OffloadMode,
     expert_layer_count,
     gpu_layer_count,
-    host_link,
-    parse_link,
 )
+from tokometer.costmodel.links import Link, host_link, parse_link
 from tokometer.costmodel.roofline import compute_peak
 from tokometer.errors import InputError
 from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec

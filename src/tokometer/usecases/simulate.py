@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.catalog.serving import ServingEngine, serving_efficiency, serving_engine
-from tokometer.costmodel.layout import Setup, parse_link
+from tokometer.costmodel.layout import Setup
+from tokometer.costmodel.links import parse_link
 from tokometer.costmodel.serving import (
     LengthDist,
     SchedulerPolicy,

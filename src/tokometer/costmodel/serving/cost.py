@@ -40,12 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from tokometer.costmodel.layout import (
-    ACTIVATION_BYTES,
-    Setup,
-    allreduce_costs,
-    kv_shards,
-)
+from tokometer.costmodel.layout import Setup, kv_shards
+from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
 from tokometer.serving_specs import ServingEfficiency
 from tokometer.specs import _Plain
@@ -82,7 +78,7 @@ class StepCost(_Plain):
     comm_bulk_per_token_s: float
 
     def comm_s(self, tokens: Tokens) -> Tokens:
-        """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (layout.allreduce_costs).
+        """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (links.allreduce_costs).
         Written as `(a + b - |a - b|) / 2` so that a numpy array of token counts works too."""
         low = self.comm_fixed_s + self.comm_per_token_s * tokens
         bulk = self.comm_bulk_fixed_s + self.comm_bulk_per_token_s * tokens
