@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokometer.costmodel.curves import MAX_LAYER_POINTS
 from tokometer.usecases.curves import batch_points, context_points, offload_points
 from tokometer.usecases.estimate import estimate
 
@@ -101,3 +102,16 @@ def test_speculation_speeds_up_with_acceptance(model: str, hw: str, a1: float, a
     assert slow.draft is not None and fast.draft is not None
     assert fast.draft.speculation.speedup >= slow.draft.speculation.speedup
     assert 1.0 <= fast.draft.speculation.tokens_per_pass <= k + 1
+
+
+def test_an_absurdly_deep_bare_model_gets_a_bounded_offload_curve() -> None:
+    """`--params 1e30` assumes 1.6e11 layers: the offload curve visits 257 evenly spread layer counts,
+    0 and all layers included, instead of one point per layer (which hung the CLI property test)."""
+    e = estimate(None, "rtx-4090", params_b=1e30, gpu_layers=1, cpu_hw="ddr4-dual-channel", advise=False)
+    n = e.setup.model.n_layers
+    points = [p.gpu_layers for p in offload_points(e)]
+    assert n > 10**10
+    assert len(points) == MAX_LAYER_POINTS + 1 and points[0] == 0 and points[-1] == n
+    assert points == sorted(points)
+    shallow = estimate("llama-3.1-8b", "rtx-4090", gpu_layers=10, cpu_hw="ddr4-dual-channel", advise=False)
+    assert [p.gpu_layers for p in offload_points(shallow)] == list(range(shallow.setup.model.n_layers + 1))

@@ -17,6 +17,8 @@ from tokometer.costmodel.layout import Setup
 from tokometer.costmodel.roofline import Bound, Step
 from tokometer.specs import ModelSpec, _Plain
 
+MAX_LAYER_POINTS = 256  # an offload curve visits every layer count up to this depth (the deepest catalog model has 126 layers)
+
 
 @dataclass(frozen=True, slots=True)
 class BatchPoint(_Plain):
@@ -196,7 +198,7 @@ def offload_curve(
     fits: Callable[[int], bool],
 ) -> tuple[OffloadPoint, ...]:
     """`decode_curve` along the GPU layers, from 0 (all on the CPU) to all layers."""
-    layers = range(setup.model.n_layers + 1)
+    layers = layer_points(setup.model.n_layers)
     return tuple(
         OffloadPoint(
             gpu_layers=int(p.gpu_layers or 0),
@@ -207,6 +209,15 @@ def offload_curve(
         )
         for p in decode_curve(setup, "gpu_layers", layers, batch=batch, depth_tokens=depth_tokens, fits=lambda n: fits(int(n)))
     )
+
+
+def layer_points(n_layers: int, most: int = MAX_LAYER_POINTS) -> list[int]:
+    """Layer counts an offload curve visits: every one from 0 to `n_layers`, or `most` + 1 evenly
+    spread ones (0 and `n_layers` included) for a deeper model, so that a bare model of absurd size
+    (`--params 1e30` gives 1.6e11 layers) costs a curve of bounded length, not one point per layer."""
+    if n_layers <= most:
+        return list(range(n_layers + 1))
+    return sorted({round(i * n_layers / most) for i in range(most + 1)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +237,7 @@ def expert_offload_curve(
     fits: Callable[[int], bool],
 ) -> tuple[ExpertOffloadPoint, ...]:
     """`decode_curve` along the layers whose experts sit in system RAM, from 0 to all."""
-    layers = range(setup.model.n_layers + 1)
+    layers = layer_points(setup.model.n_layers)
     points = decode_curve(setup, "expert_layers", layers, batch=batch, depth_tokens=depth_tokens, fits=lambda n: fits(int(n)))
     return tuple(
         ExpertOffloadPoint(
