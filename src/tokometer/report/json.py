@@ -269,7 +269,7 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
             "tpot_s": e.tpot_s,
             "e2e_s": e.e2e_s,
             "output_tokens": e.workload.output_tokens,
-            "verdict": reading_verdict(e.estimate_tok_s),
+            "verdict": reading_verdict(e.stream_tok_s),  # with a draft, the speculative rate, as TPOT and e2e
         },
         "memory": {
             "total_gb": m.total_gb,
@@ -305,7 +305,7 @@ def estimate_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
 def _speculative_dict(e: Estimate) -> dict[str, Any]:
     d = e.draft
     sp = d.speculation if d else None
-    tpot = sp.pass_time_s / sp.tokens_per_pass if sp else None
+    tpot = e.tpot_s if sp else None  # the estimate's TPOT is the speculative one (usecases/estimate.py)
     return {
         "active": d is not None,
         "draft": (d.model.id or d.model.name) if d else None,
@@ -324,9 +324,7 @@ def _speculative_dict(e: Estimate) -> dict[str, Any]:
         "speedup": sp.speedup if sp else None,
         "break_even_acceptance": sp.break_even_acceptance if sp else None,
         "tpot_s": tpot,
-        "e2e_s": (e.ttft_s + (e.workload.output_tokens - 1) * tpot)
-        if tpot is not None and e.ttft_s is not None
-        else None,
+        "e2e_s": e.e2e_s if sp else None,
     }
 
 def _parallel_dict(e: Estimate) -> dict[str, Any]:
