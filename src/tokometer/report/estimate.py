@@ -150,7 +150,7 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
             f"batching: {_tok(top['aggregate_tok_s'])} aggregate at batch {top['batch']} "
             f"({_tok(top['per_stream_tok_s'])} each)"
             + (f"; compute-bound from batch {ridge:,}" if ridge else "")
-            + (f"; {bat['experts_touched']:.1f} of {bat['n_experts']} experts read per layer" if bat["n_experts"] else "")
+            + (f"; {top['experts_touched']:.1f} of {bat['n_experts']} experts read per layer at batch {top['batch']}" if bat["n_experts"] and top.get("experts_touched") else "")
             + " (one decode step, prefill not charged: `tokometer simulate --concurrency B` for the steady state)"
         )
     return lines
