@@ -59,7 +59,7 @@ def _end_progress(progress: object) -> None:
 @click.option("-m", "--model", "served_model", help="Model name to request (default: the server's first model).")
 @click.option("--protocol", type=click.Choice(["auto", "openai-chat", "openai-completions", "llamacpp", "ollama"]), default="auto", show_default=True, help="Wire protocol; auto probes the server.")
 @click.option("--api-key", help="Bearer token (default: $TOKOMETER_API_KEY, then $OPENAI_API_KEY); never stored or printed.")
-@click.option("--runs", type=int, default=3, show_default=True, help="Measured repetitions (rounds, in --concurrency mode).")
+@click.option("--runs", type=int, default=3, show_default=True, help="Measured repetitions (rounds of c streams, in --concurrency mode, unless --requests sets the count).")
 @click.option("--warmup", type=int, default=1, show_default=True, help="Cold runs sent first and dropped from the statistics.")
 @click.option("--max-tokens", type=int, default=200, show_default=True, help="Tokens to generate per request.")
 @click.option("--prompt-tokens", type=int, default=1024, show_default=True, help="Length of the long prompt that measures TTFT and prefill (0: skip).")
@@ -67,7 +67,7 @@ def _end_progress(progress: object) -> None:
 @click.option("--concurrency", callback=_int_list, help="Concurrent streams, e.g. 1,2,4: per-stream and aggregate speed.")
 @click.option("--rate", "rate_rps", type=float, help="Open-loop Poisson arrivals, requests per second.")
 @click.option("--duration", "duration_s", type=float, help="Seconds of arrivals for --rate (default 60).")
-@click.option("--requests", type=int, help="Stop after this many measured requests (any mode).")
+@click.option("--requests", type=int, help="Measured requests: with --concurrency, this many at every level (N // c rounds of c streams, then the rest), as vllm bench serve --num-prompts; in other modes, stop after this many.")
 @click.option("--slo-ttft", "slo_ttft_ms", type=float, help="Goodput SLO: time to first token, ms.")
 @click.option("--slo-tpot", "slo_tpot_ms", type=float, help="Goodput SLO: time per output token after the first, ms.")
 @click.option("--timeout", "stall_timeout_s", type=float, default=60.0, show_default=True, help="Seconds without data before a request counts as stalled (prompts over 2048 tokens get prompt/20 tok/s if longer).")
@@ -110,7 +110,7 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.bench.render import render_prediction, render_run
+    from tokometer.bench.render import render_run
     from tokometer.bench.runner import BenchConfig
     from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
@@ -137,16 +137,13 @@ def bench(
     if predictor.wanted:
         predictor.check_hardware()
         if predict_model or options.get("params_b"):
-            # the depth rule the graded prediction uses (mean decode depth), so the two headlines agree
+            # fail on a model or hardware the estimate refuses before measuring anything; the
+            # prediction itself is made once, for the workload measured, and printed with the run
             prompt = config.prompt_tokens or 512
-            early = predictor.estimate(
+            predictor.estimate(
                 prompt_tokens=prompt, output_tokens=config.max_tokens, batch=1,
                 context_tokens=int(mean_decode_depth(prompt, config.max_tokens)),
             )
-            if not as_json:
-                from tokometer.bench.grading import prediction_headline
-
-                click.echo(render_prediction(prediction_headline(early)), err=True)
     elif predict_model:
         raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
 
