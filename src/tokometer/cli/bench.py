@@ -337,35 +337,56 @@ def runs_path(as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="Smaller arrays and fewer repetitions (a few seconds).")
+@click.option("--quick", is_flag=True, help="Smaller arrays and fewer repetitions (a few seconds): a lower bound.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True, help="auto: the GPU through torch when present, else the CPU.")
 @click.option("--no-save", is_flag=True, help="Measure only; do not write the `local` profile.")
+@click.option("--force", is_flag=True, help="Save the profile even when the machine was busy while it was measured.")
 @json_option
-def probe(quick: bool, device: str, no_save: bool, as_json: bool) -> None:
+def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -> None:
     """Measure this machine's memory bandwidth and matmul speed; save them as hardware `local`.
 
     Then `tokometer estimate MODEL --hw local` and `tokometer bench URL --hw local` predict for
     this very machine. The bandwidth is measured (STREAM-like copy and triad over arrays far
     larger than the caches, best of several passes), so it is what the memory really delivers,
-    not the datasheet peak.
+    not the datasheet peak. Each format's matrix peak the device runs is measured (a GPU: fp16,
+    bf16, fp32, fp8, int8 where torch has them; the CPU: fp32 and fp64).
+
+    The machine's load is sampled before and after each measurement (CPU busy share; GPU
+    utilisation through NVML or torch), and the probe repeats until two idle measurements agree.
+    A profile measured under load is not saved without --force. --quick gives a lower bound.
     """
-    from tokometer.bench.probe import probe as run_probe
-    from tokometer.bench.probe import profile_entry, save_local_profile
+    from tokometer.bench.probe import (
+        CPU_BUSY_LIMIT,
+        GPU_BUSY_LIMIT,
+        probe_checked,
+        profile_entry,
+        save_local_profile,
+    )
     from tokometer.report.text import num, to_json
 
     if not as_json:
-        click.echo("measuring memory bandwidth and matmul speed...", err=True)
-    result = run_probe(quick=quick, device=device)
+        click.echo("measuring memory bandwidth and matmul speed, with the machine's load before and after...", err=True)
+    checked = probe_checked(quick=quick, device=device)
+    result = checked.result
+    if not checked.idle and not no_save and not force:
+        raise InputError(
+            f"not saved: {checked.verdict()} (busy means over {CPU_BUSY_LIMIT:.0%} CPU or {GPU_BUSY_LIMIT:.0%} GPU). "
+            "Stop the other work and run `tokometer probe` again, or pass --force to save these figures anyway"
+        )
     path = None if no_save else save_local_profile(result)
     if as_json:
-        click.echo(to_json({"probe": result.to_dict(), "profile": profile_entry(result), "saved_to": str(path) if path else None}))
+        click.echo(to_json({"probe": result.to_dict(), "load": checked.to_dict(), "profile": profile_entry(result),
+                            "lower_bound": quick, "saved_to": str(path) if path else None}))
         return
     click.echo(f"{result.name}: {result.device}, {result.threads} thread(s), {num(result.memory_gb)} GB memory")
     click.echo(f"memory bandwidth  {num(result.memory_bandwidth_gb_per_s)} GB/s  (copy {num(result.copy_gb_per_s)}, triad {num(result.triad_gb_per_s)}; {result.array_bytes / 1e6:,.0f} MB arrays)")
-    if result.fp16_tflops:
-        click.echo(f"fp16 matmul       {num(result.fp16_tflops)} TFLOPS")
-    if result.fp32_tflops:
-        click.echo(f"fp32 matmul       {num(result.fp32_tflops)} TFLOPS")
-    click.echo(f"took {result.elapsed_s:.1f} s" + (" (quick)" if quick else ""))
+    peaks = result.matrix_tflops or {k: v for k, v in (("fp16", result.fp16_tflops), ("fp32", result.fp32_tflops)) if v}
+    for key, value in peaks.items():
+        click.echo(f"{key + ' matmul':<17} {num(value)} {'TOPS' if key == 'int8' else 'TFLOPS'}")
+    if result.formats_note:
+        click.echo(f"note: {result.formats_note}")
+    click.echo(f"load: {checked.verdict()}")
+    click.echo(f"took {result.elapsed_s:.1f} s per attempt" + (" (quick: a lower bound; run `tokometer probe` for the full figures)" if quick else ""))
     if path:
-        click.echo(f"saved as hardware `local` in {path}: try `tokometer estimate llama-3.1-8b -q q4_k_m --hw local`")
+        forced = " (measured under load: --force)" if not checked.idle else ""
+        click.echo(f"saved as hardware `local` in {path}{forced}: try `tokometer estimate llama-3.1-8b -q q4_k_m --hw local`")
