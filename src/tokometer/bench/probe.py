@@ -589,10 +589,11 @@ def probe_checked(
     load: LoadSource | None = None,
     attempts: int | None = None,
     measure: Callable[[], ProbeResult] | None = None,
+    on_attempt: Callable[[int, int, Attempt], None] | None = None,
 ) -> CheckedProbe:
     """Measure, with the load sampled before and after each attempt, until two idle attempts agree
     (at most `attempts`: 3, 2 when quick). The result is the best idle attempt (peaks are best-of),
-    else the last one."""
+    else the last one. `on_attempt(n, limit, attempt)` is told after each attempt (the CLI's progress)."""
     sample = load or system_load
     run = measure or (lambda: probe(quick=quick, device=device))
     limit = attempts or (2 if quick else 3)
@@ -604,6 +605,8 @@ def probe_checked(
         after = sample()
         idle = not before.busy(CPU_BUSY_LIMIT, GPU_BUSY_LIMIT) and not after.busy(CPU_BUSY_LIMIT, GPU_BUSY_LIMIT)
         done.append(Attempt(result, before, after, idle))
+        if on_attempt is not None:
+            on_attempt(len(done), limit, done[-1])
         calm = [a.result for a in done if a.idle]
         if len(calm) >= 2 and any(_agree(calm[-1], other) for other in calm[:-1]):
             stable = True

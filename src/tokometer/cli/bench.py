@@ -366,7 +366,12 @@ def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -
 
     if not as_json:
         click.echo("measuring memory bandwidth and matmul speed, with the machine's load before and after...", err=True)
-    checked = probe_checked(quick=quick, device=device)
+    def told(n: int, limit: int, attempt: Any) -> None:
+        if not as_json:
+            click.echo(f"  attempt {n} of at most {limit}: {num(attempt.result.memory_bandwidth_gb_per_s)} GB/s, "
+                       f"{attempt.result.elapsed_s:.1f} s; before: {attempt.before.words()}; after: {attempt.after.words()}", err=True)
+
+    checked = probe_checked(quick=quick, device=device, on_attempt=told)
     result = checked.result
     if not checked.idle and not no_save and not force:
         raise InputError(
