@@ -148,7 +148,8 @@ def test_french_pages_show_french_why_lines_and_units(phone: Page) -> None:
 
 
 def test_a_huge_number_stays_inside_its_card(desktop: Page) -> None:
-    page = desktop.open("/throughput?mode=numbers&params_b=1e30&bits=16&bandwidth_gb_per_s=1000")
+    # 1e30 B parameters are refused as implausible now (issue 28): the largest model on a very slow bus
+    page = desktop.open("/throughput?mode=numbers&params_b=100000&bits=16&bandwidth_gb_per_s=0.000001")
     text = page.inner_text("[data-testid=ceiling]")
     assert "10" in text and len(text) < 16, text
     spill = page.evaluate("() => [...document.querySelectorAll('.card')].map((c) => c.scrollWidth - c.clientWidth)")
