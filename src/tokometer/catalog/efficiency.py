@@ -93,6 +93,9 @@ def clear_fitted_table() -> None:
     _fitted_table.cache_clear()
 
 
+fitted_table.cache_clear = clear_fitted_table  # type: ignore[attr-defined]  # callers of the old functools.cache API
+
+
 @functools.cache
 def _fitted_table(path: Path) -> FittedTable:
     if not path.is_file():

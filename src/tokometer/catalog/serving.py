@@ -129,6 +129,9 @@ def clear_serving_efficiency_table() -> None:
     _serving_efficiency_table.cache_clear()
 
 
+serving_efficiency_table.cache_clear = clear_serving_efficiency_table  # type: ignore[attr-defined]  # the old functools.cache API
+
+
 @functools.cache
 def _serving_efficiency_table(path: Path) -> dict[str, Any]:
     if not path.is_file():
