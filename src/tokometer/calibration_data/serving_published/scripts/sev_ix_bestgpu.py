@@ -43,6 +43,6 @@ for stem, (blob, commit, model, tb, ab, basis) in POSTS.items():
                 flag='nominal_random_lengths;parallelism_not_stated' + (';hw_form_factor_assumed' if hid in ('h100-sxm', 'h200') else ''),
                 notes='; '.join(['"One row per GPU showing the highest-throughput configuration. All data from automated InferenceX benchmarks." (post, last updated 2026-04-06)',
                                  'TP/EP/DP of the chosen configuration not printed; Throughput/GPU is InferenceX tput_per_gpu (input+output tokens per GPU, the basis of the posts\' $/Mtok); $/Mtok column not transcribed (derived)',
-                                 'precision as printed; InferenceX uses NVFP4 checkpoints on NVIDIA and MXFP4 on AMD for fp4']),
+                                 'precision as printed (the FP4 format, NVFP4 or MXFP4, is not named in the table)']),
                 scenario='online-concurrency', concurrency=conc.replace(',', ''), dataset='random (InferenceX fixed-seq-len)'))
 print(n)
