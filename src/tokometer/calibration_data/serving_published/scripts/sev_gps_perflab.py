@@ -103,9 +103,10 @@ for doc, (hwid, tot, act) in DOCS.items():
             if pp: par.append(f'pp={pp}')
             if dp: par.append(f'dp={dp}')
             if ep: par.append(f'ep={ep}')
-            if '--enable-expert-parallel' in toks: par.append('expert-parallel')
-            if '--enable-dp-attention' in toks: par.append('dp-attention')
-            partxt = ','.join(par) if par else 'tp=1 (no parallel flag in serving script)'
+            sfx = []
+            if '--enable-expert-parallel' in toks: sfx.append('expert-parallel')
+            if '--enable-dp-attention' in toks: sfx.append('dp-attention')
+            partxt = (','.join(par) if par else 'tp=1') + (f" ({', '.join(sfx)})" if sfx else '')
             try:
                 ndev = int(tp or 1) * int(pp or 1) * (int(dp or 1) if '--enable-dp-attention' not in toks else 1)
             except ValueError:
@@ -143,7 +144,7 @@ for doc, (hwid, tot, act) in DOCS.items():
             notes = [f'serving script: {serve}', f'doc section: {section}' + (f' / {sub}' if sub else ''),
                      f'hardware line: {hw_line}', f'benchmark block label: {(label or variant) or "(none)"}' + (' (variant of the serving script above; its flags may not be in the serving script text)' if variant else ''),
                      f"Total input tokens {vals.get('Total input tokens','')}, Total generated tokens {vals.get('Total generated tokens','')}, Benchmark duration (s) {vals.get('Benchmark duration (s)','')}",
-                     'scenario offline = no max concurrency printed (vllm bench serve default request rate inf)']
+                     'scenario offline = no max concurrency printed (vllm bench serve default request rate inf)'] + (['no parallelism flag in the serving script (engine default tp=1)'] if not par else [])
             if spec:
                 notes.append('speculative: ' + ' '.join(spec)); flags.append('speculative_decoding')
             for k, metric, unit in KEYS:

@@ -26,11 +26,11 @@ M = {  # (file, table index) -> meta
  ('gb200-nvl72-vs-b200-disagg-deepseek-r1-fp4-dynamo-trt.mdx', 1): dict(model='DeepSeek-R1-0528', hid='b200', hw='B200', eng='Dynamo + TensorRT-LLM', ver='', q='FP4', spec='MTP', par=None, nd=None, isl=1024, osl=1024, date='2026-05-22', disagg=True),
  ('gb300-nvl72-vs-gb200-nvl72-dsv4-pro-vllm-fp4.mdx', 0): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='gb200', hw='GB200 NVL72', eng='Dynamo + vLLM', ver='', q='FP4', spec=None, par=None, nd=None, isl=8192, osl=1024, date='2026-05-22', disagg=True),
  ('gb300-nvl72-vs-gb200-nvl72-dsv4-pro-vllm-fp4.mdx', 1): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='', hw='GB300 NVL72', eng='Dynamo + vLLM', ver='', q='FP4', spec=None, par=None, nd=None, isl=8192, osl=1024, date='2026-05-22', disagg=True),
- ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 0): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='rocm/sgl-dev:v0.5.10rc0-rocm720-mi35x-20260414', q='FP8', spec=None, par='8-GPU node (TP/DP per run not printed in the table)', nd=None, isl=8192, osl=1024, date='2026-04-25'),
- ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 1): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='rocm/sgl-dev:rocm720-mi35x-583b1b6-20260501-DSv4', q='FP4', spec=None, par='8-GPU node (TP/DP per run not printed in the table)', nd=None, isl=8192, osl=1024, date='2026-05-02'),
- ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 2): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='', q='FP4', spec=None, par='8-GPU node (TP/DP per run not printed in the table)', nd=None, isl=8192, osl=1024, date='2026-05-04'),
- ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 3): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='', q='FP4', spec=None, par='8-GPU node (TP/DP per run not printed in the table)', nd=None, isl=8192, osl=1024, date='2026-05-10'),
- ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 4): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='v0.5.12 (per table label)', q='FP4', spec=None, par='8-GPU node (TP/DP per run not printed in the table)', nd=None, isl=8192, osl=1024, date='2026-05-21'),
+ ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 0): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='rocm/sgl-dev:v0.5.10rc0-rocm720-mi35x-20260414', q='FP8', spec=None, par='', nd=None, isl=8192, osl=1024, date='2026-04-25'),
+ ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 1): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='rocm/sgl-dev:rocm720-mi35x-583b1b6-20260501-DSv4', q='FP4', spec=None, par='', nd=None, isl=8192, osl=1024, date='2026-05-02'),
+ ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 2): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='', q='FP4', spec=None, par='', nd=None, isl=8192, osl=1024, date='2026-05-04'),
+ ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 3): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='', q='FP4', spec=None, par='', nd=None, isl=8192, osl=1024, date='2026-05-10'),
+ ('mi355x-deepseek-v4-pro-sglang-110x-in-26-days.mdx', 4): dict(model='deepseek-ai/DeepSeek-V4-Pro', hid='mi355x', hw='single MI355X 8-GPU node', eng='SGLang (amd/deepseek_v4 side branch)', ver='v0.5.12 (per table label)', q='FP4', spec=None, par='', nd=None, isl=8192, osl=1024, date='2026-05-21'),
  ('mi355x-glm5-fp8-sglang-40-cheaper-than-b200.mdx', 1): dict(model='GLM-5 FP8', hid='mi355x', hw='MI355X', eng='SGLang', ver='v0.12 (as printed)', q='FP8', spec='MTP', par='tp=4', nd=4, isl=8192, osl=1024, date='2026-05-20'),
  ('mi355x-glm5-fp8-sglang-40-cheaper-than-b200.mdx', 2): dict(model='GLM-5 FP8', hid='mi355x', hw='MI355X', eng='SGLang', ver='v0.12 (as printed)', q='FP8', spec='MTP', par='tp=8', nd=8, isl=8192, osl=1024, date='2026-05-20'),
  ('mi355x-glm5-fp8-sglang-40-cheaper-than-b200.mdx', 3): dict(model='GLM-5 FP8', hid='b200', hw='B200', eng='SGLang', ver='v0.12 (as printed)', q='FP8', spec=None, par='tp=8', nd=8, isl=8192, osl=1024, date='2026-05-20'),
@@ -42,7 +42,7 @@ M = {  # (file, table index) -> meta
  ('mi355x-qwen3-5-sglang-v0-5-12-up-to-17x.mdx', 2): dict(model='Qwen3.5-397B-A17B', hid='mi355x', hw='MI355X', eng='SGLang', ver='v0.5.10rc0 (per comparison table header "Apr v0.5.10rc0")', q='FP8', spec=None, par='tp=4', nd=4, isl=8192, osl=1024, date='2026-04-16'),
  ('mi355x-qwen3-5-sglang-v0-5-12-up-to-17x.mdx', 3): dict(model='Qwen3.5-397B-A17B', hid='mi355x', hw='MI355X', eng='SGLang', ver='v0.5.12', q='FP8', spec=None, par='tp=2', nd=2, isl=8192, osl=1024, date='2026-05-19'),
  ('mi355x-qwen3-5-sglang-v0-5-12-up-to-17x.mdx', 4): dict(model='Qwen3.5-397B-A17B', hid='mi355x', hw='MI355X', eng='SGLang', ver='v0.5.12', q='FP8', spec=None, par='tp=4', nd=4, isl=8192, osl=1024, date='2026-05-19'),
- ('sglang-0-5-6-b200-deepseek-r1-fp4-up-to-1-8x.mdx', 0): dict(model='DeepSeek-R1 (NVFP4)', hid='b200', hw='B200', eng='SGLang', ver=None, q='NVFP4', spec=None, par='tp=4,ep=4 (decode; 16 GPU non-disaggregated pool)', nd=None, isl=8192, osl=1024, date=None),
+ ('sglang-0-5-6-b200-deepseek-r1-fp4-up-to-1-8x.mdx', 0): dict(model='DeepSeek-R1 (NVFP4)', hid='b200', hw='B200', eng='SGLang', ver=None, q='NVFP4', spec=None, par='tp=4,ep=4', extra='table label: TP 4 / EP 4 decode, 16 GPU non-disaggregated pool', nd=None, isl=8192, osl=1024, date=None),
 }
 TB = [('glm-5', (744, 40)), ('minimax-m2.5', (230, 10)), ('kimi', (1000, 32)), ('deepseek-r1', (671, 37)), ('deepseek-v4-pro', (1600, 49)), ('qwen3.5-397b-a17b', (397, 17))]
 def clean(c): return c.replace('**', '').strip()
@@ -74,7 +74,11 @@ for f in files:
             par, nd, date, ver = m['par'], m['nd'], m['date'], m['ver']
             extra = []
             if 'Prefill' in d:
-                par = f"disaggregated: prefill {clean(d['Prefill'])}; decode {clean(d['Decode'])}" if m.get('disagg') else f"prefill {clean(d['Prefill'])}; decode {clean(d['Decode'])} (non-disaggregated, as printed)"
+                if m.get('disagg'):
+                    par = f"disaggregated: prefill {clean(d['Prefill'])}; decode {clean(d['Decode'])}"
+                else:
+                    par = clean(d['Decode']).replace('TP ', 'tp=').replace('EP ', 'ep=').replace(', ', ',')
+                    extra.append(f"table columns as printed: Prefill {clean(d['Prefill'])}, Decode {clean(d['Decode'])} (non-disaggregated 16 GPU pool)")
             if 'Recipe' in d:
                 rr = clean(d['Recipe']); mm = re.match(r'TP=(\d+) / (\d+) GPUs?', rr); par = f'tp={mm.group(1)}'; nd = int(mm.group(2))
             if 'TP' in d and m['par'] is None:

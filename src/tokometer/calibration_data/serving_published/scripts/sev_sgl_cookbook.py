@@ -87,7 +87,7 @@ for path in files:
                 ep = fv(dt, ['--ep', '--ep-size', '--expert-parallel-size'])
                 pp = fv(dt, ['--pp', '--pp-size'])
                 nn = fv(dt, ['--nnodes'])
-                par = [f'tp={tp}' if tp else 'tp=1 (no --tp flag)']
+                par = [f'tp={tp}' if tp else 'tp=1']
                 if pp: par.append(f'pp={pp}')
                 if dp: par.append(f'dp={dp}')
                 if ep: par.append(f'ep={ep}')
@@ -118,7 +118,7 @@ for path in files:
                 if mc: scen = 'online-concurrency'
                 elif rate in ('inf', ''): scen = 'offline'
                 else: scen = 'online-rate'
-                notes = [f'deploy: {deploy}', f'bench: {bench}', f'test environment: ' + '; '.join(f'{k}: {v}' for k, v in env.items()), f'doc heading: {heading}']
+                notes = [f'deploy: {deploy}', f'bench: {bench}'] + (['no --tp flag in the deploy command (engine default tp=1)'] if not tp else []) + [ f'test environment: ' + '; '.join(f'{k}: {v}' for k, v in env.items()), f'doc heading: {heading}']
                 if spec:
                     notes.append(f'speculative: {spec} (flags in deploy command)'); flags.append('speculative_decoding')
                 if dsn == 'random':
