@@ -94,10 +94,10 @@ for doc, (hwid, tot, act) in DOCS.items():
             if eng == 'vLLM': model_id = toks[toks.index('serve') + 1]
             elif eng == 'SGLang': model_id = flagval(toks, ['--model-path', '--model'])
             else: model_id = toks[toks.index('trtllm-serve') + 1]
-            tp = flagval(toks, ['-tp', '--tp', '--tp-size', '--tensor-parallel-size'], None)
-            pp = flagval(toks, ['-pp', '--pp', '--pp-size', '--pipeline-parallel-size'], None)
+            tp = flagval(toks, ['-tp', '--tp', '--tp-size', '--tp_size', '--tensor-parallel-size'], None)
+            pp = flagval(toks, ['-pp', '--pp', '--pp-size', '--pp_size', '--pipeline-parallel-size'], None)
             dp = flagval(toks, ['-dp', '--dp', '--dp-size', '--data-parallel-size'], None)
-            ep = flagval(toks, ['--ep-size', '--ep'], None)
+            ep = flagval(toks, ['--ep-size', '--ep_size', '--ep'], None)
             par = []
             if tp: par.append(f'tp={tp}')
             if pp: par.append(f'pp={pp}')
