@@ -4,7 +4,7 @@ import sys, re; sys.path.insert(0, '/tmp/sev')
 from common import writer, row
 SRC = 'IX-BESTGPU'
 POSTS = {  # file stem -> (blob path, commit, model, total_b, active_b, params_basis)
- 'llama70b': ('best-gpu-for-llama70b-inference.mdx', '2d1d3d65df4d6cb7773de89d548becc15dafab44', 'Llama-3.3-70B-Instruct (FP8 / FP4 checkpoints)', 70, 70, 'nominal (from model name as printed)'),
+ 'llama70b': ('best-gpu-for-llama70b-inference.mdx', '2d1d3d65df4d6cb7773de89d548becc15dafab44', 'Llama-3.3-70B', 70, 70, 'nominal (from model name as printed)'),
  'gptoss120b': ('best-gpu-for-gptoss120b-inference.mdx', '2d1d3d65df4d6cb7773de89d548becc15dafab44', 'gpt-oss-120b', 117, 5.1, "OpenAI's published total/active counts (not printed in this source; the post calls it dense)"),
  'minimaxm2.5': ('best-gpu-for-minimaxm2.5-inference.mdx', '2d1d3d65df4d6cb7773de89d548becc15dafab44', 'MiniMax-M2.5', 230, 10, 'as printed in other InferenceX posts (230B / 10B active)'),
  'glm5': ('best-gpu-for-glm5-inference.mdx', '2d1d3d65df4d6cb7773de89d548becc15dafab44', 'GLM-5', 744, 40, 'as printed in other InferenceX posts (744B / ~40B active)'),
