@@ -25,7 +25,6 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from tokometer.costmodel.serving.cost import StepCost
@@ -33,6 +32,7 @@ from tokometer.costmodel.serving.engine import Replica, Request
 from tokometer.costmodel.serving.simulate import (
     MAX_REQUESTS,
     ROUTERS,
+    Observer,
     Router,
     ServingResult,
     _Arrivals,
@@ -98,7 +98,7 @@ def simulate_disagg(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     max_context_tokens: int | None = None,
-    observe: Callable[[Replica], None] | None = None,
+    observe: Observer | None = None,
 ) -> ServingResult:
     """Run `workload` through a prefill pool and a decode pool of one engine; deterministic per `seed`."""
     if router not in ROUTERS:

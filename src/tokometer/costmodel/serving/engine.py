@@ -86,12 +86,19 @@ class Replica:
         self.cost = cost
         self.policy = policy
         self.capacity = kv_capacity_tokens
-        self.frag = policy.block_size_tokens / 2.0
+        # half a block lost per sequence to paging; llama.cpp's slots are contiguous, so none
+        self.frag = policy.block_size_tokens / 2.0 if policy.contiguous_context_tokens is None else 0.0
         self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
         self.rule = kv_rule(policy)
+        self.admits = self.rule.admits
+        self.reserves = self.rule.reserves
+        self.admit_room = kv_capacity_tokens - self.watermark if self.rule.prompt_only else None
+        self.always_taken = self.rule.always_taken(self)
         self.reserved = 0.0  # tokens booked by a reserving rule (TensorRT-LLM, static, llama.cpp slots)
         self.owed = 0  # sum of remaining output: prefilling (output - generated) + decoding finish_k
         self.stalled = 0  # steps in a row that ran nothing and refused nothing
+        self.stalled_at = 0  # `steps` when the count started
+        self.growing = 0  # KV tokens the decodes of the step being scheduled will add
         self.stall_limit = STALL_STEPS
         self.workload_text = "not given"  # named in a SimulationStalled error
         self.on_finish = on_finish
@@ -124,8 +131,6 @@ class Replica:
         self.refused: dict[str, int] = {}  # rejected, by reason
         self.truncated = 0  # requests the engine will cut short (llama.cpp: the slot filled up)
         self.output_done = 0  # output tokens of the completed requests
-        self.submitted_tokens = 0  # prompt + output of the requests taken (for the invariants' step bound)
-        self.largest_request = 0
         self.preemptions = 0
         self.steps = 0
         self.tokens_out = 0
@@ -162,17 +167,15 @@ class Replica:
         if arrival < self.first_arrival:
             self.first_arrival = arrival
         prompt = max(1, prompt)
-        reason = self.rule.refusal(self, prompt, output)
-        if reason is not None:
-            self.refuse(reason)
-            return
-        allowed = self.rule.output_tokens(self, prompt, output)
-        if allowed < output:
-            self.truncated += 1
-            output = allowed
-        self.submitted_tokens += prompt + output
-        if prompt + output > self.largest_request:
-            self.largest_request = prompt + output
+        if prompt + output > self.always_taken:  # the rule may refuse or cut it short
+            reason = self.rule.refusal(self, prompt, output)
+            if reason is not None:
+                self.refuse(reason)
+                return
+            allowed = self.rule.output_tokens(self, prompt, output)
+            if allowed < output:
+                self.truncated += 1
+                output = allowed
         at = arrival if ready is None else ready
         if not self.busy and self.clock < at:
             self.clock = at
@@ -239,7 +242,11 @@ class Replica:
             self.waiting.append(req)
 
     def _stall(self) -> None:
-        """A step that ran nothing and refused nothing: allowed `stall_limit` times in a row."""
+        """A step that ran nothing and refused nothing: allowed `stall_limit` times in a row (a step
+        that ran something in between, which counts in `steps`, starts the count again)."""
+        if self.steps != self.stalled_at:
+            self.stalled_at = self.steps
+            self.stalled = 0
         self.stalled += 1
         if self.stalled > self.stall_limit:
             raise SimulationStalled(
@@ -294,11 +301,19 @@ class Replica:
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
             frag = self.frag
-            admits = self.rule.admits
-            reserves = self.rule.reserves
+            # the recompute rules' `admits`, inlined (it runs every step): prompt + half a block,
+            # above the watermark, once this step's decodes have their tokens
+            room = self.admit_room
+            if room is not None:
+                room -= decode_tokens
+            else:
+                self.growing = decode_tokens  # KV this step's decodes take: admission leaves it free
             while waiting and budget > 0 and self.n_running < max_seqs:
                 req = waiting[0]
-                if not admits(self, req):
+                if room is not None:
+                    if self.kv_used + req.prompt + frag > room:
+                        break
+                elif not self.admits(self, req):
                     break
                 if req.cached:
                     todo = req.prompt - req.cached
@@ -313,7 +328,7 @@ class Replica:
                 self.kv_used += req.prompt + frag
                 self.n_running += 1
                 self.owed += req.output - req.generated
-                if reserves:
+                if self.reserves:
                     req.booked = self.rule.reservation(self, req)
                     self.reserved += req.booked
                 self.order.append(req)
@@ -349,7 +364,6 @@ class Replica:
                 return
             self._stall()
             return
-        self.stalled = 0
         # the step's time
         routed = cost.routed_bytes
         weights = cost.weight_fixed_bytes + cost.embedding_row_bytes * tokens
@@ -414,7 +428,6 @@ class Replica:
                         self.n_running -= 1
                         self.owed -= k
                         req.finish_k = -1
-                        req.generated += k - req.join_k
                         self._finish(req, now)
         elif n_dec:
             self.pause_s += dt

@@ -1,7 +1,7 @@
 """What must hold after every step of a serving simulation, checked from outside (tests only).
 
-`InvariantChecker` is passed as `simulate(..., observe=checker)`: it is called with the replica after
-each step and walks the replica's requests (O(running + waiting) per step, which is why production
+`InvariantChecker` is passed as `simulate(..., observe=checker)`: it is told of each request a
+replica is given and called with the replica after each step, and walks the replica's requests (O(running + waiting) per step, which is why production
 runs never pay for it). After every step:
 
 - time never goes backwards, and the replica's running sums (sequences, decodes, depth, KV in use,
@@ -37,9 +37,18 @@ class InvariantChecker:
     def __init__(self) -> None:
         self.clock: dict[int, float] = {}
         self.replicas: dict[int, Replica] = {}
+        self.given: dict[int, int] = {}  # prompt + output tokens each replica was given
+        self.largest: dict[int, int] = {}
         self.steps = 0
 
-    def __call__(self, rep: Replica) -> None:
+    def submitted(self, rep: Replica, prompt: int, output: int) -> None:
+        key = id(rep)
+        self.replicas[key] = rep
+        size = max(1, prompt) + output
+        self.given[key] = self.given.get(key, 0) + size
+        self.largest[key] = max(self.largest.get(key, 0), size)
+
+    def stepped(self, rep: Replica) -> None:
         self.steps += 1
         key = id(rep)
         self.replicas[key] = rep
@@ -58,14 +67,15 @@ class InvariantChecker:
             raise InvariantError(f"rejections {result.rejected} without a reason each: {result.rejected_by_reason}")
         if UNSERVABLE in result.rejected_by_reason:
             raise InvariantError("a request passed its engine's refusal rule but an empty engine could not admit it")
-        for rep in self.replicas.values():
+        for key, rep in self.replicas.items():
             if rep.busy or rep.n_running or rep.kv_used > TOL or rep.reserved > TOL or rep.owed - rep.n_dec * rep.k:
                 raise InvariantError(f"a replica ended busy: {state(rep)}")
             if rep.tokens_out != rep.output_done:
                 raise InvariantError(f"{rep.tokens_out} tokens emitted but completed requests asked for {rep.output_done}")
-            if rep.preemptions > rep.submitted_tokens:
-                raise InvariantError(f"{rep.preemptions} preemptions for {rep.submitted_tokens} submitted tokens")
-            bound = rep.submitted_tokens + rep.preemptions * rep.largest_request
+            submitted = self.given.get(key, 0)
+            if rep.preemptions > submitted:
+                raise InvariantError(f"{rep.preemptions} preemptions for {submitted} submitted tokens")
+            bound = submitted + rep.preemptions * self.largest.get(key, 0)
             if rep.steps > bound:
                 raise InvariantError(f"{rep.steps} steps, beyond the bound {bound}: {state(rep)}")
 

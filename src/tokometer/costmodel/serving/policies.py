@@ -26,11 +26,42 @@ when it arrives, with its reason (`refusal`), so no rule waits on it forever. Ea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from tokometer.costmodel.serving.engine import Replica, Request
-    from tokometer.serving_specs import SchedulerPolicy
+from tokometer.serving_specs import SchedulerPolicy
+
+
+class Request(Protocol):
+    """What a rule reads of a request (`engine.Request`)."""
+
+    prompt: int  # tokens to (re)compute before its next token
+    output: int
+    generated: int
+
+
+class Replica(Protocol):
+    """What a rule reads of, and does to, a replica (`engine.Replica`): its KV accounting in tokens."""
+
+    capacity: float
+    watermark: float
+    frag: float
+    kv_used: float
+    growing: int  # KV this step's decodes will take
+    reserved: float
+    n_dec: int
+    k: int
+
+    def remaining_output(self) -> int: ...
+
+    def decoding(self) -> Sequence[Request]: ...
+
+    # a request the replica handed out (Any: the replica takes its own request type back)
+    def generated_of(self, req: Any) -> int: ...
+
+    def newest_decoding(self) -> Request: ...
+
+    def preempt(self, req: Any, *, front: bool = True) -> None: ...
 
 # reasons a request is refused, as the result counts them
 TOO_BIG_FOR_CACHE = "prompt + output exceed the whole KV cache"
@@ -57,6 +88,7 @@ class KvRule:
 
     name = "recompute preemption"
     reserves = False
+    prompt_only = True  # `admits` is the prompt-fits check below, which the engine inlines
     truncates_at_context = False  # True: a request beyond the context is cut short, not refused
 
     def refusal(self, rep: Replica, prompt: int, output: int) -> str | None:
@@ -65,13 +97,20 @@ class KvRule:
             return TOO_BIG_FOR_CACHE
         return None
 
+    def always_taken(self, rep: Replica) -> float:
+        """A prompt + output up to this is never refused nor cut short (the engine skips `refusal`
+        and `output_tokens` below it: they run once per request)."""
+        return rep.capacity - rep.watermark - rep.frag
+
     def output_tokens(self, rep: Replica, prompt: int, output: int) -> int:
         """The output the engine will generate (llama.cpp stops when the slot is full)."""
         return output
 
     def admits(self, rep: Replica, req: Request) -> bool:
-        """Whether the waiting `req` fits now (its whole prompt's blocks, above the watermark)."""
-        return rep.kv_used + req.prompt + rep.frag <= rep.capacity - rep.watermark
+        """Whether the waiting `req` fits now: its whole prompt's blocks, above the watermark, once
+        this step's decodes have their next token (`rep.growing`: vLLM allocates slots for the
+        running requests before it admits waiting ones)."""
+        return rep.kv_used + rep.growing + req.prompt + rep.frag <= rep.capacity - rep.watermark
 
     def reservation(self, rep: Replica, req: Request) -> float:
         """Tokens booked for `req` while it runs (reserving rules only)."""
@@ -132,6 +171,7 @@ class SglangRetraction(KvRule):
     """
 
     name = "SGLang retraction"
+    prompt_only = False
 
     def __init__(self) -> None:
         self.ratio_set = SGLANG_INIT_NEW_TOKEN_RATIO  # the ratio at decode step `set_k`
@@ -140,6 +180,9 @@ class SglangRetraction(KvRule):
     def refusal(self, rep: Replica, prompt: int, output: int) -> str | None:
         return TOO_BIG_FOR_CACHE if prompt + output + rep.frag > rep.capacity else None
 
+    def always_taken(self, rep: Replica) -> float:
+        return rep.capacity - rep.frag
+
     def ratio(self, k: int) -> float:
         """new_token_ratio after `k` decode steps: the last value set, decayed per decode step since."""
         r = self.ratio_set - SGLANG_NEW_TOKEN_RATIO_DECAY * (k - self.set_k)
@@ -147,7 +190,8 @@ class SglangRetraction(KvRule):
 
     def admits(self, rep: Replica, req: Request) -> bool:
         booked = self.ratio(rep.k) * rep.remaining_output()
-        return req.prompt + req.output - req.generated + rep.frag <= rep.capacity - rep.kv_used - booked
+        free = rep.capacity - rep.kv_used - rep.growing - booked
+        return req.prompt + req.output - req.generated + rep.frag <= free
 
     def make_room(self, rep: Replica) -> None:
         first = True
@@ -176,10 +220,14 @@ class GuaranteedNoEvict(KvRule):
     """
 
     name = "TensorRT-LLM guaranteed no evict"
+    prompt_only = False
     reserves = True
 
     def refusal(self, rep: Replica, prompt: int, output: int) -> str | None:
         return TOO_BIG_FOR_CACHE if prompt + output + rep.frag > rep.capacity else None
+
+    def always_taken(self, rep: Replica) -> float:
+        return rep.capacity - rep.frag
 
     def reservation(self, rep: Replica, req: Request) -> float:
         return req.prompt + req.output - req.generated + rep.frag
@@ -209,6 +257,7 @@ class LlamaCppSlots(KvRule):
     """
 
     name = "llama.cpp slots"
+    prompt_only = False
     reserves = True
     truncates_at_context = True
 
@@ -219,6 +268,9 @@ class LlamaCppSlots(KvRule):
         if self.slot > rep.capacity:
             return NO_SLOT
         return FILLS_SLOT if prompt >= self.slot else None
+
+    def always_taken(self, rep: Replica) -> float:
+        return -1.0  # every request: the slot decides
 
     def output_tokens(self, rep: Replica, prompt: int, output: int) -> int:
         return min(output, self.slot - prompt)

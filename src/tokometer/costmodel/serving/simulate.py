@@ -8,8 +8,8 @@ request `think_s` after the previous one finished (a heap of pending arrivals).
 
 The loop always ends: every request is completed or refused with a reason (`policies`), and a
 replica that steps `stall_limit(workload)` times in a row without running or refusing anything
-raises `SimulationStalled`. `observe`, for tests, is called with the replica after every step
-(`invariants.InvariantChecker`); without it the loop pays nothing.
+raises `SimulationStalled`. `observe`, for tests, is told of every step and every request a replica
+is given (`invariants.InvariantChecker`); without it the loop pays nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.engine import Replica, StepRecord
@@ -193,24 +194,44 @@ def stall_limit(workload: Workload) -> int:
     return 64 + workload.total_requests
 
 
-def watch(pool: list[Replica], workload: Workload, observe: Callable[[Replica], None] | None) -> None:
-    """Name the workload in each replica's stall error; with `observe`, call it after every step."""
+class Observer(Protocol):
+    """What a test watches (`invariants.InvariantChecker`): each step, and each request a replica is given."""
+
+    def stepped(self, rep: Replica) -> None: ...
+
+    def submitted(self, rep: Replica, prompt: int, output: int) -> None: ...
+
+
+def watch(pool: list[Replica], workload: Workload, observe: Observer | None) -> None:
+    """Name the workload in each replica's stall error; with `observe`, tell it of every step and
+    every request submitted (wrapping the replica's methods, so a run without it pays nothing)."""
     limit, text = stall_limit(workload), describe(workload)
     for rep in pool:
         rep.stall_limit = limit
         rep.workload_text = text
         if observe is not None:
-            setattr(rep, "step", _observed(rep, observe))
+            rep.step = _after_step(rep, observe)  # type: ignore[method-assign]
+            rep.submit = _on_submit(rep, observe)  # type: ignore[method-assign]
 
 
-def _observed(rep: Replica, observe: Callable[[Replica], None]) -> Callable[[], None]:
+def _after_step(rep: Replica, observe: Observer) -> Callable[[], None]:
     step = rep.step
 
     def checked() -> None:
         step()
-        observe(rep)
+        observe.stepped(rep)
 
     return checked
+
+
+def _on_submit(rep: Replica, observe: Observer) -> Callable[..., None]:
+    submit = rep.submit
+
+    def seen(arrival: float, prompt: int, output: int, **kwargs: Any) -> None:
+        observe.submitted(rep, prompt, output)
+        submit(arrival, prompt, output, **kwargs)
+
+    return seen
 
 
 def context_limit(policy: SchedulerPolicy, max_context_tokens: int | None) -> float:
@@ -234,7 +255,7 @@ def simulate(
     slo_tpot_s: float | None = None,
     max_context_tokens: int | None = None,
     record: list[StepRecord] | None = None,
-    observe: Callable[[Replica], None] | None = None,
+    observe: Observer | None = None,
 ) -> ServingResult:
     """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`."""
     if router not in ROUTERS:
