@@ -255,3 +255,46 @@ def test_the_checker_catches_a_drifted_sum() -> None:
     rep.kv_used += 5
     with pytest.raises(InvariantError, match="KV sums drifted"):
         check_replica(rep)
+
+
+def test_the_cli_reports_a_stalled_scheduler_in_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`tokometer simulate` turns a stall into one line and exit code 2, not a traceback or a spin."""
+    from tests.helpers import cli
+
+    import tokometer.costmodel.serving.engine as engine
+
+    monkeypatch.setattr(engine, "kv_rule", lambda policy: _Stuck())
+    monkeypatch.setattr(Replica, "busy", property(lambda self: True))
+    code, out, err = cli(capsys, "simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--engine", "sglang",
+                         "--offline", "5", "--prompt", "100", "--output", "10")
+    lines = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in err and len(lines) == 1, err
+    assert "the sglang scheduler" in lines[0] and "made no progress in 70 steps" in lines[0]
+    assert "5 requests, offline" in lines[0] and "KV cache" in lines[0]
+
+
+def test_vllm_admission_leaves_room_for_the_steps_decodes() -> None:
+    """Found by the property test: admitting a prompt in the step where three decodes also take a
+    token overfilled a 107-token cache (108 in use); admission now leaves the decodes' tokens free."""
+    pol = replace(serving_engines()["vllm"].policy, max_num_seqs=3, max_num_batched_tokens=16, chunked_prefill=False,
+                  block_size_tokens=64)
+    wl = Workload(num_requests=3, prompt=LengthDist("uniform", 1, 4), output=fixed(5))
+    checker = InvariantChecker()
+    r = simulate(COST, pol, 107.25, wl, observe=checker)
+    checker.finish(r)
+    assert r.completed == 3
+
+
+def test_sglang_raises_its_new_token_ratio_on_retraction_and_lets_it_decay() -> None:
+    pol = serving_engines()["sglang"].policy
+    checker = InvariantChecker()
+    r = simulate(COST, pol, 20_000.0, Workload(num_requests=60, prompt=fixed(400), output=fixed(600)), observe=checker)
+    checker.finish(r)
+    (rep,) = checker.replicas.values()
+    rule = rep.rule
+    assert isinstance(rule, SglangRetraction) and r.preemptions > 0
+    assert rule.set_k > 0  # set by a retraction: (decoded + 20 x remaining) / their max output, at most 1
+    assert rule.ratio(rule.set_k) == rule.ratio_set <= 1.0
+    assert rule.ratio(rule.set_k + 10) < rule.ratio_set  # then it decays each decode step
+    assert rule.ratio(rule.set_k + 100_000) == pytest.approx(0.7 * 0.14)  # down to min_new_token_ratio

@@ -157,8 +157,9 @@ class SglangRetraction(KvRule):
     `update_running_batch` when `check_decode_mem` fails): sort by (len(output_ids),
     -len(origin_input_ids)) descending and pop from the end, i.e. retract the request that decoded
     least, the longest prompt first on ties, until `retract_decode_steps` (20) tokens per remaining
-    request are free; retracted requests are queued again (their prompt and output so far are
-    recomputed) and `new_token_ratio` becomes
+    request are free; retracted requests go to the back of the waiting queue
+    (`_extend_requests_to_queue`; their prompt and output so far are recomputed) and
+    `new_token_ratio` becomes
     `min(1, (sum decoded + 20 * remaining) / sum max_new_tokens)`; every decode step without a
     retraction lowers it by `new_token_ratio_decay` down to `min_new_token_ratio`.
 
