@@ -216,7 +216,9 @@ class GuaranteedNoEvict(KvRule):
     tensorrt_llm/batch_manager/capacityScheduler.cpp, `GuaranteedNoEvictScheduler`: a request is
     scheduled only if the blocks every scheduled request still needs to completion
     (`getRemainingBlocksToCompletion`: prompt + max_new_tokens) fit in the free blocks; this is the
-    default `CapacitySchedulerPolicy` of the executor API and trtllm-serve. A request whose prompt +
+    default `CapacitySchedulerPolicy` of the executor API and trtllm-serve, and of `trtllm-bench
+    throughput` (`--scheduler_policy`, default guaranteed_no_evict), which made the published
+    offline tables. A request whose prompt +
     output exceed max_seq_len (sized to fit the cache) is refused at enqueue.
     """
 
