@@ -110,8 +110,10 @@ def check_replica(rep: Replica) -> None:
         raise InvariantError(f"KV in use outside [0, capacity]: {where}")
     if rep.reserved > rep.capacity * (1 + TOL) + TOL:
         raise InvariantError(f"more KV booked than the cache holds: {where}")
-    if any(r.generated > r.output or r.finish_k - k > r.output - r.generated for r in decoding):
-        raise InvariantError(f"a request is set to generate beyond its output: {where}")
+    if any(r.finish_k - k != r.output - rep.generated_of(r) or rep.generated_of(r) >= r.output for r in decoding):
+        raise InvariantError(f"a decoding request is set to end anywhere but at its output: {where}")
+    if any(r.generated >= r.output for r in prefilling) or any(r.generated >= r.output for r in rep.waiting):
+        raise InvariantError(f"a request waits or prefills with its output already generated: {where}")
     generated = sum(rep.generated_of(r) for r in running) + sum(r.generated for r in rep.waiting)
     if rep.tokens_out != rep.output_done + generated:
         raise InvariantError(
