@@ -33,7 +33,9 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
         + (f" · {r.replicas} replicas" if r.replicas > 1 else ""),
         "",
         f"requests: {r.completed:,} completed of {r.requests:,}"
-        + (f", {r.rejected:,} rejected (longer than the context or the KV cache)" if r.rejected else "")
+        + (f", {r.rejected:,} rejected ({'; '.join(f'{n:,} {why}' for why, n in r.rejected_by_reason.items())})"
+           if r.rejected else "")
+        + (f", {r.truncated:,} cut short when their context filled" if r.truncated else "")
         + f" in {r.duration_s:,.1f} s",
         f"throughput: {r.req_per_s:,.2f} req/s · {r.tput_out_tok_s:,.0f} output tok/s · "
         f"{r.tput_in_tok_s:,.0f} input tok/s · {r.tput_total_tok_s:,.0f} total tok/s",
