@@ -114,3 +114,28 @@ def test_no_published_row_repeats_an_outside_row() -> None:
     outside = {key(row) for row in _rows(OUTSIDE_CSV)}
     repeated = [f"{path.name}:{row['row_id']}" for path in ROW_FILES for row in _rows(path) if key(row) in outside]
     assert not repeated, f"rows that are outside.csv's: {repeated[:20]}"
+
+
+def test_one_publication_is_one_source() -> None:
+    """Two files must not transcribe the same publication under two source ids: leave-one-source-out
+    would then hold one copy out while the fit still saw the other. Rows that share their metric, value,
+    prompt and generated tokens (values of 4 significant digits or more) are counted per pair of sources; a pair sharing most of the smaller
+    file's rows is one publication."""
+    from collections import Counter, defaultdict
+
+    index: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    sizes: Counter[str] = Counter()
+    for path in ROW_FILES:
+        for row in _rows(path):
+            sizes[row["source_id"]] += 1
+            if len(row["value"].replace(".", "").lstrip("0-")) < 4:
+                continue  # a short number (12.3) recurs by chance across thousands of rows
+            index[(row["metric"], row["value"], row["prompt_tokens"], row["gen_tokens"])].add(row["source_id"])
+    shared: Counter[tuple[str, str]] = Counter()
+    for sources in index.values():
+        for a in sources:
+            for b in sources:
+                if a < b:
+                    shared[(a, b)] += 1
+    same = [(a, b, n) for (a, b), n in shared.items() if n >= 5 and n >= 0.3 * min(sizes[a], sizes[b])]
+    assert not same, f"sources that look like one publication: {same}"
