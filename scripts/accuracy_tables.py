@@ -41,8 +41,8 @@ SUBSETS = (
 def reports() -> dict[str, dict[str, Any]]:
     """One validation report per run, on the shipped measurements."""
     from tokometer.calibration_data import MEASUREMENTS_CSV
-    from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
-    from tokometer.usecases.validation import read_cases, report, validate
+    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
+    from tokometer.fitting.validation import read_cases, report, validate
 
     cases = read_cases(MEASUREMENTS_CSV)
     out: dict[str, dict[str, Any]] = {}
@@ -111,7 +111,7 @@ def family(hardware_id: str | None) -> str:
 def outside_results() -> list[Any]:
     """The shipped fit's prediction of every row of `outside.csv` (`tokometer validate outside.csv`)."""
     from tokometer.calibration_data import OUTSIDE_CSV
-    from tokometer.usecases.validation import read_cases, validate
+    from tokometer.fitting.validation import read_cases, validate
 
     return validate(read_cases(OUTSIDE_CSV))
 
@@ -120,7 +120,7 @@ def render_outside(results: list[Any]) -> str:
     """The outside-check block: error per metric, then per hardware family within each metric."""
     from collections import Counter
 
-    from tokometer.usecases.validation import summarise
+    from tokometer.fitting.validation import summarise
 
     sources = Counter(r.case.text("source_id") for r in results)
     lines = [

@@ -16,9 +16,9 @@ import pytest
 from tests.helpers import cli
 
 from tokometer.calibration_data import MEASUREMENTS_CSV, OUTSIDE_CSV
-from tokometer.usecases import validation
-from tokometer.usecases.calibration import calibrate
-from tokometer.usecases.validation import read_cases, validate
+from tokometer.fitting import validation
+from tokometer.fitting.model import calibrate
+from tokometer.fitting.validation import read_cases, validate
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

@@ -121,11 +121,11 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
+    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
+    from tokometer.fitting.validation import read_cases, report
+    from tokometer.fitting.validation import validate as run
     from tokometer.report.text import to_json
-    from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
-    from tokometer.usecases.validation import read_cases, report
-    from tokometer.usecases.validation import validate as run
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
@@ -211,11 +211,11 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
     and the step overheads (per layer, per sequence).
     """
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.fitting.model import calibrate as fit
+    from tokometer.fitting.tablefile import write_table
+    from tokometer.fitting.validation import read_cases
     from tokometer.report.text import table, to_json
-    from tokometer.usecases.calibration import calibrate as fit
-    from tokometer.usecases.calibration import write_table
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
-    from tokometer.usecases.validation import read_cases
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import math
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from tokometer.catalog.efficiency import multi_device_log_sd
 from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.errors import InputError, TokometerError
+from tokometer.fitting.bands import percentile
 from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.units import GB, GIB
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
@@ -490,15 +491,6 @@ def predict_case(
 # ---------------------------------------------------------------- metrics
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    k = (len(ordered) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
 def summarise(results: Iterable[CaseResult], metric: str) -> dict[str, Any]:
     rows = [r for r in results if r.case.metric == metric]
     scored = [r for r in rows if r.scored]
@@ -546,7 +538,7 @@ def report(results: list[CaseResult]) -> dict[str, Any]:
 def validate(cases: list[Case], *, baseline: str | None = None) -> list[CaseResult]:
     """Predict every case with the shipped table (or a `baseline` peer formula).
 
-    Leave-one-hardware-out needs a fit, so it is `calibration.leave_one_hardware_out`: calibration
+    Leave-one-hardware-out needs a fit, so it is `model.leave_one_hardware_out`: calibration
     builds on validation, never the other way round.
     """
     return [predict_case(c, baseline=baseline) for c in cases]
