@@ -40,11 +40,11 @@ SUBSETS = (
 
 def reports() -> dict[str, dict[str, Any]]:
     """One validation report per run, on the shipped measurements."""
-    from tokometer.calibration_data import MEASUREMENTS_CSV
+    from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
-    from tokometer.fitting.validation import read_cases, report, validate
+    from tokometer.fitting.validation import report, validate
 
-    cases = read_cases(MEASUREMENTS_CSV)
+    cases = read_evidence()
     out: dict[str, dict[str, Any]] = {}
     for _, _, mode in RUNS:
         if mode == "loho":

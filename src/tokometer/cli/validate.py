@@ -108,7 +108,7 @@ def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, 
 def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
-    CASES [default: the shipped calibration measurements.csv] follows its schema: hardware by hardware_id /
+    CASES [default: the shipped measurements.csv and published/*.csv] follows its schema: hardware by hardware_id /
     hardware_as_stated (or the spec columns mem_bandwidth_gbps, memory_gb, fp16_dense_tflops...),
     the model by name or total_params_b/active_params_b with quant/bits_per_weight/model_size.
     Metrics scored: tg, pp, ttft_ms (batch 1), tg_agg, pp_agg, tput_out. A row that cannot be read
@@ -121,6 +121,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
+    from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.validation import read_cases, report
     from tokometer.fitting.validation import validate as run
@@ -129,6 +130,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
+    shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
     if is_serving_file(cases):
         _validate_serving(cases, baseline, loho, lso, show_rows, as_json)
@@ -137,7 +139,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
     if loho and lso:
         raise click.UsageError("--loho and --lso are two different hold-outs: choose one")
-    rows = read_cases(cases)
+    rows = read_evidence() if shipped else read_cases(cases)
     if loho:
         results = leave_one_hardware_out(rows)
     elif lso:
@@ -206,11 +208,12 @@ def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
 def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool) -> None:
     """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows.
 
-    CASES defaults to the shipped calibration measurements.csv. A file with serving columns (or
+    CASES defaults to the shipped measurements.csv and every published/*.csv (never outside.csv). A file with serving columns (or
     --serving) fits the serving simulator instead: per engine, the batched-compute efficiency curve
     and the step overheads (per layer, per sequence).
     """
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.model import calibrate as fit
     from tokometer.fitting.tablefile import write_table
     from tokometer.fitting.validation import read_cases
@@ -219,11 +222,13 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
+    shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
     if is_serving_file(cases):
         _calibrate_serving(cases, out, as_json)
         return
-    table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
+    measured = read_evidence() if shipped else read_cases(cases)
+    table_, meta, counts = fit(measured, data_label=evidence_label() if shipped else cases.name)
     target = out or EFFICIENCY_FILE
     write_table(target, table_, meta, counts)
     fitted_table.cache_clear()
