@@ -104,7 +104,12 @@ def multi_device_log_sd(metric: str = "tg") -> float | None:
 
 
 def efficiency_for(
-    engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None, *, unfused_decode_attention: bool = False
+    engine: EngineSpec,
+    hardware: HardwareSpec,
+    backend: str | None = None,
+    *,
+    unfused_decode_attention: bool = False,
+    entries: dict[str, Efficiency] | None = None,
 ) -> Efficiency:
     """The fitted efficiency for this engine on this kind of hardware, else the engine default.
 
@@ -114,8 +119,9 @@ def efficiency_for(
     dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
     The engine's own host sampling cost (`host_sampling_ns_per_vocab`, documented in engines.toml, never
     fitted) rides on whichever table entry it borrows: llama-server shares llama-bench's GPU kernels.
+    `entries`: look up in this table instead of the shipped one (a fit being checked).
     """
-    table = fitted_table()
+    table = fitted_table() if entries is None else FittedTable({}, entries)
     sampling = engine.efficiency.host_sampling_ns_per_vocab
     for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
         found = table.entries.get(key)

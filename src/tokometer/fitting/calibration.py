@@ -27,6 +27,7 @@ from dataclasses import replace
 from tokometer.catalog.efficiency import ANY, GroupKey
 from tokometer.fitting.bands import band_sd
 from tokometer.fitting.features import Features, predicted_time, stream_scale
+from tokometer.fitting.shrinkage import LevelPrior, level_prior
 from tokometer.specs import Efficiency
 
 MIN_TG_ROWS = 6
@@ -34,7 +35,12 @@ MIN_PP_ROWS = 6
 RIDGE = 0.5  # weight of the prior: half of one row of relative error, whatever the row count
 
 def _bounded_lstsq(
-    rows: list[list[float]], target: list[float], prior: list[float], lower: list[float], scales: list[float | None] | None = None
+    rows: list[list[float]],
+    target: list[float],
+    prior: list[float],
+    lower: list[float],
+    scales: list[float | None] | None = None,
+    ridge: float = RIDGE,
 ) -> list[float]:
     """min sum (A x - b)^2 + RIDGE * sum ((x - prior)/scale)^2, with x >= lower (active set).
 
@@ -53,7 +59,7 @@ def _bounded_lstsq(
     for _ in range(len(prior) + 1):
         free = [i for i in range(len(prior)) if i not in fixed]
         rhs = b - (a[:, list(fixed)] @ np.array(list(fixed.values())) if fixed else 0.0)
-        weight = math.sqrt(RIDGE)
+        weight = math.sqrt(ridge)
         reg_a = np.diag(weight / scale[free])
         reg_b = weight * p[free] / scale[free]
         full_a = np.vstack([a[:, free], reg_a])
@@ -85,7 +91,7 @@ UNIT_BANDWIDTH_GRID: tuple[float | None, ...] = (None, *(round(2.0 * 1.1**i, 3) 
 
 
 def fit_decode(
-    rows: list[Features], prior: Efficiency, units: tuple[float | None, ...] | None = None
+    rows: list[Features], prior: Efficiency, units: tuple[float | None, ...] | None = None, ridge: float = RIDGE
 ) -> dict[str, float | None]:
     """The decode fit at the b_unit that explains the rows best (a profile over `UNIT_BANDWIDTH_GRID`).
 
@@ -98,7 +104,7 @@ def fit_decode(
     grid = units if units is not None else tuple(u for u in UNIT_BANDWIDTH_GRID if u is None or _limits_any(rows, u))
     best: tuple[float, dict[str, float | None]] | None = None
     for unit in grid:
-        fitted, loss = _fit_decode_linear(rows, prior, [stream_scale(f, unit) for f in rows])
+        fitted, loss = _fit_decode_linear(rows, prior, [stream_scale(f, unit) for f in rows], ridge)
         loss += 0.0 if unit is None else UNIT_LIMIT_COST
         if best is None or loss < best[0] * (1.0 - 1e-9):
             best = (loss, {**fitted, "unit_bandwidth_gb_per_s": unit})
@@ -111,7 +117,9 @@ def _limits_any(rows: list[Features], unit_bandwidth_gb_per_s: float) -> bool:
     return any(stream_scale(f, unit_bandwidth_gb_per_s) > 1.0 for f in rows)
 
 
-def _fit_decode_linear(rows: list[Features], prior: Efficiency, scales: list[float]) -> tuple[dict[str, float], float]:
+def _fit_decode_linear(
+    rows: list[Features], prior: Efficiency, scales: list[float], ridge: float = RIDGE
+) -> tuple[dict[str, float], float]:
     """The linear decode fit with each row's stream terms stretched by its `stream_scale`; and its
     sum of squared relative errors (the ridge left out)."""
     has_plain = any(not f.quantized for f in rows)
@@ -148,6 +156,7 @@ def _fit_decode_linear(rows: list[Features], prior: Efficiency, scales: list[flo
         ],
         [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
         [None, None, None, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, ECC_PRIOR_SCALE, None, None],
+        ridge,
     )
     has_ecc = any(f.ecc_s > 0 for f in rows)
     has_depth = any(f.decode_score_s > 0 for f in rows)
@@ -164,7 +173,7 @@ def _fit_decode_linear(rows: list[Features], prior: Efficiency, scales: list[flo
     }, loss
 
 
-def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float]) -> dict[str, float]:
+def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE) -> dict[str, float]:
     def overhead(f: Features) -> float:
         return f.n_chunks * (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
 
@@ -194,6 +203,7 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         target,
         [u0, uq0, prior.prefill_half_tokens * u0, w0, prior.attention_score_bytes],
         [1.0, 1.0, 0.0, 1.0, 0.0],
+        ridge=ridge,
     )
     eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
     eta_quant = 1.0 / x[1] if has_quant else eta_plain
@@ -214,11 +224,18 @@ def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
 
 
 def fit_one(
-    tg: list[Features], pp: list[Features], prior: Efficiency, source: str, units: tuple[float | None, ...] | None = None
+    tg: list[Features],
+    pp: list[Features],
+    prior: Efficiency,
+    source: str,
+    units: tuple[float | None, ...] | None = None,
+    ridges: tuple[float, float] = (RIDGE, RIDGE),
 ) -> Efficiency:
-    decode = fit_decode(tg, prior, units) if len(tg) >= MIN_TG_ROWS else {}
+    """One group's decode then prefill fit, each ridged toward `prior` with `ridges` (decode, prefill)."""
+    decode = fit_decode(tg, prior, units, ridges[0]) if len(tg) >= MIN_TG_ROWS else {}
     base = replace(prior, **decode) if decode else prior  # type: ignore[arg-type]
-    pre = fit_prefill(pp, base, {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}) if len(pp) >= MIN_PP_ROWS else {}
+    overheads = {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}
+    pre = fit_prefill(pp, base, overheads, ridges[1]) if len(pp) >= MIN_PP_ROWS else {}
     eff = replace(base, **pre, source=source)  # type: ignore[arg-type]
     sd_tg = _log_sd(tg, eff)
     sd_pp = _log_sd(pp, eff)
@@ -232,24 +249,68 @@ def fit_one(
 def fit_table(
     feats: Iterable[Features], source: str = "fitted", held: dict[str, Efficiency] | None = None
 ) -> dict[str, Efficiency]:
-    """Fit every group key and its engine-wide fallbacks; `held`: keep each key's b_unit from this table."""
+    """Fit every group key level by level, each shrunk toward its parent (`shrinkage`).
+
+    Levels: the engine (`engine/*/*`, parent: its documented default in engines.toml), the backend
+    (`engine/backend/*`, parent: the engine's fit), the hardware class (`engine/backend/class`,
+    parent: the backend's fit). Each level's pull toward the parent is estimated from the data
+    (`shrinkage.level_prior` on the log errors of the parent's prediction of each group's rows), so
+    a thin group keeps its parent's values and a thick one its own. `held`: keep each key's b_unit.
+    """
     by_key: dict[str, list[Features]] = defaultdict(list)
     for f in feats:
         for key in _keys(f.group):
             by_key[key].append(f)
     table: dict[str, Efficiency] = {}
-    for key, rows in sorted(by_key.items()):
-        tg = [f for f in rows if f.case.metric == "tg"]
-        pp = [f for f in rows if f.case.metric == "pp"]
-        if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
-            continue
-        units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
-        if GroupKey.parse(key).hardware_class == ANY:
-            # b_unit belongs to one class of memory system; a fallback entry serves devices of other
-            # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
-            units = (None,)
-        table[key] = fit_one(tg, pp, rows[0].prior, source, units)
+    for level in range(3):
+        keys = sorted(k for k in by_key if _level(k) == level)
+        parents = {k: _parent(k, table, by_key[k][0].prior) for k in keys}
+        # a group that is its parent's only child has its parent's rows: it says nothing of the spread
+        informative = [k for k in keys if level == 0 or len(by_key[k]) < len(by_key[_parent_key(k)])]
+        tg_prior, pp_prior = (
+            level_prior({k: _log_errors(by_key[k], parents[k], m) for k in informative}) for m in ("tg", "pp")
+        )
+        LEVEL_PRIORS[level] = (tg_prior, pp_prior)
+        for key in keys:
+            tg = [f for f in by_key[key] if f.case.metric == "tg"]
+            pp = [f for f in by_key[key] if f.case.metric == "pp"]
+            if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
+                continue
+            units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
+            if GroupKey.parse(key).hardware_class == ANY:
+                # b_unit belongs to one class of memory system; a fallback entry serves devices of other
+                # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
+                units = (None,)
+            table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
     return table
+
+
+LEVEL_PRIORS: dict[int, tuple[LevelPrior, LevelPrior]] = {}  # the last fit's (decode, prefill) prior per level
+
+
+def _level(key: str) -> int:
+    """0 for `engine/*/*`, 1 for `engine/backend/*`, 2 for `engine/backend/class`."""
+    _, backend, hardware_class = GroupKey.parse(key)
+    return 0 if backend == ANY else (1 if hardware_class == ANY else 2)
+
+
+def _parent_key(key: str) -> str:
+    """The key one level up (`engine/backend/*` for a class, `engine/*/*` for a backend)."""
+    engine, backend, _ = GroupKey.parse(key)
+    return str(GroupKey(engine, backend, ANY) if _level(key) == 2 else GroupKey(engine, ANY, ANY))
+
+
+def _parent(key: str, table: dict[str, Efficiency], default: Efficiency) -> Efficiency:
+    """The fitted entry one level up (the engine's default at the top, or where the parents were too thin)."""
+    engine, backend, _ = GroupKey.parse(key)
+    level = _level(key)
+    ups = [str(GroupKey(engine, backend, ANY))] if level == 2 else []
+    ups += [str(GroupKey(engine, ANY, ANY))] if level >= 1 else []
+    return next((table[k] for k in ups if k in table), default)
+
+
+def _log_errors(rows: list[Features], parent: Efficiency, metric: str) -> list[float]:
+    return [math.log(predicted_time(f, parent) / f.t_measured_s) for f in rows if f.case.metric == metric]
 
 
 def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:

@@ -20,6 +20,7 @@ from tokometer.fitting.validation import (
     Case,
     case_request,
     resolve_case_hardware,
+    unfused_decode_attention,
 )
 from tokometer.specs import Efficiency, stream_bandwidth_share
 from tokometer.units import GB
@@ -97,7 +98,7 @@ def features(case: Case) -> Features | None:
             memory_s=est.step.weight_bytes / bw,
             kv_s=(est.step.kv_read_bytes + est.step.kv_write_bytes) / bw,
             alu_s=est.model.matmul_params_per_token() / (alu_peak * 1e12) if alu_peak else 0.0,
-            decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw,
+            decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw if unfused_decode_attention(case) else 0.0,
             ecc_s=(est.step.weight_bytes + est.step.kv_read_bytes + est.step.kv_write_bytes) / bw if hardware.inline_ecc else 0.0,
             **base,  # type: ignore[arg-type]
         )

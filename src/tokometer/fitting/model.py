@@ -34,10 +34,27 @@ class Model:
 
     def predict(self, cases: list[Case]) -> list[CaseResult]:
         """Each row predicted with this table (its engine's default where no key covers it)."""
+        from tokometer.catalog import engine_catalog
+        from tokometer.catalog.efficiency import efficiency_for
+        from tokometer.errors import TokometerError
+        from tokometer.fitting.validation import (
+            case_request,
+            resolve_case_hardware,
+            unfused_decode_attention,
+        )
+
         results = []
         for case in cases:
-            group = case_group(case)
-            eff = lookup(self.table, group) if group is not None else None
+            eff: Efficiency | None = None
+            try:  # as the shipped table is read (`efficiency_for`), with this table in its place
+                hardware = resolve_case_hardware(case)
+                request = case_request(case, hardware)
+                engine = engine_catalog().get(request.engine or "llama-cpp")
+                backend = request.backend or hardware.backend
+                unfused = unfused_decode_attention(case)
+                eff = efficiency_for(engine, hardware, backend, unfused_decode_attention=unfused, entries=self.table)
+            except TokometerError:
+                pass  # predict_case records why the row cannot be predicted
             results.append(predict_case(case, efficiency=eff, strict=True))
         return results
 

@@ -404,15 +404,47 @@ def unsupported_setup(case: Case) -> str | None:
     return None
 
 
+# llama.cpp made `--flash-attn auto` its default in late August 2025 (build ~6325); rows measured
+# after that run fused decode attention unless they say otherwise (docs/PHYSICS.md section 4)
+FA_DEFAULT_BUILD = 6325
+FA_DEFAULT_DATE = "2025-09"
+
+
+def engine_build(case: Case) -> int | None:
+    """The llama.cpp build number a row states ("build 4426e298 (2824)", "b6413"), or None."""
+    import re
+
+    text = case.text("engine_version")
+    found = re.search(r"\((\d{3,5})\)", text) or re.search(r"\bb(\d{4,5})\b", text)
+    return int(found.group(1)) if found else None
+
+
+def unfused_decode_attention(case: Case) -> bool:
+    """Whether the row ran decode attention unfused (scores through memory): its flags or notes when
+    they say (-fa 1 / flash attention on, or off), else its build, else its date against llama.cpp's
+    switch to flash attention by default."""
+    said = f"{case.text('notes')} {case.text('flag')} {case.text('table_heading')}".lower()
+    if any(k in said for k in ("-fa 1", "fa=1", "flash attention on", "flash-attn on", "with flash attention")):
+        return False
+    if any(k in said for k in ("-fa 0", "fa=0", "no flash attention", "flash attention off")):
+        return True
+    build = engine_build(case)
+    if build is not None:
+        return build < FA_DEFAULT_BUILD
+    date = case.text("measured_date")
+    return not (date and date[:7] >= FA_DEFAULT_DATE)
+
+
 def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
-    """The shipped fit as the row ran: calibration rows were measured with unfused decode attention
-    (llama.cpp builds before flash attention became their default), so its per-score term applies."""
+    """The shipped fit as the row ran: rows measured with unfused decode attention (llama.cpp builds
+    before flash attention became their default, `unfused_decode_attention`) pay its per-score term."""
     from tokometer.catalog import engine_catalog
     from tokometer.catalog.efficiency import efficiency_for
 
     request = case_request(case, hardware)
     engine = engine_catalog().get(request.engine or "llama-cpp")
-    return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=True)
+    unfused = unfused_decode_attention(case)
+    return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=unfused)
 
 
 def predict_case(
