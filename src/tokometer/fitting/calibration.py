@@ -24,10 +24,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 
-from tokometer.catalog.efficiency import ANY, GroupKey
-from tokometer.fitting.bands import band_sd
+from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
+from tokometer.fitting.bands import band_sd, grouped_band_sd
 from tokometer.fitting.features import Features, predicted_time, stream_scale
 from tokometer.fitting.shrinkage import LevelPrior, level_prior
+from tokometer.fitting.splits import leave_one_group_out
 from tokometer.specs import Efficiency
 
 MIN_TG_ROWS = 6
@@ -247,7 +248,10 @@ def fit_one(
 
 
 def fit_table(
-    feats: Iterable[Features], source: str = "fitted", held: dict[str, Efficiency] | None = None
+    feats: Iterable[Features],
+    source: str = "fitted",
+    held: dict[str, Efficiency] | None = None,
+    priors: dict[int, tuple[LevelPrior, LevelPrior]] | None = None,
 ) -> dict[str, Efficiency]:
     """Fit every group key level by level, each shrunk toward its parent (`shrinkage`).
 
@@ -255,7 +259,8 @@ def fit_table(
     (`engine/backend/*`, parent: the engine's fit), the hardware class (`engine/backend/class`,
     parent: the backend's fit). Each level's pull toward the parent is estimated from the data
     (`shrinkage.level_prior` on the log errors of the parent's prediction of each group's rows), so
-    a thin group keeps its parent's values and a thick one its own. `held`: keep each key's b_unit.
+    a thin group keeps its parent's values and a thick one its own. `held`: keep each key's b_unit;
+    `priors`: filled with each level's (decode, prefill) `LevelPrior`.
     """
     by_key: dict[str, list[Features]] = defaultdict(list)
     for f in feats:
@@ -270,7 +275,8 @@ def fit_table(
         tg_prior, pp_prior = (
             level_prior({k: _log_errors(by_key[k], parents[k], m) for k in informative}) for m in ("tg", "pp")
         )
-        LEVEL_PRIORS[level] = (tg_prior, pp_prior)
+        if priors is not None:
+            priors[level] = (tg_prior, pp_prior)
         for key in keys:
             tg = [f for f in by_key[key] if f.case.metric == "tg"]
             pp = [f for f in by_key[key] if f.case.metric == "pp"]
@@ -283,9 +289,6 @@ def fit_table(
                 units = (None,)
             table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
     return table
-
-
-LEVEL_PRIORS: dict[int, tuple[LevelPrior, LevelPrior]] = {}  # the last fit's (decode, prefill) prior per level
 
 
 def _level(key: str) -> int:
@@ -325,37 +328,62 @@ def _keys(group: str) -> tuple[str, ...]:
     return (group, str(GroupKey(engine, backend, ANY)), str(GroupKey(engine, ANY, ANY)))
 
 
-def fit_with_bands(feats: list[Features], source: str = "fitted") -> dict[str, Efficiency]:
-    """Fit a table, then size each entry's 80 % band from errors on hardware the fit did not see.
+LEVEL_NAMES = ("engine", "backend", "class")  # `fit_table`'s levels, top down
 
-    The band an unseen device gets must come from unseen devices: each training device is
-    predicted (in closed form, from its features) by a fit without it, and the band of every
-    entry holds 80 % of those out-of-sample errors. The inner fits keep the table's b_unit (its
-    profile search costs one fit per candidate) and refit the linear terms.
+
+def fit_with_bands(
+    feats: list[Features], source: str = "fitted", spreads: dict[str, float] | None = None
+) -> dict[str, Efficiency]:
+    """Fit a table, then size each entry's 80 % band from errors on rows the fit did not see.
+
+    The band a user gets must come from what is new to the fit where the user stands: each training
+    device and each training source is predicted (in closed form, from its features) by a fit
+    without it, and the band of every entry is the wider of the two that hold 80 % of those
+    out-of-sample errors (`bands.grouped_band_sd`). The inner fits keep the table's b_unit (its
+    profile search costs one fit per candidate) and refit the linear terms. `spreads`: filled with
+    the spread of an unseen group around its parent per level (meta keys of
+    `catalog.efficiency.UNSEEN_KEYS`), which widens a borrowed entry's band.
     """
-    table = fit_table(feats, source=source)
-    errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"tg": [], "pp": []})
-    for hw_id in sorted({f.hardware_id for f in feats}):
-        held_out = [f for f in feats if f.hardware_id == hw_id]
-        inner = fit_table([f for f in feats if f.hardware_id != hw_id], held=table)
-        for f in held_out:
-            eff = lookup(inner, f.group)
-            if eff is None:
-                continue
-            error = math.log(predicted_time(f, eff) / f.t_measured_s)
-            for key in _keys(f.group):
-                errors[key][f.case.metric].append(error)
+    priors: dict[int, tuple[LevelPrior, LevelPrior]] = {}
+    table = fit_table(feats, source=source, priors=priors)
+    if spreads is not None:
+        for level, (tg_prior, pp_prior) in priors.items():
+            spreads[UNSEEN_KEYS["tg"][LEVEL_NAMES[level]]] = round(tg_prior.tau, 6)
+            spreads[UNSEEN_KEYS["pp"][LEVEL_NAMES[level]]] = round(pp_prior.tau, 6)
+    errors: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: {"tg": defaultdict(list), "pp": defaultdict(list)}
+    )
+    for split, group_of in (("hardware", _hardware_of), ("source", _source_of)):
+        for fold in leave_one_group_out(feats, group_of):
+            inner = fit_table(list(fold.train), held=table)
+            for f in fold.test:
+                eff = lookup(inner, f.group)
+                if eff is None:
+                    continue
+                error = math.log(predicted_time(f, eff) / f.t_measured_s)
+                for key in _keys(f.group):
+                    errors[key][f.case.metric][split].append(error)
     for key, eff in list(table.items()):
         found = errors.get(key)
         if not found:
             continue
         changes: dict[str, float] = {}
-        if len(found["tg"]) >= 3:
-            changes["residual_log_sd"] = max(0.05, band_sd(found["tg"]))
-        if len(found["pp"]) >= 3:
-            changes["prefill_residual_log_sd"] = max(0.05, band_sd(found["pp"]))
+        sd_tg = grouped_band_sd(found["tg"])
+        sd_pp = grouped_band_sd(found["pp"])
+        if sd_tg is not None:
+            changes["residual_log_sd"] = sd_tg
+        if sd_pp is not None:
+            changes["prefill_residual_log_sd"] = sd_pp
         table[key] = replace(eff, **changes)  # type: ignore[arg-type]
     return table
+
+
+def _hardware_of(f: Features) -> str:
+    return f.hardware_id
+
+
+def _source_of(f: Features) -> str:
+    return f.case.text("source_id") or "(no source_id)"
 
 
 def matches(group: str, key: str) -> bool:

@@ -11,10 +11,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from tokometer.fitting.bands import band_sd
-from tokometer.fitting.calibration import MIN_TG_ROWS, fit_with_bands, lookup, matches
+from tokometer.fitting.calibration import MIN_TG_ROWS, fit_with_bands, matches
 from tokometer.fitting.features import case_group, case_hardware_id, case_source, features
 from tokometer.fitting.splits import leave_one_group_out
 from tokometer.fitting.validation import Case, CaseResult, predict_case, report
@@ -52,7 +53,9 @@ class Model:
                 engine = engine_catalog().get(request.engine or "llama-cpp")
                 backend = request.backend or hardware.backend
                 unfused = unfused_decode_attention(case)
-                eff = efficiency_for(engine, hardware, backend, unfused_decode_attention=unfused, entries=self.table)
+                eff = efficiency_for(
+                    engine, hardware, backend, unfused_decode_attention=unfused, entries=self.table, meta=self.meta
+                )
             except TokometerError:
                 pass  # predict_case records why the row cannot be predicted
             results.append(predict_case(case, efficiency=eff, strict=True))
@@ -66,7 +69,9 @@ class Model:
 def fit(cases: list[Case], source: str = "fitted") -> Model:
     """Fit a table on every usable row (single device, unflagged tg/pp), bands from grouped hold-outs."""
     feats = [f for f in (features(c) for c in cases) if f is not None]
-    return Model(fit_with_bands(feats, source=source), source=source, n_rows=len(feats))
+    spreads: dict[str, float] = {}
+    table = fit_with_bands(feats, source=source, spreads=spreads)
+    return Model(table, source=source, n_rows=len(feats), meta=dict(spreads))
 
 
 def cross_validate(
@@ -91,12 +96,11 @@ def cross_validate(
         if not test:
             continue
         train = [f for c in fold.train if (f := feats.get(id(c))) is not None]
-        table = fit(train, source=f"fit without {fold.group}")
-        for case in test:
-            group = case_group(case)
-            if group is None:
-                continue
-            predicted[id(case)] = predict_case(case, efficiency=lookup(table, group), strict=True)
+        spreads: dict[str, float] = {}
+        model = Model(fit(train, source=f"fit without {fold.group}", spreads=spreads), meta=dict(spreads))
+        grouped = [c for c in test if case_group(c) is not None]
+        for case, result in zip(grouped, model.predict(grouped), strict=True):
+            predicted[id(case)] = result
     return [predicted.get(id(c)) or predict_case(c) for c in wanted]
 
 
@@ -117,9 +121,11 @@ def leave_one_source_out(
 def calibrate(
     cases: list[Case], data_label: str
 ) -> tuple[dict[str, Efficiency], dict[str, Any], dict[str, tuple[int, int, list[str]]]]:
-    """Fit on every usable row; interval widths come from leave-one-hardware-out residuals."""
+    """Fit on every usable row; interval widths come from leave-one-hardware-out and
+    leave-one-source-out residuals, with the spread of unseen groups per level in the meta."""
     feats = [f for f in (features(c) for c in cases) if f is not None]
-    table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
+    spreads: dict[str, float] = {}
+    table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}", spreads=spreads)
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
         rows = [f for f in feats if matches(f.group, key)]
@@ -131,8 +137,11 @@ def calibrate(
     meta: dict[str, Any] = {
         "fitted_on": date.today().isoformat(),
         "data": data_label,
-        "method": "weighted least squares on relative time error, ridge toward engine defaults; "
-        "80 % bands from the 80th percentile of |log error| on hardware left out of the fit",
+        "method": "weighted least squares on relative time error, each level (engine, backend, hardware class) "
+        "ridged toward its parent with an empirical-Bayes weight sigma^2/tau^2; 80 % bands from the 80th "
+        "percentile of |log error| on hardware and on sources left out of the fit (the wider); unseen_*: "
+        "tau per level, widening a borrowed entry's band",
+        **spreads,
     }
     multi = multi_device_spread(cases)
     if multi is not None:
@@ -157,3 +166,17 @@ def multi_device_spread(cases: list[Case], metric: str = "tg") -> float | None:
     results = leave_one_hardware_out(cases, only=multi)
     errors = [math.log(r.predicted / r.case.value) for r in results if r.scored and r.predicted]
     return max(0.05, band_sd(errors)) if len(errors) >= MIN_TG_ROWS else None
+
+
+def write_shipped_table(target: Path | None = None) -> tuple[Path, dict[str, Efficiency], dict[str, Any]]:
+    """Fit the shipped evidence (measurements.csv + published/*.csv) and write the table to `target`
+    (default: the shipped `efficiency.toml`). `scripts/calibrate_shipped.py` runs it."""
+    from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.fitting.evidence import evidence_label, read_evidence
+    from tokometer.fitting.tablefile import write_table
+
+    path = target or EFFICIENCY_FILE
+    table, meta, counts = calibrate(read_evidence(), data_label=evidence_label())
+    write_table(path, table, meta, counts)
+    fitted_table.cache_clear()
+    return path, table, meta
