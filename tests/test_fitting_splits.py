@@ -72,3 +72,20 @@ def test_grouped_band_takes_the_widest_split_and_needs_errors() -> None:
     assert grouped_band_sd({"source": [0.5, 0.5]}) is None  # too few errors to size a band
     assert widened(0.3, 0.4) == pytest.approx(0.5)
     assert band_sd([Z_80 * 0.1] * 5) == pytest.approx(0.1)
+
+
+def test_hardware_families_split_devices_where_fits_miss_one_way() -> None:
+    from tokometer.fitting.families import FAMILIES, family_report, hardware_family
+    from tokometer.fitting.validation import validate
+
+    assert hardware_family("m2-ultra-76c") == "Apple"
+    assert hardware_family("h100-sxm") == "datacenter"
+    assert hardware_family("mi300x") == "datacenter"
+    assert hardware_family("rtx-4090") == "NVIDIA consumer"
+    assert hardware_family("rx-7900-xtx") == "AMD and Intel GPUs"
+    assert hardware_family("no-such-device") == "APUs and CPUs"
+    results = validate(read_cases(MEASUREMENTS_CSV)[::5])
+    report = family_report(results)
+    assert set(report) <= set(FAMILIES) and {"Apple", "NVIDIA consumer", "datacenter"} <= set(report)
+    single_tg = [r for r in results if r.case.n_devices == 1 and r.case.metric == "tg"]
+    assert sum(m["tg"]["n"] for m in report.values()) == len(single_tg)

@@ -35,11 +35,25 @@ def render_report(rep: dict[str, Any], title: str) -> str:
         )
     unscored: dict[str, int] = rep["not_scored"]
     lines = [title, "", table(rows, ["metric", "rows", "scored", "median err", "p90 err", "within 15%", "80% band holds"])]
+    families = rep.get("families") or {}
+    if families:
+        fam_rows = [
+            [name, metric, str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _fmt(m["interval_coverage"]), _signed(m["median_signed_error"])]
+            for name, metrics in families.items()
+            for metric, m in metrics.items()
+            if m["scored"]
+        ]
+        lines += ["", "single device, per hardware family:"]
+        lines.append(table(fam_rows, ["family", "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"]))
     lines += ["", f"{rep['rows_scored']} of {rep['rows_total']} rows scored"]
     if unscored:
         lines += ["", "not scored:"]
         lines += [f"  {count:4d}  {reason}" for reason, count in unscored.items()]
     return "\n".join(lines)
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
 
 
 def render_serving_report(rep: dict[str, Any], title: str) -> str:
@@ -122,6 +136,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
     from tokometer.fitting.evidence import read_evidence
+    from tokometer.fitting.families import family_report
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.validation import read_cases, report
     from tokometer.fitting.validation import validate as run
@@ -147,6 +162,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     else:
         results = run(rows, baseline=baseline)
     rep = report(results)
+    rep["families"] = family_report(results)
     held_out = "hardware" if loho else ("source" if lso else None)
     rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(cases)}
     if as_json:
