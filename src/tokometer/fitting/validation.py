@@ -22,6 +22,7 @@ from typing import Any
 from tokometer.catalog.efficiency import multi_device_log_sd
 from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.errors import InputError, TokometerError
+from tokometer.fitting import aliases
 from tokometer.fitting.bands import percentile
 from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.units import GB, GIB
@@ -238,7 +239,7 @@ def _catalog_hardware(case: Case) -> HardwareSpec | None:
             found = _calibration_index().get(name) or hardware_catalog().find(name)
             if found is not None:
                 return found
-    return None
+    return aliases.hardware_for(case)
 
 
 def _prefill_band_log_sd(efficiency: Efficiency, peak: Peak, n_devices: int) -> float:
@@ -304,6 +305,8 @@ def _engine_id(case: Case) -> str | None:
         found = engine_catalog().find(candidate) if candidate else None
         if found is not None:
             return found.id
+    if (listed := aliases.engine_for(case)) is not None:
+        return listed
     raise InputError(f"engine {name!r} is not in the engine catalog")
 
 
@@ -324,7 +327,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
 
     kwargs: dict[str, Any] = {}
     name = case.text("model")
-    preset = model_catalog().find(name) if name else None
+    preset = (model_catalog().find(name) or aliases.model_for(case)) if name else None
     total_b = case.number("total_params_b")
     if preset is not None:
         kwargs["model"] = preset.spec
@@ -340,6 +343,8 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     bpw = case.number("bits_per_weight")
     quant = case.text("quant")
     fmt = quant_catalog().find(quant) if quant else None
+    if fmt is None and quant and not bpw:
+        fmt, bpw = aliases.quant_for(case)
     if size:
         kwargs["weights_gb"] = size * (GIB / GB if unit in ("gib", "") else 1.0)
         if fmt is not None:
@@ -358,7 +363,8 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     if engine:
         kwargs["engine"] = engine
     backend = case.text("backend").lower()
-    if backend in BACKENDS:
+    backend = backend if backend in BACKENDS else aliases.backend_for(case)
+    if backend:
         kwargs["backend"] = backend
     kwargs.update(_parallelism(case, engine))
     return kwargs
@@ -396,6 +402,8 @@ Predictor = Callable[..., Any]
 
 def unsupported_setup(case: Case) -> str | None:
     """Why a readable row is outside what one estimate predicts, or None."""
+    if (reason := aliases.unscorable_for(case)) is not None:
+        return reason
     served = [c for c in ("request_rate", "concurrency") if case.text(c)]
     if case.metric == "tput_out" and served:
         return f"served workload ({', '.join(served)} stated): a serving simulation, not one estimate"
