@@ -18,6 +18,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 from tokometer.calibration_data import PUBLISHED_DIR
 from tokometer.fitting import validation
@@ -57,7 +58,7 @@ def as_stated(result: validation.CaseResult, cat: str) -> str:
     return case.text(column) or case.text("hardware_id")
 
 
-def coverage(files: list[Path]) -> dict[str, object]:
+def coverage(files: list[Path]) -> dict[str, Any]:
     per_source: dict[str, Counter[str]] = defaultdict(Counter)
     reasons: Counter[str] = Counter()
     reason_sources: dict[str, Counter[str]] = defaultdict(Counter)
@@ -102,12 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=1))
         return 0
     print(f"{'source':<22} {'rows':>6} {'scored':>7} {'share':>6}")
-    for source, c in result["sources"].items():  # type: ignore[union-attr]
+    for source, c in result["sources"].items():
         print(f"{source:<22} {c['rows']:>6} {c['scored']:>7} {c['scored'] / c['rows']:>6.0%}")
     rows, scored = result["rows"], result["scored"]
-    print(f"{'all':<22} {rows:>6} {scored:>7} {scored / rows:>6.0%}\n")  # type: ignore[operator]
+    print(f"{'all':<22} {rows:>6} {scored:>7} {scored / rows:>6.0%}\n")
     print(f"{'unscored rows':>6}  reason (top sources)")
-    for reason, info in result["reasons"].items():  # type: ignore[union-attr]
+    for reason, info in result["reasons"].items():
         top = ", ".join(f"{s} {n}" for s, n in list(info["sources"].items())[:4])
         print(f"{info['rows']:>6}  {reason}  ({top})")
         for cell, n in list(info["examples"].items())[: args.examples]:

@@ -94,11 +94,11 @@ _SUFFIX = re.compile(rf"[-_ .:](?:{_QUANT_TOKEN}|{_PACKAGING})$", re.IGNORECASE)
 # llama-bench's "general.architecture size" type string: "qwen3moe 30B.A3B Q4_K - Medium", "llama 7B Q4_0"
 _LLAMA_BENCH = re.compile(r"^([a-z0-9_]+) (\d+(?:\.\d+)?)B(?:\.A(\d+(?:\.\d+)?)B)?(?: |$)", re.IGNORECASE)
 # llama-bench architecture -> catalog family prefix, where the architecture name maps to one family
+# ("phi3 3B" is not here: Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it)
 _ARCH_FAMILY = {
     "qwen3": "qwen3",
     "qwen3moe": "qwen3",
     "gemma3": "gemma-3",
-    "phi3": "phi-3",
     "gpt-oss": "gpt-oss",
 }
 
@@ -112,10 +112,22 @@ def _strip_wrapping(name: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+# a checkpoint that changed the architecture it was derived from: never read as its base model
+_CHANGED = re.compile(r"reap|prun|distill|merge|frankenmerge|upscal|\bmoe-?\d+x", re.IGNORECASE)
+
+
+def _specific(candidate: str) -> bool:
+    """A bare family word ("Mistral", "Qwen3") names no one model: a candidate needs two name parts and a digit."""
+    return len([p for p in re.split(r"[-_ .:]", candidate) if p]) >= 2 and any(ch.isdigit() for ch in candidate)
+
+
 def model_candidates(name: str) -> list[str]:
     """Names to look up exactly, most specific first: the name unwrapped, then with one more trailing
     quantization or packaging token removed each time ("Qwen3-32B-4bit" -> "Qwen3-32B"). Version numbers are
-    never touched, so "Qwen3.6-27B" never becomes a Qwen3 name."""
+    never touched, so "Qwen3.6-27B" never becomes a Qwen3 name; a bare family word is never a candidate, and a
+    pruned, distilled or merged checkpoint gets none at all."""
+    if _CHANGED.search(name):
+        return []
     text = _strip_wrapping(name)
     # an Ollama tag "qwen3.5:35b-a3b-q4_K_M" names the model before its quantization
     text = text.replace(":", "-")
@@ -133,7 +145,7 @@ def model_candidates(name: str) -> list[str]:
                 break
             found.append(shorter)
             current = shorter
-    return list(dict.fromkeys(found))
+    return [c for c in dict.fromkeys(found) if c == text or _specific(c)]
 
 
 def llama_bench_candidates(name: str) -> list[str]:
@@ -152,7 +164,7 @@ def _params_agree(preset: Any, total_params_b: float | None) -> bool:
         params_b = preset.params_b or preset.spec.total_params / 1e9
     except Exception:  # a preset whose spec cannot be built agrees with nothing
         return False
-    return abs(params_b - total_params_b) <= PARAMS_TOLERANCE * total_params_b
+    return bool(abs(params_b - total_params_b) <= PARAMS_TOLERANCE * total_params_b)
 
 
 def resolve_model(name: str, source: str = "*", total_params_b: float | None = None) -> tuple[Any, str] | None:
