@@ -363,9 +363,9 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     if engine:
         kwargs["engine"] = engine
     backend = case.text("backend").lower()
-    backend = backend if backend in BACKENDS else aliases.backend_for(case)
-    if backend:
-        kwargs["backend"] = backend
+    resolved = backend if backend in BACKENDS else aliases.backend_for(case)
+    if resolved:
+        kwargs["backend"] = resolved
     kwargs.update(_parallelism(case, engine))
     return kwargs
 
