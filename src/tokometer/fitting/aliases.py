@@ -100,6 +100,8 @@ _ARCH_FAMILY = {
     "qwen3moe": "qwen3",
     "gemma3": "gemma-3",
     "gpt-oss": "gpt-oss",
+    "qwen35": "qwen3.5",
+    "qwen35moe": "qwen3.5",
 }
 
 
@@ -315,4 +317,11 @@ def hardware_for(case: Any) -> Any | None:
 
 
 def unscorable_for(case: Any) -> str | None:
-    return unscorable_reason(_source(case))
+    """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, or it measured
+    a prompt (pp, ttft_ms) without saying how long the prompt was."""
+    listed = unscorable_reason(_source(case))
+    if listed is not None:
+        return listed
+    if case.metric in ("pp", "pp_agg", "ttft_ms") and not case.number("prompt_tokens"):
+        return f"{case.metric} without prompt_tokens: the prompt length is not stated"
+    return None

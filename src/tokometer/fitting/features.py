@@ -21,6 +21,7 @@ from tokometer.fitting.validation import (
     case_request,
     resolve_case_hardware,
     unfused_decode_attention,
+    unsupported_setup,
 )
 from tokometer.specs import Efficiency, stream_bandwidth_share
 from tokometer.units import GB
@@ -68,6 +69,8 @@ def features(case: Case) -> Features | None:
     from tokometer.usecases.estimate import estimate
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
+        return None
+    if unsupported_setup(case):  # a row validate cannot score is not fitted either (fitting/aliases.py)
         return None
     try:
         hardware = resolve_case_hardware(case)
