@@ -27,6 +27,8 @@ from tokometer.fitting import aliases, validation
         ("llama 7B Q4_0", "NEOZ-SYCLCI", "llama-2-7b"),
         ("mlx-community/Meta-Llama-3.1-8B-Instruct-4bit", "MLXCEL-M5MAX", "llama-3.1-8b"),
         ("mlx-community/Qwen3-4B-Instruct-2507-6bit", "MLXCEL-GB10", "qwen3-4b"),
+        ("Qwen3.6-27B-FP8", "LOTTO-3090", "qwen3.6-27b"),
+        ("qwen35 27B Q3_K - Medium", "RYANILANO-16GB", "qwen3.6-27b"),
     ],
 )
 def test_published_model_names_resolve(as_stated: str, source: str, expected: str) -> None:
@@ -34,6 +36,13 @@ def test_published_model_names_resolve(as_stated: str, source: str, expected: st
     assert found is not None, as_stated
     assert found[0].id == expected
     assert found[1]  # every resolution says why
+
+
+def test_the_qwen36_27b_preset_counts_llama_benchs_printed_parameters() -> None:
+    from tokometer.catalog import model_catalog
+
+    # RYANILANO-16GB prints model_n_params 26895998464 for the qwen35 27B GGUF
+    assert model_catalog().get("qwen3.6-27b").spec.total_params == pytest.approx(26895998464, rel=1e-6)
 
 
 def test_llama_bench_type_strings_resolve_only_when_the_parameter_count_agrees() -> None:
@@ -50,7 +59,7 @@ def test_llama_bench_type_strings_resolve_only_when_the_parameter_count_agrees()
         "Qwen3.6-35B-A3B reap50-q4 (REAP 50% expert-pruned checkpoint)",  # half the experts
         "DeepSeek R1 Distill Llama 8B",
         "phi3 3B Q8_0",  # Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it
-        "Qwen3.6-27B-FP8",  # no Qwen3.6 27B preset: never a Qwen3 name
+        "Qwen3.5-9B (byteshape GGUF)",  # no Qwen3.5 9B preset: never another Qwen3.5 or a Qwen3 size
     ],
 )
 def test_names_that_must_not_match(as_stated: str) -> None:
