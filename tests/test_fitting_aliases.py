@@ -145,3 +145,25 @@ def test_the_transcribed_files_are_not_rewritten_by_resolution() -> None:
     with (PUBLISHED_DIR / "NEOZ-SYCLCI.csv").open(encoding="utf-8", newline="") as fh:
         models = {row["model"] for row in csv.DictReader(fh)}
     assert "llama 7B Q4_0" in models
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "LOCALSCORE.csv").is_file(), reason="published evidence not shipped")
+def test_rows_validate_cannot_score_never_enter_the_fit() -> None:
+    from tokometer.fitting.features import features
+
+    localscore = [c for c in _rows("LOCALSCORE.csv")[:30] if c.metric in ("tg", "pp")]
+    assert localscore and all(features(c) is None for c in localscore)
+    no_prompt = [c for c in _rows("ANDYG-GB10.csv") if c.metric == "pp" and not c.number("prompt_tokens")]
+    assert no_prompt and all(features(c) is None for c in no_prompt)
+    assert all("prompt length is not stated" in (validation.predict_case(c).reason or "") for c in no_prompt)
+    decode = [c for c in _rows("ANDYG-GB10.csv") if c.metric == "tg"]
+    assert any(features(c) is not None for c in decode)  # the same source's decode rows are fitted
+
+
+@pytest.mark.parametrize(
+    ("as_stated", "expected"),
+    [("Qwen3.6-27B-autoround-int4", "qwen3.6-27b"), ("Qwen3.6-27B-INT8-W8A8", "qwen3.6-27b"), ("gemma-4-12B-it-FP8-Dynamic", "gemma-4-12b")],
+)
+def test_quantizer_suffixes_are_stripped(as_stated: str, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, "LOTTO-3090")
+    assert found is not None and found[0].id == expected

@@ -85,7 +85,8 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
 
 # what a published model name carries besides the model, stripped from its end (case-insensitive)
 _QUANT_TOKEN = (
-    r"(?:ud[-_ ]?)?i?q\d(?:_[a-z0-9]+)*|[fb]f?16|fp8(?:[-_]static)?|fp4|int[48]|w4a16\S*|"
+    r"(?:ud[-_ ]?)?i?q\d(?:_[a-z0-9]+)*|[fb]f?16|fp8(?:[-_](?:static|dynamic))?|fp4|int[48]|w\d+a\d+\S*|"
+    r"auto-?round(?:[-_]?int4)?|"
     r"\d+(?:\.\d+)?bpw\S*|exl[23]\S*|awq(?:[-_]?(?:4bit|int4))?|gptq(?:[-_]?int4)?|nvfp4|mxfp4(?:[-_]moe)?|"
     r"\d+bits?|q\d|mlx|qat|optiq|gguf|dwq"
 )
