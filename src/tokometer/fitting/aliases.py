@@ -222,10 +222,12 @@ def quant_from_text(text: str, source: str = "*") -> Resolution | None:
     # NVFP4 and "int4" are not: each engine stores them its own way, so they are never read from text alone.
     if normalise(clean) in ("mxfp4-mxfp4", "mlx-mxfp4"):
         return Resolution("mxfp4", f"{clean!r}: OCP MXFP4 (32-element blocks, E8M0 scale)")
-    if clean.upper().startswith("GGUF-"):
-        found = catalog.find(clean[5:])
+    gguf = re.match(r"^GGUF-(\S+)$|^(\S+) GGUF$", clean, re.IGNORECASE)
+    if gguf:
+        name = gguf.group(1) or gguf.group(2)
+        found = catalog.find(name)
         if found is not None:
-            return Resolution(found.id, f"{clean!r}: GGUF file of type {clean[5:]}")
+            return Resolution(found.id, f"{clean!r}: GGUF file of type {name}")
     affine = _MLX_AFFINE.match(clean)
     if affine and "mlx" in clean.lower():
         bits = int(affine.group(1) or affine.group(2))
