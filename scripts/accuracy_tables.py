@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
 OUTSIDE_START, OUTSIDE_END = "<!-- outside:start -->", "<!-- outside:end -->"
-FAMILIES = ("Apple", "NVIDIA consumer", "datacenter", "other")
 OUTSIDE_METRICS = ("tg", "pp", "ttft_ms")
 
 RUNS = (  # (label, what was held out, how the rows are predicted)
@@ -40,11 +39,12 @@ SUBSETS = (
 
 def reports() -> dict[str, dict[str, Any]]:
     """One validation report per run, on the shipped measurements."""
-    from tokometer.calibration_data import MEASUREMENTS_CSV
-    from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
-    from tokometer.usecases.validation import read_cases, report, validate
+    from tokometer.fitting.evidence import read_evidence
+    from tokometer.fitting.families import family_report
+    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
+    from tokometer.fitting.validation import report, validate
 
-    cases = read_cases(MEASUREMENTS_CSV)
+    cases = read_evidence()
     out: dict[str, dict[str, Any]] = {}
     for _, _, mode in RUNS:
         if mode == "loho":
@@ -54,6 +54,25 @@ def reports() -> dict[str, dict[str, Any]]:
         else:
             results = validate(cases, baseline=None if mode == "fitted" else mode)
         out[mode] = report(results)
+        if mode in ("loho", "lso"):
+            out[mode]["families"] = family_report(results)
+        if mode == "lso":
+            out[mode]["sources"] = source_report(results)
+    return out
+
+
+def source_report(results: list[Any]) -> dict[str, dict[str, Any]]:
+    """Single-device `summarise` per publication (`source_id`) and metric: each held out in turn."""
+    from tokometer.fitting.validation import summarise
+
+    single = [r for r in results if r.case.n_devices == 1]
+    names = sorted({r.case.text("source_id") or "(no source_id)" for r in single})
+    out = {}
+    for name in names:
+        mine = [r for r in single if (r.case.text("source_id") or "(no source_id)") == name]
+        metrics = {m: summarise(mine, m) for m in ("tg", "pp")}
+        if any(v["scored"] for v in metrics.values()):
+            out[name] = metrics
     return out
 
 
@@ -80,6 +99,23 @@ def render(reps: dict[str, dict[str, Any]]) -> str:
                 continue
             band = _pct(m["interval_coverage"]) if mode in ("fitted", "loho", "lso") else "-"
             lines.append(_row(label, held_out, m, band))
+    for title, key, mode, what in (
+        ("single device, per hardware family, leave-one-source-out", "families", "lso", "hardware family"),
+        ("single device, per hardware family, leave-one-hardware-out", "families", "loho", "hardware family"),
+        ("single device, per publication held out (leave-one-source-out)", "sources", "lso", "publication"),
+    ):
+        lines += [
+            "",
+            f"**{title}**",
+            "",
+            f"| metric | {what} | rows scored | median error | p90 error | within 15 % | 80 % band holds | median bias |",
+            "|---|---|--:|--:|--:|--:|--:|--:|",
+        ]
+        for metric in ("tg", "pp"):
+            for name, metrics in reps[mode][key].items():
+                m = metrics[metric]
+                if m["scored"]:
+                    lines.append(_row(metric, name, m, _pct(m["interval_coverage"])))
     lines.append(END)
     return "\n".join(lines)
 
@@ -93,25 +129,10 @@ def _row(first: str, second: str, m: dict[str, Any], band: str) -> str:
     )
 
 
-def family(hardware_id: str | None) -> str:
-    """The hardware family a scored row belongs to: Apple, NVIDIA consumer (desktop, laptop and
-    workstation cards), datacenter (any vendor), or other (AMD and Intel consumer parts, APUs, CPUs)."""
-    from tokometer.catalog import hardware_catalog
-
-    hw = hardware_catalog().find(hardware_id or "")
-    if hw is None:
-        return "other"
-    if hw.vendor == "apple":
-        return "Apple"
-    if hw.segment == "datacenter":
-        return "datacenter"
-    return "NVIDIA consumer" if hw.vendor == "nvidia" else "other"
-
-
 def outside_results() -> list[Any]:
     """The shipped fit's prediction of every row of `outside.csv` (`tokometer validate outside.csv`)."""
     from tokometer.calibration_data import OUTSIDE_CSV
-    from tokometer.usecases.validation import read_cases, validate
+    from tokometer.fitting.validation import read_cases, validate
 
     return validate(read_cases(OUTSIDE_CSV))
 
@@ -120,7 +141,8 @@ def render_outside(results: list[Any]) -> str:
     """The outside-check block: error per metric, then per hardware family within each metric."""
     from collections import Counter
 
-    from tokometer.usecases.validation import summarise
+    from tokometer.fitting.families import FAMILIES, hardware_family
+    from tokometer.fitting.validation import summarise
 
     sources = Counter(r.case.text("source_id") for r in results)
     lines = [
@@ -135,7 +157,7 @@ def render_outside(results: list[Any]) -> str:
         "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for metric in OUTSIDE_METRICS:
-        groups = [("all", results)] + [(name, [r for r in results if family(r.hardware_id) == name]) for name in FAMILIES]
+        groups = [("all", results)] + [(name, [r for r in results if hardware_family(r.hardware_id) == name]) for name in FAMILIES]
         for name, rows in groups:
             m = summarise(rows, metric)
             if not m["scored"]:

@@ -18,9 +18,10 @@ from tokometer.costmodel.roofline import (
     unhidden_alu_time_s,
 )
 from tokometer.errors import CatalogError
+from tokometer.fitting.calibration import fit_decode
+from tokometer.fitting.features import Features, predicted_time
 from tokometer.specs import Efficiency
 from tokometer.units import GB, TFLOP
-from tokometer.usecases.calibration import Features, _predicted_time, fit_decode
 
 LLAMA_70B = model_catalog().get("llama-3-70b").spec
 BASE = replace(IDEAL, bandwidth_fraction=0.8)
@@ -120,7 +121,7 @@ def test_fit_recovers_known_decode_terms_from_synthetic_rows() -> None:
             quantized=rng.random() < 0.5,
             n_layers=rng.choice([32, 80]),
         )
-        t = _predicted_time(replace(f, case=type("C", (), {"metric": "tg"})()), truth)  # type: ignore[arg-type]
+        t = predicted_time(replace(f, case=type("C", (), {"metric": "tg"})()), truth)  # type: ignore[arg-type]
         rows.append(replace(f, t_measured_s=t))
     fitted = fit_decode(rows, replace(BASE, bandwidth_fraction=0.7, layer_overhead_us=25.0, step_overhead_us=300.0))
     assert fitted["bandwidth_fraction"] == pytest.approx(0.85, rel=0.03)

@@ -24,7 +24,7 @@ LAYERS = {
     "heldbatch": BOTTOM,
     "costmodel": COSTMODEL,
     "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
-    "usecases": USECASES,
+    "usecases": USECASES, "fitting": USECASES,
     "report": REPORT,
     # text tables and `to_json` are formatting with no knowledge of the model: the adapters may print
     "report.text": BOTTOM,

@@ -16,9 +16,10 @@ import pytest
 from tests.helpers import cli
 
 from tokometer.calibration_data import MEASUREMENTS_CSV, OUTSIDE_CSV
-from tokometer.usecases import validation
-from tokometer.usecases.calibration import calibrate
-from tokometer.usecases.validation import read_cases, validate
+from tokometer.fitting import validation
+from tokometer.fitting.evidence import evidence_files, read_evidence
+from tokometer.fitting.model import calibrate
+from tokometer.fitting.validation import read_cases, validate
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -40,7 +41,8 @@ def test_calibrate_reads_the_measurements_and_never_the_outside_rows(
     out = tmp_path / "efficiency.toml"
     code, _, err = cli(capsys, "calibrate", "--out", str(out))
     assert code == 0, err
-    assert opened == [Path(MEASUREMENTS_CSV)]
+    assert opened == evidence_files()
+    assert opened[0] == Path(MEASUREMENTS_CSV) and Path(OUTSIDE_CSV) not in opened
     assert out.exists()
 
 
@@ -48,7 +50,7 @@ def test_the_shipped_table_is_not_a_fit_that_saw_the_outside_rows() -> None:
     from tokometer.catalog.efficiency import EFFICIENCY_FILE
 
     shipped = tomllib.loads(EFFICIENCY_FILE.read_text(encoding="utf-8"))["entries"]
-    inside = read_cases(MEASUREMENTS_CSV)
+    inside = read_evidence()
     with_outside, _, _ = calibrate(inside + read_cases(OUTSIDE_CSV), data_label="measurements.csv+outside.csv")
     without, _, _ = calibrate(inside, data_label="measurements.csv")
 

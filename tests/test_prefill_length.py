@@ -113,8 +113,8 @@ def test_prefill_held_out_by_device_meets_its_targets() -> None:
     """Leave-one-hardware-out on every shipped pp row, multi-device ones too: median error <= 15 %
     overall and on single devices, no prompt-length bucket biased beyond +-15 % (long prompts used to
     come out far too fast), and the H100 PCIe, held out, no longer 50 % too fast (mma.sync rate)."""
-    from tokometer.usecases.calibration import leave_one_hardware_out
-    from tokometer.usecases.validation import read_cases
+    from tokometer.fitting.model import leave_one_hardware_out
+    from tokometer.fitting.validation import read_cases
 
     cases = read_cases(MEASUREMENTS_CSV)
     results = leave_one_hardware_out(cases, only=[c for c in cases if c.metric == "pp"])
@@ -163,7 +163,7 @@ def test_only_engines_without_wgmma_lose_hoppers_peak() -> None:
 
 def test_multi_device_prefill_gets_its_own_out_of_sample_band() -> None:
     from tokometer.catalog.efficiency import multi_device_log_sd
-    from tokometer.usecases.validation import _prefill_band_log_sd
+    from tokometer.fitting.validation import _prefill_band_log_sd
 
     eff = estimate(model="llama-3.1-8b", hw="rtx-4090", engine="llama.cpp").efficiency
     peak = Peak(100.0, "fp16")

@@ -16,22 +16,16 @@ from tokometer.catalog.efficiency import fitted_table
 from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import Peak, decode_step
 from tokometer.errors import CatalogError
-from tokometer.specs import HardwareSpec
-from tokometer.usecases.calibration import (
-    UNIT_BANDWIDTH_GRID,
-    Features,
-    _predicted_time,
-    features,
-    fit_decode,
-    stream_scale,
-)
-from tokometer.usecases.estimate import EstimateRequest, estimate
-from tokometer.usecases.validation import (
+from tokometer.fitting.calibration import UNIT_BANDWIDTH_GRID, fit_decode
+from tokometer.fitting.features import Features, features, predicted_time, stream_scale
+from tokometer.fitting.validation import (
     case_request,
     predict_case,
     read_cases,
     resolve_case_hardware,
 )
+from tokometer.specs import HardwareSpec
+from tokometer.usecases.estimate import EstimateRequest, estimate
 
 LLAMA_8B = model_catalog().get("llama-3-8b").spec
 BASE = replace(IDEAL, bandwidth_fraction=0.8, quantized_bandwidth_fraction=0.7, kv_bandwidth_fraction=0.6, decode_score_bytes=200.0)
@@ -122,7 +116,7 @@ def test_fit_recovers_a_known_unit_bandwidth_from_synthetic_devices() -> None:
                 bandwidth_gb_per_s=bw,
                 stream_units=units,
             )
-            rows.append(replace(f, t_measured_s=_predicted_time(f, truth)))
+            rows.append(replace(f, t_measured_s=predicted_time(f, truth)))
     fitted = fit_decode(rows, replace(BASE, layer_overhead_us=25.0, step_overhead_us=300.0))
     assert fitted["unit_bandwidth_gb_per_s"] == pytest.approx(9.0, rel=0.1)
     assert fitted["bandwidth_fraction"] == pytest.approx(0.8, rel=0.05)

@@ -9,8 +9,8 @@ from tests.helpers import run_cli
 
 from tokometer.calibration_data import MEASUREMENTS_CSV as MEASUREMENTS
 from tokometer.errors import InputError
-from tokometer.usecases.calibration import leave_one_hardware_out
-from tokometer.usecases.validation import read_cases, report, validate
+from tokometer.fitting.model import leave_one_hardware_out
+from tokometer.fitting.validation import read_cases, report, validate
 
 
 def test_decode_median_error_on_the_calibration_file_is_at_most_12_percent() -> None:
@@ -131,7 +131,7 @@ def test_ttft_ms_is_scored_as_prefill_plus_the_first_step(tmp_path: Path) -> Non
 
 
 def test_spec_columns_override_numbers_of_the_catalog_device_not_its_memory(tmp_path: Path) -> None:
-    from tokometer.usecases.validation import resolve_case_hardware
+    from tokometer.fitting.validation import resolve_case_hardware
 
     path = tmp_path / "cases.csv"
     path.write_text(
@@ -159,7 +159,7 @@ def test_spec_columns_override_numbers_of_the_catalog_device_not_its_memory(tmp_
     ],
 )
 def test_engine_names_map_to_their_engine(tmp_path: Path, engine: str, expected: str) -> None:
-    from tokometer.usecases.validation import estimate_kwargs
+    from tokometer.fitting.validation import estimate_kwargs
 
     path = tmp_path / "cases.csv"
     path.write_text(HEADER.strip() + ",engine\n" + GOOD_ROW.strip() + f',"{engine}"\n', encoding="utf-8")
@@ -174,7 +174,7 @@ def test_an_unknown_engine_leaves_the_row_unscored(tmp_path: Path) -> None:
 
 
 def test_leave_one_hardware_out_holds_out_multi_device_rows_too() -> None:
-    from tokometer.usecases.calibration import leave_one_source_out
+    from tokometer.fitting.model import leave_one_source_out
 
     cases = read_cases(MEASUREMENTS)
     multi = [c for c in cases if c.n_devices > 1 and c.metric == "tg" and not c.flag][::20]
@@ -217,10 +217,10 @@ def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> 
     import tomllib
 
     from tokometer.catalog.efficiency import EFFICIENCY_FILE
+    from tokometer.fitting.model import write_shipped_table
 
     out = tmp_path / "efficiency.toml"
-    r = run_cli("calibrate", str(MEASUREMENTS), "--out", str(out))
-    assert r.code == 0, r.err
+    write_shipped_table(out)  # what scripts/calibrate_shipped.py writes, on measurements.csv + published/*.csv
     fresh = tomllib.loads(out.read_text(encoding="utf-8"))["entries"]
     shipped = tomllib.loads(EFFICIENCY_FILE.read_text(encoding="utf-8"))["entries"]
     assert fresh.keys() == shipped.keys()

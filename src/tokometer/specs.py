@@ -321,7 +321,7 @@ def stream_bandwidth_share(
     `bandwidth_gb_per_s`: the datasheet BW; `unit_bandwidth_gb_per_s`: the fitted b_unit (GB/s per
     unit). 1 when the fit found no limit or the catalog gives no unit count. The one copy of the
     formula: prediction scales its eta's by it (`Efficiency.for_hardware`), the fit stretches each
-    row's stream terms by its inverse (`usecases.calibration`).
+    row's stream terms by its inverse (`fitting.calibration`).
     """
     if not unit_bandwidth_gb_per_s or not stream_units:
         return 1.0

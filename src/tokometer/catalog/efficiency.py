@@ -11,6 +11,7 @@ fit never saw still gets its class's values.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -131,8 +132,45 @@ def multi_device_log_sd(metric: str = "tg") -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+# the fit's meta keys holding how far an unseen group strays from its parent (`fitting.shrinkage`)
+UNSEEN_KEYS = {
+    "tg": {"engine": "unseen_engine_log_sd", "backend": "unseen_backend_log_sd", "class": "unseen_class_log_sd"},
+    "pp": {
+        "engine": "unseen_engine_prefill_log_sd",
+        "backend": "unseen_backend_prefill_log_sd",
+        "class": "unseen_class_prefill_log_sd",
+    },
+}
+
+
+def _unseen_sd(meta: dict[str, Any], metric: str, levels: tuple[str, ...]) -> float:
+    """The extra log spread of a group the fit never saw at these levels (root sum of squares)."""
+    extra = [meta.get(UNSEEN_KEYS[metric][level]) for level in levels]
+    return math.sqrt(sum(float(v) ** 2 for v in extra if isinstance(v, int | float)))
+
+
+def _widened(eff: Efficiency, meta: dict[str, Any], levels: tuple[str, ...]) -> Efficiency:
+    """`eff` borrowed from a parent (or an engine's default): its bands widened by the spread of unseen
+    groups at `levels` ("engine", "backend", "class"), in quadrature."""
+    tg, pp = _unseen_sd(meta, "tg", levels), _unseen_sd(meta, "pp", levels)
+    if not tg and not pp:
+        return eff
+    return replace(
+        eff,
+        residual_log_sd=math.hypot(eff.residual_log_sd, tg),
+        prefill_residual_log_sd=math.hypot(eff.prefill_residual_log_sd, pp),
+        source=f"{eff.source}; no measured rows for this {' and '.join(levels)}: band widened by their spread",
+    )
+
+
 def efficiency_for(
-    engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None, *, unfused_decode_attention: bool = False
+    engine: EngineSpec,
+    hardware: HardwareSpec,
+    backend: str | None = None,
+    *,
+    unfused_decode_attention: bool = False,
+    entries: dict[str, Efficiency] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> Efficiency:
     """The fitted efficiency for this engine on this kind of hardware, else the engine default.
 
@@ -142,16 +180,24 @@ def efficiency_for(
     dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
     The engine's own host sampling cost (`host_sampling_ns_per_vocab`, documented in engines.toml, never
     fitted) rides on whichever table entry it borrows: llama-server shares llama-bench's GPU kernels.
+    An entry borrowed from a parent (a backend or hardware class, or the whole engine, without rows)
+    gets the parent's values and a band widened by the fit's spread of unseen groups at that level.
+    `entries` / `meta`: look up in this fit instead of the shipped one (a fit being checked).
     """
-    table = fitted_table()
+    table = fitted_table() if entries is None else FittedTable(meta or {}, entries)
     sampling = engine.efficiency.host_sampling_ns_per_vocab
     for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
         found = table.entries.get(key)
         if found is not None:
+            _, found_backend, found_class = GroupKey.parse(key)
+            unseen = tuple(name for name, part in (("backend", found_backend), ("class", found_class)) if part == ANY)
+            found = _widened(found, table.meta, unseen)
             found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
+    default = engine.efficiency
     if engine.based_on:
         base = engine_catalog().find(engine.based_on)
         if base is not None and base.efficiency.source != "engine default":
-            return replace(base.efficiency, host_sampling_ns_per_vocab=sampling) if sampling else base.efficiency
-    return engine.efficiency
+            default = base.efficiency
+    default = _widened(default, table.meta, ("engine",))
+    return replace(default, host_sampling_ns_per_vocab=sampling) if sampling else default

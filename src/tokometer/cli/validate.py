@@ -35,11 +35,25 @@ def render_report(rep: dict[str, Any], title: str) -> str:
         )
     unscored: dict[str, int] = rep["not_scored"]
     lines = [title, "", table(rows, ["metric", "rows", "scored", "median err", "p90 err", "within 15%", "80% band holds"])]
+    families = rep.get("families") or {}
+    if families:
+        fam_rows = [
+            [name, metric, str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _fmt(m["interval_coverage"]), _signed(m["median_signed_error"])]
+            for name, metrics in families.items()
+            for metric, m in metrics.items()
+            if m["scored"]
+        ]
+        lines += ["", "single device, per hardware family:"]
+        lines.append(table(fam_rows, ["family", "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"]))
     lines += ["", f"{rep['rows_scored']} of {rep['rows_total']} rows scored"]
     if unscored:
         lines += ["", "not scored:"]
         lines += [f"  {count:4d}  {reason}" for reason, count in unscored.items()]
     return "\n".join(lines)
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
 
 
 def render_serving_report(rep: dict[str, Any], title: str) -> str:
@@ -108,7 +122,7 @@ def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, 
 def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
-    CASES [default: the shipped calibration measurements.csv] follows its schema: hardware by hardware_id /
+    CASES [default: the shipped measurements.csv and published/*.csv] follows its schema: hardware by hardware_id /
     hardware_as_stated (or the spec columns mem_bandwidth_gbps, memory_gb, fp16_dense_tflops...),
     the model by name or total_params_b/active_params_b with quant/bits_per_weight/model_size.
     Metrics scored: tg, pp, ttft_ms (batch 1), tg_agg, pp_agg, tput_out. A row that cannot be read
@@ -121,14 +135,17 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
+    from tokometer.fitting.evidence import read_evidence
+    from tokometer.fitting.families import family_report
+    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
+    from tokometer.fitting.validation import read_cases, report
+    from tokometer.fitting.validation import validate as run
     from tokometer.report.text import to_json
-    from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
-    from tokometer.usecases.validation import read_cases, report
-    from tokometer.usecases.validation import validate as run
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
+    shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
     if is_serving_file(cases):
         _validate_serving(cases, baseline, loho, lso, show_rows, as_json)
@@ -137,7 +154,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
     if loho and lso:
         raise click.UsageError("--loho and --lso are two different hold-outs: choose one")
-    rows = read_cases(cases)
+    rows = read_evidence() if shipped else read_cases(cases)
     if loho:
         results = leave_one_hardware_out(rows)
     elif lso:
@@ -145,6 +162,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     else:
         results = run(rows, baseline=baseline)
     rep = report(results)
+    rep["families"] = family_report(results)
     held_out = "hardware" if loho else ("source" if lso else None)
     rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(cases)}
     if as_json:
@@ -242,7 +260,7 @@ def _reset(serving: bool, as_json: bool) -> None:
 def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, as_json: bool) -> None:
     """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows.
 
-    CASES defaults to the shipped calibration measurements.csv. A file with serving columns (or
+    CASES defaults to the shipped measurements.csv and every published/*.csv (never outside.csv). A file with serving columns (or
     --serving) fits the serving simulator instead: per engine, the batched-compute efficiency curve
     and the step overheads (per layer, per sequence).
 
@@ -251,11 +269,12 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
     from tokometer.catalog.efficiency import clear_fitted_table, user_efficiency_file
+    from tokometer.fitting.evidence import evidence_label, read_evidence
+    from tokometer.fitting.model import calibrate as fit
+    from tokometer.fitting.tablefile import write_table
+    from tokometer.fitting.validation import read_cases
     from tokometer.report.text import table, to_json
-    from tokometer.usecases.calibration import calibrate as fit
-    from tokometer.usecases.calibration import write_table
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
-    from tokometer.usecases.validation import read_cases
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
@@ -264,11 +283,13 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
             raise click.UsageError("--reset takes no CASES file and no --out")
         _reset(serving, as_json)
         return
+    shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
     if is_serving_file(cases):
         _calibrate_serving(cases, out, as_json)
         return
-    table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
+    measured = read_evidence() if shipped else read_cases(cases)
+    table_, meta, counts = fit(measured, data_label=evidence_label() if shipped else cases.name)
     target = out or user_efficiency_file()
     target.parent.mkdir(parents=True, exist_ok=True)
     write_table(target, table_, meta, counts)

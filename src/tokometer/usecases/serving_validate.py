@@ -42,7 +42,7 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
-from tokometer.usecases.validation import Cells
+from tokometer.fitting.validation import Cells
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
@@ -216,7 +216,7 @@ def plan_run(rows: list[Row]) -> Run:
     hid = row.text("hardware_id")
     hw = hardware_catalog().find(HARDWARE_IDS.get(hid, hid))
     if hw is None:
-        from tokometer.usecases.validation import _calibration_index
+        from tokometer.fitting.validation import _calibration_index
 
         hw = _calibration_index().get(hid)
     if hw is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import math
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ from typing import Any
 from tokometer.catalog.efficiency import multi_device_log_sd
 from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.errors import InputError, TokometerError
+from tokometer.fitting import aliases
+from tokometer.fitting.bands import percentile
 from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.units import GB, GIB
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
@@ -237,7 +239,7 @@ def _catalog_hardware(case: Case) -> HardwareSpec | None:
             found = _calibration_index().get(name) or hardware_catalog().find(name)
             if found is not None:
                 return found
-    return None
+    return aliases.hardware_for(case)
 
 
 def _prefill_band_log_sd(efficiency: Efficiency, peak: Peak, n_devices: int) -> float:
@@ -303,6 +305,8 @@ def _engine_id(case: Case) -> str | None:
         found = engine_catalog().find(candidate) if candidate else None
         if found is not None:
             return found.id
+    if (listed := aliases.engine_for(case)) is not None:
+        return listed
     raise InputError(f"engine {name!r} is not in the engine catalog")
 
 
@@ -323,7 +327,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
 
     kwargs: dict[str, Any] = {}
     name = case.text("model")
-    preset = model_catalog().find(name) if name else None
+    preset = (model_catalog().find(name) or aliases.model_for(case)) if name else None
     total_b = case.number("total_params_b")
     if preset is not None:
         kwargs["model"] = preset.spec
@@ -339,6 +343,8 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     bpw = case.number("bits_per_weight")
     quant = case.text("quant")
     fmt = quant_catalog().find(quant) if quant else None
+    if fmt is None and quant and not bpw:
+        fmt, bpw = aliases.quant_for(case)
     if size:
         kwargs["weights_gb"] = size * (GIB / GB if unit in ("gib", "") else 1.0)
         if fmt is not None:
@@ -357,8 +363,9 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     if engine:
         kwargs["engine"] = engine
     backend = case.text("backend").lower()
-    if backend in BACKENDS:
-        kwargs["backend"] = backend
+    resolved = backend if backend in BACKENDS else aliases.backend_for(case)
+    if resolved:
+        kwargs["backend"] = resolved
     kwargs.update(_parallelism(case, engine))
     return kwargs
 
@@ -395,6 +402,8 @@ Predictor = Callable[..., Any]
 
 def unsupported_setup(case: Case) -> str | None:
     """Why a readable row is outside what one estimate predicts, or None."""
+    if (reason := aliases.unscorable_for(case)) is not None:
+        return reason
     served = [c for c in ("request_rate", "concurrency") if case.text(c)]
     if case.metric == "tput_out" and served:
         return f"served workload ({', '.join(served)} stated): a serving simulation, not one estimate"
@@ -403,15 +412,47 @@ def unsupported_setup(case: Case) -> str | None:
     return None
 
 
+# llama.cpp made `--flash-attn auto` its default in late August 2025 (build ~6325); rows measured
+# after that run fused decode attention unless they say otherwise (docs/PHYSICS.md section 4)
+FA_DEFAULT_BUILD = 6325
+FA_DEFAULT_DATE = "2025-09"
+
+
+def engine_build(case: Case) -> int | None:
+    """The llama.cpp build number a row states ("build 4426e298 (2824)", "b6413"), or None."""
+    import re
+
+    text = case.text("engine_version")
+    found = re.search(r"\((\d{3,5})\)", text) or re.search(r"\bb(\d{4,5})\b", text)
+    return int(found.group(1)) if found else None
+
+
+def unfused_decode_attention(case: Case) -> bool:
+    """Whether the row ran decode attention unfused (scores through memory): its flags or notes when
+    they say (-fa 1 / flash attention on, or off), else its build, else its date against llama.cpp's
+    switch to flash attention by default."""
+    said = f"{case.text('notes')} {case.text('flag')} {case.text('table_heading')}".lower()
+    if any(k in said for k in ("-fa 1", "fa=1", "flash attention on", "flash-attn on", "with flash attention")):
+        return False
+    if any(k in said for k in ("-fa 0", "fa=0", "no flash attention", "flash attention off")):
+        return True
+    build = engine_build(case)
+    if build is not None:
+        return build < FA_DEFAULT_BUILD
+    date = case.text("measured_date")
+    return not (date and date[:7] >= FA_DEFAULT_DATE)
+
+
 def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
-    """The shipped fit as the row ran: calibration rows were measured with unfused decode attention
-    (llama.cpp builds before flash attention became their default), so its per-score term applies."""
+    """The shipped fit as the row ran: rows measured with unfused decode attention (llama.cpp builds
+    before flash attention became their default, `unfused_decode_attention`) pay its per-score term."""
     from tokometer.catalog import engine_catalog
     from tokometer.catalog.efficiency import efficiency_for
 
     request = case_request(case, hardware)
     engine = engine_catalog().get(request.engine or "llama-cpp")
-    return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=True)
+    unfused = unfused_decode_attention(case)
+    return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=unfused)
 
 
 def predict_case(
@@ -490,15 +531,6 @@ def predict_case(
 # ---------------------------------------------------------------- metrics
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    k = (len(ordered) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
 def summarise(results: Iterable[CaseResult], metric: str) -> dict[str, Any]:
     rows = [r for r in results if r.case.metric == metric]
     scored = [r for r in rows if r.scored]
@@ -546,7 +578,7 @@ def report(results: list[CaseResult]) -> dict[str, Any]:
 def validate(cases: list[Case], *, baseline: str | None = None) -> list[CaseResult]:
     """Predict every case with the shipped table (or a `baseline` peer formula).
 
-    Leave-one-hardware-out needs a fit, so it is `calibration.leave_one_hardware_out`: calibration
+    Leave-one-hardware-out needs a fit, so it is `model.leave_one_hardware_out`: calibration
     builds on validation, never the other way round.
     """
     return [predict_case(c, baseline=baseline) for c in cases]

@@ -1,0 +1,330 @@
+"""Published names to catalog entries: what a transcribed row calls a model, format, engine, backend or
+device, resolved where the row's own cells do not resolve in the catalogs.
+
+Transcriptions keep names as printed ("mlx-community/Qwen3-32B-4bit", "qwen3moe 30B.A3B Q4_K - Medium",
+"MLX (Metal)", "NVIDIA_GB10_122GB"), so the catalogs' own lookups miss most of them. Two layers, both
+conservative (a wrong match is worse than an unscored row):
+
+- `calibration_data/published/RESOLVE.toml`: one entry per (source id or "*", as-stated string) naming the
+  catalog id it resolves to and why; a source-specific entry wins over "*". It also lists sources whose rows
+  cannot be scored at all, with the reason (`unscorable`).
+- general rules (`model_candidates`, `quant_from_text`, `backend_from_text`): strip what a name carries
+  besides the model (hub organisation, file path and extension, Ollama tag separator, quantization and
+  packaging suffixes) and look the rest up exactly in the catalog; a model found this way must agree with the
+  row's own parameter count when the row prints one.
+
+`fitting.validation` asks here only after its own lookup failed.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tokometer.catalog import normalise
+from tokometer.errors import CatalogError
+
+RESOLVE_TOML = Path(__file__).resolve().parents[1] / "calibration_data" / "published" / "RESOLVE.toml"
+KINDS = ("model", "quant", "engine", "backend", "hardware")
+# a preset found by the name rules must hold the row's printed parameter count within this share
+PARAMS_TOLERANCE = 0.04
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What an as-stated string resolves to (`target`: a catalog id, a backend, or bits per weight) and why."""
+
+    target: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ResolveTable:
+    entries: dict[tuple[str, str, str], Resolution]  # (kind, source id or "*", normalised as-stated)
+    unscorable: dict[str, str]  # source id -> why none of its rows can be scored
+
+    def lookup(self, kind: str, source: str, as_stated: str) -> Resolution | None:
+        key = normalise(as_stated)
+        return self.entries.get((kind, source, key)) or self.entries.get((kind, "*", key))
+
+
+@functools.cache
+def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
+    """RESOLVE.toml, checked: every entry names its kind, as-stated string, target and reason."""
+    import tomllib
+
+    if not path.is_file():
+        return ResolveTable({}, {})
+    try:
+        raw: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{path}: {exc}") from None
+    entries: dict[tuple[str, str, str], Resolution] = {}
+    for kind in KINDS:
+        for index, item in enumerate(raw.get(kind, [])):
+            where = f"{path.name}: [[{kind}]] #{index + 1}"
+            missing = [k for k in ("as_stated", "id", "reason") if not str(item.get(k, "")).strip()]
+            if missing:
+                raise CatalogError(f"{where}: missing {', '.join(missing)}")
+            key = (kind, str(item.get("source", "*")), normalise(str(item["as_stated"])))
+            if key in entries:
+                raise CatalogError(f"{where}: {item['as_stated']!r} is listed twice for {key[1]}")
+            entries[key] = Resolution(str(item["id"]), str(item["reason"]))
+    unscorable = {}
+    for index, item in enumerate(raw.get("unscorable", [])):
+        if not item.get("source") or not item.get("reason"):
+            raise CatalogError(f"{path.name}: [[unscorable]] #{index + 1}: needs source and reason")
+        unscorable[str(item["source"])] = str(item["reason"])
+    return ResolveTable(entries, unscorable)
+
+
+# ---------------------------------------------------------------- models
+
+# what a published model name carries besides the model, stripped from its end (case-insensitive)
+_QUANT_TOKEN = (
+    r"(?:ud[-_ ]?)?i?q\d(?:_[a-z0-9]+)*|[fb]f?16|fp8(?:[-_](?:static|dynamic))?|fp4|int[48]|w\d+a\d+\S*|"
+    r"auto-?round(?:[-_]?int4)?|"
+    r"\d+(?:\.\d+)?bpw\S*|exl[23]\S*|awq(?:[-_]?(?:4bit|int4))?|gptq(?:[-_]?int4)?|nvfp4|mxfp4(?:[-_]moe)?|"
+    r"\d+bits?|q\d|mlx|qat|optiq|gguf|dwq"
+)
+_PACKAGING = r"it|instruct(?:[-_]\d{4})?|chat|hf|mlx[-_]lm|mlx[-_]vlm|default|omlx|latest"
+_SUFFIX = re.compile(rf"[-_ .:](?:{_QUANT_TOKEN}|{_PACKAGING})$", re.IGNORECASE)
+# llama-bench's "general.architecture size" type string: "qwen3moe 30B.A3B Q4_K - Medium", "llama 7B Q4_0"
+_LLAMA_BENCH = re.compile(r"^([a-z0-9_]+) (\d+(?:\.\d+)?)B(?:\.A(\d+(?:\.\d+)?)B)?(?: |$)", re.IGNORECASE)
+# llama-bench architecture -> catalog family prefix, where the architecture name maps to one family
+# ("phi3 3B" is not here: Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it)
+_ARCH_FAMILY = {
+    "qwen3": "qwen3",
+    "qwen3moe": "qwen3",
+    "gemma3": "gemma-3",
+    "gpt-oss": "gpt-oss",
+    "qwen35": "qwen3.5",
+    "qwen35moe": "qwen3.5",
+}
+
+
+def _strip_wrapping(name: str) -> str:
+    """The model part of a printed name: no path, hub organisation, '.gguf', parenthetical or trailing size."""
+    text = re.sub(r"\([^)]*\)", " ", name).strip()
+    text = text.split()[0] if text.startswith(("~", "/")) else text
+    text = text.rstrip("/").rsplit("/", 1)[-1]
+    text = re.sub(r"\.gguf$", "", text, flags=re.IGNORECASE)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# a checkpoint that changed the architecture it was derived from: never read as its base model
+_CHANGED = re.compile(r"reap|prun|distill|merge|frankenmerge|upscal|\bmoe-?\d+x", re.IGNORECASE)
+
+
+def _specific(candidate: str) -> bool:
+    """A bare family word ("Mistral", "Qwen3") names no one model: a candidate needs two name parts and a digit."""
+    return len([p for p in re.split(r"[-_ .:]", candidate) if p]) >= 2 and any(ch.isdigit() for ch in candidate)
+
+
+def model_candidates(name: str) -> list[str]:
+    """Names to look up exactly, most specific first: the name unwrapped, then with one more trailing
+    quantization or packaging token removed each time ("Qwen3-32B-4bit" -> "Qwen3-32B"). Version numbers are
+    never touched, so "Qwen3.6-27B" never becomes a Qwen3 name; a bare family word is never a candidate, and a
+    pruned, distilled or merged checkpoint gets none at all."""
+    if _CHANGED.search(name):
+        return []
+    text = _strip_wrapping(name)
+    # an Ollama tag "qwen3.5:35b-a3b-q4_K_M" names the model before its quantization
+    text = text.replace(":", "-")
+    # "Gemma4-26B-A4B" / "gemma4" spell the family without its dash
+    text = re.sub(r"^gemma(\d)", r"gemma-\1", text, flags=re.IGNORECASE)
+    found = [text]
+    first = text.split(" ")[0]
+    if first != text:
+        found.append(first)
+    for start in list(found):
+        current = start
+        while True:
+            shorter = _SUFFIX.sub("", current).strip()
+            if shorter == current or not shorter:
+                break
+            found.append(shorter)
+            current = shorter
+    return [c for c in dict.fromkeys(found) if c == text or _specific(c)]
+
+
+def llama_bench_candidates(name: str) -> list[str]:
+    """llama-bench's type string as catalog ids: "qwen3moe 30B.A3B Q4_K - Medium" -> "qwen3-30b-a3b"."""
+    match = _LLAMA_BENCH.match(name.strip())
+    if not match or match.group(1).lower() not in _ARCH_FAMILY:
+        return []
+    family, size, active = _ARCH_FAMILY[match.group(1).lower()], match.group(2), match.group(3)
+    return [f"{family}-{size}b" + (f"-a{active}b" if active else "")]
+
+
+def _params_agree(preset: Any, total_params_b: float | None) -> bool:
+    if not total_params_b:
+        return True
+    try:
+        params_b = preset.params_b or preset.spec.total_params / 1e9
+    except Exception:  # a preset whose spec cannot be built agrees with nothing
+        return False
+    return bool(abs(params_b - total_params_b) <= PARAMS_TOLERANCE * total_params_b)
+
+
+def resolve_model(name: str, source: str = "*", total_params_b: float | None = None) -> tuple[Any, str] | None:
+    """The catalog preset a printed model name means, and why; None when no rule is sure."""
+    from tokometer.catalog import model_catalog
+
+    catalog = model_catalog()
+    listed = resolve_table().lookup("model", source, name)
+    if listed is not None:
+        return catalog.get(listed.target), listed.reason
+    for candidate in [*model_candidates(name), *llama_bench_candidates(name)]:
+        preset = catalog.find(candidate)
+        if preset is not None and _params_agree(preset, total_params_b):
+            return preset, f"name rule: {name!r} read as {candidate!r}"
+    return None
+
+
+# ---------------------------------------------------------------- quantization
+
+# llama-bench prints a file's type as llama_model_ftype_name: "Q4_K - Medium", "IQ4_XS - 4.25 bpw"
+_FTYPE = re.compile(r"^(I?Q\d_K|Q\d_K|IQ\d_[A-Z]+|Q\d_\d) - (Small|Medium|Large|[\d.]+ bpw)$", re.IGNORECASE)
+_FTYPE_SIZE = {"small": "S", "medium": "M", "large": "L"}
+# llama.cpp's ftype names whose "- Medium" means the plain type (LLAMA_FTYPE_MOSTLY_Q2_K prints "Q2_K - Medium")
+_PLAIN_MEDIUM = {"q2_k"}
+_MLX_AFFINE = re.compile(r"^(?:MLX )?(?:q(\d)|(\d)bit)(?: MLX)?(?: g(\d+))?$", re.IGNORECASE)
+_BPW = re.compile(r"(\d+(?:\.\d+)?) ?bpw\b", re.IGNORECASE)
+
+
+def quant_from_text(text: str, source: str = "*") -> Resolution | None:
+    """A printed quantization as a catalog format id, or as bits per weight ("bits:4.25") where the text
+    states them; None when it says neither."""
+    from tokometer.catalog import quant_catalog
+
+    listed = resolve_table().lookup("quant", source, text)
+    if listed is not None:
+        return listed
+    catalog = quant_catalog()
+    clean = text.strip()
+    match = _FTYPE.match(clean)
+    if match:
+        base, size = match.group(1), match.group(2).lower()
+        if size.endswith("bpw"):
+            found = catalog.find(base)
+            if found is not None:
+                return Resolution(found.id, f"llama-bench ftype {clean!r}: {base}")
+        else:
+            name = base if base.lower() in _PLAIN_MEDIUM and size == "medium" else f"{base}_{_FTYPE_SIZE[size]}"
+            found = catalog.find(name)
+            if found is not None:
+                return Resolution(found.id, f"llama-bench ftype {clean!r} is {name}")
+    # MXFP4 is one format everywhere (OCP MX: 32-element blocks, an E8M0 scale): "MXFP4 mxfp4", "MLX mxfp4".
+    # NVFP4 and "int4" are not: each engine stores them its own way, so they are never read from text alone.
+    if normalise(clean) in ("mxfp4-mxfp4", "mlx-mxfp4"):
+        return Resolution("mxfp4", f"{clean!r}: OCP MXFP4 (32-element blocks, E8M0 scale)")
+    gguf = re.match(r"^GGUF-(\S+)$|^(\S+) GGUF$", clean, re.IGNORECASE)
+    if gguf:
+        name = gguf.group(1) or gguf.group(2)
+        found = catalog.find(name)
+        if found is not None:
+            return Resolution(found.id, f"{clean!r}: GGUF file of type {name}")
+    affine = _MLX_AFFINE.match(clean)
+    if affine and "mlx" in clean.lower():
+        bits = int(affine.group(1) or affine.group(2))
+        group = int(affine.group(3) or 64)
+        # MLX affine quantization stores a 16-bit scale and a 16-bit bias per group (quants.toml mlx-4bit)
+        return Resolution(f"bits:{bits + 32 / group:g}", f"MLX affine {bits}-bit, group {group}: {bits} + 32/{group} bits")
+    bpw = _BPW.search(clean)
+    if bpw:
+        return Resolution(f"bits:{float(bpw.group(1)):g}", f"{clean!r} states {bpw.group(1)} bits per weight")
+    return None
+
+
+# ---------------------------------------------------------------- engines, backends, hardware
+
+
+def resolve_engine(name: str, source: str = "*") -> str | None:
+    listed = resolve_table().lookup("engine", source, name)
+    return listed.target if listed is not None else None
+
+
+def backend_from_text(text: str, source: str = "*") -> Resolution | None:
+    """A printed backend as a catalog backend: RESOLVE.toml, else its first word ("Vulkan (RADV)",
+    "ROCm 7.2 (HIP)", "CUDA (MLX CUDA backend)"), else a backend named inside parentheses ("MLX (Metal)")."""
+    from tokometer.specs import BACKENDS
+
+    listed = resolve_table().lookup("backend", source, text)
+    if listed is not None:
+        return listed
+    words = re.findall(r"[A-Za-z]+", text.split("(")[0])
+    if words and words[0].lower() in BACKENDS:
+        return Resolution(words[0].lower(), f"backend {text!r}: {words[0]}")
+    inside = [w.lower() for part in re.findall(r"\(([^)]*)\)", text) for w in re.findall(r"[A-Za-z]+", part)]
+    if inside and inside[0] in BACKENDS:
+        return Resolution(inside[0], f"backend {text!r}: {inside[0]} named in parentheses")
+    return None
+
+
+def resolve_hardware(as_stated: str, source: str = "*") -> Any | None:
+    """The catalog device a row's printed hardware names (RESOLVE.toml entries only: printed device
+    strings carry host, driver and memory details that no general rule reads safely)."""
+    from tokometer.catalog import hardware_catalog
+
+    listed = resolve_table().lookup("hardware", source, as_stated)
+    return hardware_catalog().get(listed.target) if listed is not None else None
+
+
+def unscorable_reason(source: str) -> str | None:
+    return resolve_table().unscorable.get(source)
+
+
+# ---------------------------------------------------------------- a row's cells (fitting.validation.Case)
+
+
+def _source(case: Any) -> str:
+    return str(case.text("source_id") or "*")
+
+
+def model_for(case: Any) -> Any | None:
+    """The preset a row's `model` cell names, when the catalog's own lookup did not find it."""
+    name = case.text("model")
+    found = resolve_model(name, _source(case), case.number("total_params_b")) if name else None
+    return found[0] if found else None
+
+
+def quant_for(case: Any) -> tuple[Any | None, float | None]:
+    """(catalog format, None) or (None, bits per weight) for a row's `quant` cell; (None, None) if neither."""
+    from tokometer.catalog import quant_catalog
+
+    text = case.text("quant")
+    found = quant_from_text(text, _source(case)) if text else None
+    if found is None:
+        return None, None
+    if found.target.startswith("bits:"):
+        return None, float(found.target[5:])
+    return quant_catalog().get(found.target), None
+
+
+def engine_for(case: Any) -> str | None:
+    return resolve_engine(case.text("engine"), _source(case)) if case.text("engine") else None
+
+
+def backend_for(case: Any) -> str | None:
+    found = backend_from_text(case.text("backend"), _source(case)) if case.text("backend") else None
+    return found.target if found else None
+
+
+def hardware_for(case: Any) -> Any | None:
+    text = case.text("hardware_as_stated")
+    return resolve_hardware(text, _source(case)) if text else None
+
+
+def unscorable_for(case: Any) -> str | None:
+    """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, or it measured
+    a prompt (pp, ttft_ms) without saying how long the prompt was."""
+    listed = unscorable_reason(_source(case))
+    if listed is not None:
+        return listed
+    if case.metric in ("pp", "pp_agg", "ttft_ms") and not case.number("prompt_tokens"):
+        return f"{case.metric} without prompt_tokens: the prompt length is not stated"
+    return None

@@ -1,0 +1,390 @@
+"""Fit the efficiency model on measured rows (`tokometer calibrate`): the decode and prefill fits per group.
+
+Decode (docs/PHYSICS.md section 4), for a single memory-bound stream, is linear in its unknowns:
+
+    t_step = X_w / eta_bw(quantized?) + X_kv / eta_kv + s_dec * X_s + k_alu * Y + n_layers * tau_layer + tau_step,
+    X_w = weight bytes / BW,  X_kv = KV-cache bytes / BW,  X_s = scores / BW,  Y = weights / fp32 peak
+
+where BW is min(datasheet, N_units * b_unit) (Little's law: the bytes a device's compute units keep in
+flight; `specs.stream_bandwidth_share`, the function prediction uses); b_unit enters through min(), so
+it is profiled over a grid, each candidate a linear fit. So
+each group (engine / backend / hardware class) is fitted by weighted least squares on
+relative error (each row divided by its measured time), with a weak ridge toward the engine's
+documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Prefill is linear too:
+
+    t_prefill - overheads = G_matmul / eta_max + (G_matmul / T) * T_half / eta_max + G_attention / eta_att
+
+with G = FLOPs / datasheet peak. Groups with too few rows borrow the engine-wide fit, then the default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import replace
+
+from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
+from tokometer.fitting.bands import band_sd, grouped_band_sd
+from tokometer.fitting.features import Features, predicted_time, stream_scale
+from tokometer.fitting.shrinkage import LevelPrior, level_prior
+from tokometer.fitting.splits import leave_one_group_out
+from tokometer.specs import Efficiency
+
+MIN_TG_ROWS = 6
+MIN_PP_ROWS = 6
+RIDGE = 0.5  # weight of the prior: half of one row of relative error, whatever the row count
+
+def _bounded_lstsq(
+    rows: list[list[float]],
+    target: list[float],
+    prior: list[float],
+    lower: list[float],
+    scales: list[float | None] | None = None,
+    ridge: float = RIDGE,
+) -> list[float]:
+    """min sum (A x - b)^2 + RIDGE * sum ((x - prior)/scale)^2, with x >= lower (active set).
+
+    `scales`: how far each unknown may stray from its prior at the cost of one row (default |prior|).
+    """
+    import numpy as np
+
+    a = np.asarray(rows, dtype=float)
+    b = np.asarray(target, dtype=float)
+    p = np.asarray(prior, dtype=float)
+    scale = np.maximum(np.abs(p), 1e-9)
+    for i, given in enumerate(scales or []):
+        if given is not None:
+            scale[i] = given
+    fixed: dict[int, float] = {}
+    for _ in range(len(prior) + 1):
+        free = [i for i in range(len(prior)) if i not in fixed]
+        rhs = b - (a[:, list(fixed)] @ np.array(list(fixed.values())) if fixed else 0.0)
+        weight = math.sqrt(ridge)
+        reg_a = np.diag(weight / scale[free])
+        reg_b = weight * p[free] / scale[free]
+        full_a = np.vstack([a[:, free], reg_a])
+        full_b = np.concatenate([rhs, reg_b])
+        sol, *_ = np.linalg.lstsq(full_a, full_b, rcond=None)
+        x = np.array(p, copy=True)
+        x[free] = sol
+        for i, v in fixed.items():
+            x[i] = v
+        violated = [i for i in free if x[i] < lower[i]]
+        if not violated:
+            return [float(v) for v in x]
+        for i in violated:
+            fixed[i] = lower[i]
+    return [float(max(v, lo)) for v, lo in zip(x, lower, strict=True)]
+
+
+ALU_PRIOR_FLOPS_PER_WEIGHT = 2.0  # one FMA per weight (dequant extra is what the fit finds)
+ALU_PRIOR_SCALE = 20.0  # a weak pull: k_alu is set by the devices' ALU-to-bandwidth spread, not the prior
+SCORE_PRIOR_BYTES = 100.0  # fp32 score traffic plus some K/V re-reads per query head
+ECC_PRIOR = 0.1  # inline ECC: 1 check byte per 16-32 data bytes plus read-modify-write turnarounds
+ECC_PRIOR_SCALE = 0.2
+SCORE_PRIOR_SCALE = 1000.0  # weak: anything from a fused kernel (0) to no reuse at all (~530 B) is plausible
+
+
+# b_unit candidates (GB/s per SM / CU / GPU core), 10 % apart from 2 to 60, and None (no limit)
+UNIT_LIMIT_COST = 0.01  # a limit must explain more than one row's 10 % error (0.1^2) to be kept
+UNIT_BANDWIDTH_GRID: tuple[float | None, ...] = (None, *(round(2.0 * 1.1**i, 3) for i in range(36)))
+
+
+def fit_decode(
+    rows: list[Features], prior: Efficiency, units: tuple[float | None, ...] | None = None, ridge: float = RIDGE
+) -> dict[str, float | None]:
+    """The decode fit at the b_unit that explains the rows best (a profile over `UNIT_BANDWIDTH_GRID`).
+
+    b_unit enters as min(), not linearly, so each candidate is a linear fit of its own; the one
+    with the least relative error wins, and a limit must beat no limit (None) by `UNIT_LIMIT_COST`
+    (the ridge's pull toward the engine's default, which has none). A candidate at or above
+    every row's BW / N limits nothing, so it is the same fit as None and is skipped. `units`:
+    the candidates to try instead (one, to refit with b_unit held).
+    """
+    grid = units if units is not None else tuple(u for u in UNIT_BANDWIDTH_GRID if u is None or _limits_any(rows, u))
+    best: tuple[float, dict[str, float | None]] | None = None
+    for unit in grid:
+        fitted, loss = _fit_decode_linear(rows, prior, [stream_scale(f, unit) for f in rows], ridge)
+        loss += 0.0 if unit is None else UNIT_LIMIT_COST
+        if best is None or loss < best[0] * (1.0 - 1e-9):
+            best = (loss, {**fitted, "unit_bandwidth_gb_per_s": unit})
+    assert best is not None
+    return best[1]
+
+
+def _limits_any(rows: list[Features], unit_bandwidth_gb_per_s: float) -> bool:
+    """Whether b_unit holds any row's stream below its datasheet bandwidth (else its fit is None's)."""
+    return any(stream_scale(f, unit_bandwidth_gb_per_s) > 1.0 for f in rows)
+
+
+def _fit_decode_linear(
+    rows: list[Features], prior: Efficiency, scales: list[float], ridge: float = RIDGE
+) -> tuple[dict[str, float], float]:
+    """The linear decode fit with each row's stream terms stretched by its `stream_scale`; and its
+    sum of squared relative errors (the ridge left out)."""
+    has_plain = any(not f.quantized for f in rows)
+    has_quant = any(f.quantized for f in rows)
+    has_kv = any(f.kv_s > 0 for f in rows)
+    has_alu = any(f.alu_s > 0 for f in rows)
+    q_prior = prior.quantized_bandwidth_fraction or prior.bandwidth_fraction
+    kv_prior = prior.kv_bandwidth_fraction or prior.bandwidth_fraction
+    a = [
+        [
+            (0.0 if f.quantized else f.memory_s * k) / f.t_measured_s,
+            (f.memory_s * k if f.quantized else 0.0) / f.t_measured_s,
+            f.kv_s * k / f.t_measured_s,
+            f.alu_s / f.t_measured_s,
+            f.decode_score_s * k / f.t_measured_s,
+            f.ecc_s / f.t_measured_s,
+            f.n_layers * 1e-6 / f.t_measured_s,
+            1e-6 / f.t_measured_s,
+        ]
+        for f, k in zip(rows, scales, strict=True)
+    ]
+    x = _bounded_lstsq(
+        a,
+        [1.0] * len(rows),
+        [
+            1.0 / prior.bandwidth_fraction,
+            1.0 / q_prior,
+            1.0 / kv_prior,
+            prior.decode_alu_flops_per_weight or ALU_PRIOR_FLOPS_PER_WEIGHT,
+            prior.decode_score_bytes or SCORE_PRIOR_BYTES,
+            prior.inline_ecc_overhead or ECC_PRIOR,
+            prior.layer_overhead_us,
+            prior.step_overhead_us,
+        ],
+        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [None, None, None, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, ECC_PRIOR_SCALE, None, None],
+        ridge,
+    )
+    has_ecc = any(f.ecc_s > 0 for f in rows)
+    has_depth = any(f.decode_score_s > 0 for f in rows)
+    loss = sum((sum(c * v for c, v in zip(row, x, strict=True)) - 1.0) ** 2 for row in a)
+    return {
+        "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
+        "quantized_bandwidth_fraction": 1.0 / x[1] if has_quant else q_prior,
+        "kv_bandwidth_fraction": 1.0 / x[2] if has_kv else kv_prior,
+        "decode_alu_flops_per_weight": x[3] if has_alu else prior.decode_alu_flops_per_weight,
+        "decode_score_bytes": x[4] if has_depth else prior.decode_score_bytes,
+        "inline_ecc_overhead": x[5] if has_ecc else prior.inline_ecc_overhead,
+        "layer_overhead_us": x[6],
+        "step_overhead_us": x[7],
+    }, loss
+
+
+def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE) -> dict[str, float]:
+    def overhead(f: Features) -> float:
+        return f.n_chunks * (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
+
+    usable = [f for f in rows if f.t_measured_s > overhead(f)]
+    if not usable:
+        return {}
+    has_plain = any(not f.quantized for f in usable)
+    has_quant = any(f.quantized for f in usable)
+    a = [
+        [
+            (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
+            (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
+            f.matmul_s / f.chunk_tokens / f.t_measured_s,
+            f.attention_s / f.t_measured_s,
+            f.score_s / f.t_measured_s,
+        ]
+        for f in usable
+    ]
+    target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
+    u0 = 1.0 / prior.prefill_efficiency_max
+    uq0 = 1.0 / (prior.quantized_prefill_efficiency_max or prior.prefill_efficiency_max)
+    w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
+    # the T_half term is shared: eta(T) = eta_max * T / (T + T_half), with v = T_half / eta_max(plain);
+    # the score term's coefficient is the bytes moved per score (0 and held there for fused kernels)
+    x = _bounded_lstsq(
+        a,
+        target,
+        [u0, uq0, prior.prefill_half_tokens * u0, w0, prior.attention_score_bytes],
+        [1.0, 1.0, 0.0, 1.0, 0.0],
+        ridge=ridge,
+    )
+    eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
+    eta_quant = 1.0 / x[1] if has_quant else eta_plain
+    return {
+        "prefill_efficiency_max": eta_plain,
+        "quantized_prefill_efficiency_max": eta_quant,
+        "prefill_half_tokens": x[2] / x[0],
+        "prefill_attention_fraction": 1.0 / x[3],
+        "attention_score_bytes": x[4],
+    }
+
+
+def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
+    logs = [math.log(predicted_time(f, eff) / f.t_measured_s) for f in rows]
+    if len(logs) < 3:
+        return None
+    return band_sd(logs)
+
+
+def fit_one(
+    tg: list[Features],
+    pp: list[Features],
+    prior: Efficiency,
+    source: str,
+    units: tuple[float | None, ...] | None = None,
+    ridges: tuple[float, float] = (RIDGE, RIDGE),
+) -> Efficiency:
+    """One group's decode then prefill fit, each ridged toward `prior` with `ridges` (decode, prefill)."""
+    decode = fit_decode(tg, prior, units, ridges[0]) if len(tg) >= MIN_TG_ROWS else {}
+    base = replace(prior, **decode) if decode else prior  # type: ignore[arg-type]
+    overheads = {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}
+    pre = fit_prefill(pp, base, overheads, ridges[1]) if len(pp) >= MIN_PP_ROWS else {}
+    eff = replace(base, **pre, source=source)  # type: ignore[arg-type]
+    sd_tg = _log_sd(tg, eff)
+    sd_pp = _log_sd(pp, eff)
+    return replace(
+        eff,
+        residual_log_sd=max(sd_tg, 0.05) if sd_tg is not None else prior.residual_log_sd,
+        prefill_residual_log_sd=max(sd_pp, 0.05) if sd_pp is not None else prior.prefill_residual_log_sd,
+    )
+
+
+def fit_table(
+    feats: Iterable[Features],
+    source: str = "fitted",
+    held: dict[str, Efficiency] | None = None,
+    priors: dict[int, tuple[LevelPrior, LevelPrior]] | None = None,
+) -> dict[str, Efficiency]:
+    """Fit every group key level by level, each shrunk toward its parent (`shrinkage`).
+
+    Levels: the engine (`engine/*/*`, parent: its documented default in engines.toml), the backend
+    (`engine/backend/*`, parent: the engine's fit), the hardware class (`engine/backend/class`,
+    parent: the backend's fit). Each level's pull toward the parent is estimated from the data
+    (`shrinkage.level_prior` on the log errors of the parent's prediction of each group's rows), so
+    a thin group keeps its parent's values and a thick one its own. `held`: keep each key's b_unit;
+    `priors`: filled with each level's (decode, prefill) `LevelPrior`.
+    """
+    by_key: dict[str, list[Features]] = defaultdict(list)
+    for f in feats:
+        for key in _keys(f.group):
+            by_key[key].append(f)
+    table: dict[str, Efficiency] = {}
+    for level in range(3):
+        keys = sorted(k for k in by_key if _level(k) == level)
+        parents = {k: _parent(k, table, by_key[k][0].prior) for k in keys}
+        # a group that is its parent's only child has its parent's rows: it says nothing of the spread
+        informative = [k for k in keys if level == 0 or len(by_key[k]) < len(by_key[_parent_key(k)])]
+        tg_prior, pp_prior = (
+            level_prior({k: _log_errors(by_key[k], parents[k], m) for k in informative}) for m in ("tg", "pp")
+        )
+        if priors is not None:
+            priors[level] = (tg_prior, pp_prior)
+        for key in keys:
+            tg = [f for f in by_key[key] if f.case.metric == "tg"]
+            pp = [f for f in by_key[key] if f.case.metric == "pp"]
+            if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
+                continue
+            units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
+            if GroupKey.parse(key).hardware_class == ANY:
+                # b_unit belongs to one class of memory system; a fallback entry serves devices of other
+                # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
+                units = (None,)
+            table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
+    return table
+
+
+def _level(key: str) -> int:
+    """0 for `engine/*/*`, 1 for `engine/backend/*`, 2 for `engine/backend/class`."""
+    _, backend, hardware_class = GroupKey.parse(key)
+    return 0 if backend == ANY else (1 if hardware_class == ANY else 2)
+
+
+def _parent_key(key: str) -> str:
+    """The key one level up (`engine/backend/*` for a class, `engine/*/*` for a backend)."""
+    engine, backend, _ = GroupKey.parse(key)
+    return str(GroupKey(engine, backend, ANY) if _level(key) == 2 else GroupKey(engine, ANY, ANY))
+
+
+def _parent(key: str, table: dict[str, Efficiency], default: Efficiency) -> Efficiency:
+    """The fitted entry one level up (the engine's default at the top, or where the parents were too thin)."""
+    engine, backend, _ = GroupKey.parse(key)
+    level = _level(key)
+    ups = [str(GroupKey(engine, backend, ANY))] if level == 2 else []
+    ups += [str(GroupKey(engine, ANY, ANY))] if level >= 1 else []
+    return next((table[k] for k in ups if k in table), default)
+
+
+def _log_errors(rows: list[Features], parent: Efficiency, metric: str) -> list[float]:
+    return [math.log(predicted_time(f, parent) / f.t_measured_s) for f in rows if f.case.metric == metric]
+
+
+def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
+    for key in GroupKey.parse(group).fallbacks():
+        if key in table:
+            return table[key]
+    return None
+
+
+def _keys(group: str) -> tuple[str, ...]:
+    engine, backend, _ = GroupKey.parse(group)
+    return (group, str(GroupKey(engine, backend, ANY)), str(GroupKey(engine, ANY, ANY)))
+
+
+LEVEL_NAMES = ("engine", "backend", "class")  # `fit_table`'s levels, top down
+
+
+def fit_with_bands(
+    feats: list[Features], source: str = "fitted", spreads: dict[str, float] | None = None
+) -> dict[str, Efficiency]:
+    """Fit a table, then size each entry's 80 % band from errors on rows the fit did not see.
+
+    The band a user gets must come from what is new to the fit where the user stands: each training
+    device and each training source is predicted (in closed form, from its features) by a fit
+    without it, and the band of every entry is the wider of the two that hold 80 % of those
+    out-of-sample errors (`bands.grouped_band_sd`). The inner fits keep the table's b_unit (its
+    profile search costs one fit per candidate) and refit the linear terms. `spreads`: filled with
+    the spread of an unseen group around its parent per level (meta keys of
+    `catalog.efficiency.UNSEEN_KEYS`), which widens a borrowed entry's band.
+    """
+    priors: dict[int, tuple[LevelPrior, LevelPrior]] = {}
+    table = fit_table(feats, source=source, priors=priors)
+    if spreads is not None:
+        for level, (tg_prior, pp_prior) in priors.items():
+            spreads[UNSEEN_KEYS["tg"][LEVEL_NAMES[level]]] = round(tg_prior.tau, 6)
+            spreads[UNSEEN_KEYS["pp"][LEVEL_NAMES[level]]] = round(pp_prior.tau, 6)
+    errors: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: {"tg": defaultdict(list), "pp": defaultdict(list)}
+    )
+    for split, group_of in (("hardware", _hardware_of), ("source", _source_of)):
+        for fold in leave_one_group_out(feats, group_of):
+            inner = fit_table(list(fold.train), held=table)
+            for f in fold.test:
+                eff = lookup(inner, f.group)
+                if eff is None:
+                    continue
+                error = math.log(predicted_time(f, eff) / f.t_measured_s)
+                for key in _keys(f.group):
+                    errors[key][f.case.metric][split].append(error)
+    for key, eff in list(table.items()):
+        found = errors.get(key)
+        if not found:
+            continue
+        changes: dict[str, float] = {}
+        sd_tg = grouped_band_sd(found["tg"])
+        sd_pp = grouped_band_sd(found["pp"])
+        if sd_tg is not None:
+            changes["residual_log_sd"] = sd_tg
+        if sd_pp is not None:
+            changes["prefill_residual_log_sd"] = sd_pp
+        table[key] = replace(eff, **changes)  # type: ignore[arg-type]
+    return table
+
+
+def _hardware_of(f: Features) -> str:
+    return f.hardware_id
+
+
+def _source_of(f: Features) -> str:
+    return f.case.text("source_id") or "(no source_id)"
+
+
+def matches(group: str, key: str) -> bool:
+    return GroupKey.parse(group).matches(GroupKey.parse(key))

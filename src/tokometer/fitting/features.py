@@ -1,0 +1,190 @@
+"""One measured row as the physics sees it at 100 % efficiency (`Features`), and a row's time
+predicted back from an efficiency (`predicted_time`): the terms every fit in this package is linear in.
+
+The decode and prefill equations are in `calibration` (docs/PHYSICS.md section 4); this module turns a
+`Case` into their columns once, so fits, splits and bands share them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tokometer.costmodel.layout import IDEAL
+from tokometer.costmodel.roofline import (
+    alu_peak_tflops,
+    decode_score_elements,
+    prefill_score_elements,
+)
+from tokometer.errors import TokometerError
+from tokometer.fitting.validation import (
+    Case,
+    case_request,
+    resolve_case_hardware,
+    unfused_decode_attention,
+    unsupported_setup,
+)
+from tokometer.specs import Efficiency, stream_bandwidth_share
+from tokometer.units import GB
+
+
+@dataclass(frozen=True)
+class Features:
+    case: Case
+    group: str
+    engine_id: str
+    backend: str
+    hardware_id: str
+    prior: Efficiency
+    t_measured_s: float
+    memory_s: float = 0.0  # weight bytes / datasheet bandwidth
+    kv_s: float = 0.0  # KV-cache bytes read and written / datasheet bandwidth
+    alu_s: float = 0.0  # weights multiplied / fp32 shader peak: seconds per ALU op per weight
+    decode_score_s: float = 0.0  # decode attention scores / datasheet bandwidth: seconds per byte per score
+    ecc_s: float = 0.0  # (weight + KV bytes) / datasheet bandwidth on a card with inline ECC, else 0
+    quantized: bool = False
+    n_layers: int = 0
+    matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
+    attention_s: float = 0.0
+    score_s: float = 0.0  # attention scores / datasheet bandwidth: seconds per byte moved per score
+    prompt_tokens: int = 0
+    n_chunks: int = 1
+    bandwidth_gb_per_s: float = 0.0  # datasheet
+    stream_units: float | None = None  # `HardwareSpec.stream_units`: SMs / CUs / GPU cores (Apple's at their clock), the N of N * b_unit
+
+    @property
+    def chunk_tokens(self) -> float:
+        """Tokens one prefill matmul sees: the prompt, or the engine's chunk of it."""
+        return self.prompt_tokens / max(1, self.n_chunks)
+
+
+def _unit(prior: Efficiency) -> Efficiency:
+    """eta = 1 and no fixed costs, with the engine's prefill chunking: the physics alone."""
+    return replace(IDEAL, prefill_chunk_tokens=prior.prefill_chunk_tokens)
+
+
+def features(case: Case) -> Features | None:
+    """Physics at 100 % efficiency for one usable row (single device, unflagged, tg or pp)."""
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import efficiency_for, group_key
+    from tokometer.usecases.estimate import estimate
+
+    if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
+        return None
+    if unsupported_setup(case):  # a row validate cannot score is not fitted either (fitting/aliases.py)
+        return None
+    try:
+        hardware = resolve_case_hardware(case)
+        request = case_request(case, hardware)
+        engine = engine_catalog().get(request.engine or "llama-cpp")
+        backend = request.backend or hardware.backend
+        prior = default_efficiency(engine.id)
+        est = estimate(request, efficiency=_unit(efficiency_for(engine, hardware, backend)))
+    except TokometerError:
+        return None
+    base = dict(
+        case=case,
+        group=group_key(engine, hardware, backend),
+        engine_id=engine.based_on or engine.id,
+        backend=backend,
+        hardware_id=hardware.id,
+        prior=prior,
+        quantized=est.quantized,
+        n_layers=est.model.n_layers,
+        bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
+        stream_units=hardware.stream_units,
+    )
+    if case.metric == "tg":
+        bw = hardware.memory_bandwidth_gb_per_s * GB
+        alu_peak = alu_peak_tflops(hardware)
+        return Features(
+            t_measured_s=1.0 / case.value,
+            memory_s=est.step.weight_bytes / bw,
+            kv_s=(est.step.kv_read_bytes + est.step.kv_write_bytes) / bw,
+            alu_s=est.model.matmul_params_per_token() / (alu_peak * 1e12) if alu_peak else 0.0,
+            decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw if unfused_decode_attention(case) else 0.0,
+            ecc_s=(est.step.weight_bytes + est.step.kv_read_bytes + est.step.kv_write_bytes) / bw if hardware.inline_ecc else 0.0,
+            **base,  # type: ignore[arg-type]
+        )
+    if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
+        return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
+    peak = est.peak.tflops * 1e12
+    return Features(
+        t_measured_s=case.prompt_tokens / case.value,
+        matmul_s=est.prefill.matmul_flops / peak,
+        attention_s=est.prefill.attention_flops / peak,
+        score_s=prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB),
+        prompt_tokens=case.prompt_tokens,
+        n_chunks=est.prefill.n_chunks,
+        **base,  # type: ignore[arg-type]
+    )
+
+
+def default_efficiency(engine_id: str) -> Efficiency:
+    from tokometer.catalog import engine_catalog
+
+    return engine_catalog().get(engine_id).efficiency
+
+
+
+def stream_scale(f: Features, unit_bandwidth_gb_per_s: float | None) -> float:
+    """1 / `stream_bandwidth_share`: how much longer the row's stream takes than at the datasheet bandwidth.
+
+    The inverse of the share prediction folds into its eta's (`Efficiency.for_hardware`), from the
+    same function, so the fitted b_unit means the same on both sides.
+    """
+    return 1.0 / stream_bandwidth_share(f.stream_units, f.bandwidth_gb_per_s, unit_bandwidth_gb_per_s)
+
+
+def limited(f: Features, unit_bandwidth_gb_per_s: float | None) -> Features:
+    """The row's stream features (weights, KV, scores) at the Little's-law bandwidth N * b_unit."""
+    scale = stream_scale(f, unit_bandwidth_gb_per_s)
+    if scale == 1.0:
+        return f
+    return replace(f, memory_s=f.memory_s * scale, kv_s=f.kv_s * scale, decode_score_s=f.decode_score_s * scale)
+
+
+
+
+def predicted_time(f: Features, eff: Efficiency) -> float:
+    if f.case.metric == "tg":
+        f = limited(f, eff.unit_bandwidth_gb_per_s)
+        return (
+            f.memory_s / eff.bandwidth_fraction_for(f.quantized)
+            + f.kv_s / eff.kv_fraction_for(f.quantized)
+            + f.alu_s * eff.decode_alu_flops_per_weight
+            + f.decode_score_s * eff.decode_score_bytes
+            + f.ecc_s * eff.inline_ecc_overhead
+            + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+        )
+    eta = eff.prefill_max_for(f.quantized) * f.chunk_tokens / (f.chunk_tokens + eff.prefill_half_tokens)
+    eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
+    score = f.score_s * eff.attention_score_bytes
+    return f.matmul_s / eta + f.attention_s / eta_att + score + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+
+
+
+def case_group(case: Case) -> str | None:
+    """The efficiency group (engine/backend/hardware class) a row is predicted with, any device count."""
+    from tokometer.catalog import engine_catalog
+    from tokometer.catalog.efficiency import group_key
+
+    try:
+        hardware = resolve_case_hardware(case)
+        request = case_request(case, hardware)
+        engine = engine_catalog().get(request.engine or "llama-cpp")
+    except TokometerError:
+        return None
+    return group_key(engine, hardware, request.backend or hardware.backend)
+
+
+def case_source(case: Case) -> str:
+    """The publication a row comes from (`source_id`), the unit leave-one-source-out holds out."""
+    return case.text("source_id") or "(no source_id)"
+
+
+def case_hardware_id(case: Case) -> str | None:
+    try:
+        return resolve_case_hardware(case).id
+    except TokometerError:
+        return None
+

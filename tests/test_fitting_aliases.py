@@ -1,0 +1,169 @@
+"""Published names resolve to catalog entries (fitting/aliases.py, published/RESOLVE.toml), and only when sure.
+
+The as-stated strings below are copied from real rows of calibration_data/published/*.csv; a name that
+would resolve to the wrong model (a bare family word, a pruned checkpoint, a parameter count that
+disagrees) must stay unresolved: a wrong match is worse than an unscored row.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tokometer.calibration_data import PUBLISHED_DIR
+from tokometer.fitting import aliases, validation
+
+
+@pytest.mark.parametrize(
+    ("as_stated", "source", "expected"),
+    [
+        ("mlx-community/Qwen3-32B-4bit", "ASLB-M3MAX", "qwen3-32b"),
+        ("~/.cache/llmfit/models/gemma-4-31B-it-UD-Q4_K_XL.gguf", "ASLB-M3MAX", "gemma-4-31b"),
+        ("Gemma4-26B-A4B 4bit mlx-lm", "ASLB-M3MAX", "gemma-4-26b-a4b"),
+        ("qwen3.5:35b-a3b-q4_K_M", "ASLB-M3MAX", "qwen3.5-35b-a3b"),
+        ("mlx-community/Qwen3-Coder-Next-4bit", "ASLB-M3MAX", "qwen3-next-80b-a3b"),
+        ("llama 7B Q4_0", "NEOZ-SYCLCI", "llama-2-7b"),
+        ("mlx-community/Meta-Llama-3.1-8B-Instruct-4bit", "MLXCEL-M5MAX", "llama-3.1-8b"),
+        ("mlx-community/Qwen3-4B-Instruct-2507-6bit", "MLXCEL-GB10", "qwen3-4b"),
+        ("Qwen3.6-27B-FP8", "LOTTO-3090", "qwen3.6-27b"),
+        ("qwen35 27B Q3_K - Medium", "RYANILANO-16GB", "qwen3.6-27b"),
+    ],
+)
+def test_published_model_names_resolve(as_stated: str, source: str, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, source)
+    assert found is not None, as_stated
+    assert found[0].id == expected
+    assert found[1]  # every resolution says why
+
+
+def test_the_qwen36_27b_preset_counts_llama_benchs_printed_parameters() -> None:
+    from tokometer.catalog import model_catalog
+
+    # RYANILANO-16GB prints model_n_params 26895998464 for the qwen35 27B GGUF
+    assert model_catalog().get("qwen3.6-27b").spec.total_params == pytest.approx(26895998464, rel=1e-6)
+
+
+def test_llama_bench_type_strings_resolve_only_when_the_parameter_count_agrees() -> None:
+    found = aliases.resolve_model("qwen3moe 30B.A3B Q4_K - Medium", "DANDIN-SPARK", 30.53)
+    assert found is not None and found[0].id == "qwen3-30b-a3b"
+    assert aliases.resolve_model("qwen3moe 30B.A3B Q4_K - Medium", "DANDIN-SPARK", 21.0) is None
+
+
+@pytest.mark.parametrize(
+    "as_stated",
+    [
+        "Mistral Nemo Instruct 2407",  # "Mistral" alone would be the catalog's Mistral 7B
+        "Mistral Small 24B Instruct 2501",
+        "Qwen3.6-35B-A3B reap50-q4 (REAP 50% expert-pruned checkpoint)",  # half the experts
+        "DeepSeek R1 Distill Llama 8B",
+        "phi3 3B Q8_0",  # Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it
+        "Qwen3.5-9B (byteshape GGUF)",  # no Qwen3.5 9B preset: never another Qwen3.5 or a Qwen3 size
+    ],
+)
+def test_names_that_must_not_match(as_stated: str) -> None:
+    assert aliases.resolve_model(as_stated) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Q4_K - Medium", "q4-k-m"),
+        ("Q3_K - Large", "q3-k-l"),
+        ("Q4_K - Small", "q4-k-s"),
+        ("Q2_K - Medium", "q2-k"),
+        ("IQ4_XS - 4.25 bpw", "iq4-xs"),
+        ("GGUF-Q6_K", "q6-k"),
+        ("MXFP4 mxfp4", "mxfp4"),
+        ("6bit MLX", "bits:6.5"),
+        ("MLX q5 g32", "bits:6"),
+        ("Qwen3.6-27B-exl3-6.0bpw", "bits:6"),
+    ],
+)
+def test_printed_quantizations_resolve(text: str, expected: str) -> None:
+    found = aliases.quant_from_text(text)
+    assert found is not None and found.target == expected
+
+
+@pytest.mark.parametrize("text", ["NVFP4 nvfp4", "INT4 int4", "UD-Q4_K_XL", "Ollama default tag (not stated)"])
+def test_quantizations_stored_differently_per_engine_stay_unresolved(text: str) -> None:
+    assert aliases.quant_from_text(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("MLX (Metal)", "metal"), ("Vulkan (RADV)", "vulkan"), ("ROCm 7.2 (HIP)", "rocm"), ("CUDA (MLX CUDA backend)", "cuda")],
+)
+def test_printed_backends_resolve(text: str, expected: str) -> None:
+    found = aliases.backend_from_text(text)
+    assert found is not None and found.target == expected
+    assert aliases.backend_from_text("HTP (Hexagon)") is None
+
+
+def _rows(name: str) -> list[validation.Case]:
+    return validation.read_cases(PUBLISHED_DIR / name)
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "MLXCEL-GB10.csv").is_file(), reason="published evidence not shipped")
+def test_a_published_gb10_row_is_predicted_on_the_dgx_spark_with_its_engine_family() -> None:
+    case = next(c for c in _rows("MLXCEL-GB10.csv") if c.metric == "tg" and validation.predict_case(c).scored)
+    result = validation.predict_case(case)
+    assert result.hardware_id == "dgx-spark"
+    assert result.group is not None and result.group.startswith("mlx/")  # mlxcel borrows MLX's fit
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "LOCALSCORE.csv").is_file(), reason="published evidence not shipped")
+def test_localscore_suite_averages_are_unscored_with_the_reason() -> None:
+    results = [validation.predict_case(c) for c in _rows("LOCALSCORE.csv")[:30]]
+    assert results and all(not r.scored and "suite average" in (r.reason or "") for r in results)
+
+
+def test_resolve_table_entries_name_catalog_entries() -> None:
+    from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+
+    catalogs = {"model": model_catalog(), "hardware": hardware_catalog(), "engine": engine_catalog(), "quant": quant_catalog()}
+    table = aliases.resolve_table()
+    assert table.entries
+    for (kind, _source, _key), resolution in table.entries.items():
+        if kind in catalogs:
+            assert catalogs[kind].find(resolution.target) is not None, resolution.target
+        assert resolution.reason
+
+
+def test_a_broken_resolve_table_names_the_entry(tmp_path: Path) -> None:
+    from tokometer.errors import CatalogError
+
+    path = tmp_path / "RESOLVE.toml"
+    path.write_text('[[model]]\nas_stated = "x"\nid = "llama-2-7b"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"\[\[model\]\] #1: missing reason"):
+        aliases.resolve_table.__wrapped__(path)
+
+
+def test_the_transcribed_files_are_not_rewritten_by_resolution() -> None:
+    # resolution happens when rows are read: the CSV cells stay as printed
+    with (PUBLISHED_DIR / "NEOZ-SYCLCI.csv").open(encoding="utf-8", newline="") as fh:
+        models = {row["model"] for row in csv.DictReader(fh)}
+    assert "llama 7B Q4_0" in models
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "LOCALSCORE.csv").is_file(), reason="published evidence not shipped")
+def test_rows_validate_cannot_score_never_enter_the_fit() -> None:
+    from tokometer.fitting.features import features
+
+    localscore = [c for c in _rows("LOCALSCORE.csv")[:30] if c.metric in ("tg", "pp")]
+    assert localscore and all(features(c) is None for c in localscore)
+    no_prompt = [c for c in _rows("ANDYG-GB10.csv") if c.metric == "pp" and not c.number("prompt_tokens")]
+    assert no_prompt and all(features(c) is None for c in no_prompt)
+    assert all("prompt length is not stated" in (validation.predict_case(c).reason or "") for c in no_prompt)
+    decode = [c for c in _rows("ANDYG-GB10.csv") if c.metric == "tg"]
+    assert any(features(c) is not None for c in decode)  # the same source's decode rows are fitted
+
+
+@pytest.mark.parametrize(
+    ("as_stated", "expected"),
+    [("Qwen3.6-27B-autoround-int4", "qwen3.6-27b"), ("Qwen3.6-27B-INT8-W8A8", "qwen3.6-27b"), ("gemma-4-12B-it-FP8-Dynamic", "gemma-4-12b")],
+)
+def test_quantizer_suffixes_are_stripped(as_stated: str, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, "LOTTO-3090")
+    assert found is not None and found[0].id == expected
