@@ -128,8 +128,9 @@ class Row(Cells):
 
     @property
     def run_key(self) -> tuple[str, ...]:
-        keys = ("source_id", "engine", "hardware_id", "model", "parallelism", "quant", "batch_size",
-                "prompt_tokens", "gen_tokens", "scenario", "request_rate", "concurrency", "num_requests")
+        keys = ("source_id", "engine", "engine_version", "backend", "hardware_id", "hardware_as_stated", "model",
+                "parallelism", "n_devices", "quant", "kv_cache_dtype", "batch_size", "max_num_seqs_or_batch", "prompt_tokens",
+                "gen_tokens", "scenario", "request_rate", "concurrency", "num_requests", "dataset")
         return tuple(self.text(k) for k in keys)
 
 
@@ -327,7 +328,7 @@ def plan_run(rows: list[Row]) -> Run:
     if scenario == "offline":
         if isinstance(batch, int):
             kwargs["max_num_seqs"] = batch  # the batch limit the source ran with
-        run.workload = Workload("offline", min(n, MAX_SIM_REQUESTS), p_dist, o_dist)
+        run.workload = Workload("offline", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist)
     elif scenario == "static-batch":
         # static: the whole batch admitted together (as much of it as the KV cache holds) and held
         # until its longest request ends, prompts prefilled without the step's token budget
@@ -341,14 +342,14 @@ def plan_run(rows: list[Row]) -> Run:
         if not rate:
             run.reason = "online-rate row without a request_rate"
             return run
-        run.workload = Workload("poisson", min(n, MAX_SIM_REQUESTS), p_dist, o_dist, rate_per_s=rate)
+        run.workload = Workload("poisson", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, rate_per_s=rate)
     elif scenario == "online-concurrency":
         c = int(row.number("concurrency") or 0)
         if c < 1:
             run.reason = "online-concurrency row without a concurrency"
             return run
         run.batch = c
-        run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS), p_dist, o_dist, concurrency=c)
+        run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, concurrency=c)
     elif not scenario:
         run.reason = "no scenario: a single-stream row in a serving file (validate it from a file without serving columns)"
         return run
