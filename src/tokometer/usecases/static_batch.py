@@ -1,0 +1,88 @@
+"""Static-batch aggregates of a single-stream measurements file, through the serving simulator.
+
+A `tg_agg`, `pp_agg` or `tput_out` row at batch B > 1 (llama-batched-bench, gpt-fast's batched
+runs, a vendor's static-batch table in the measurements schema) measured B prompts admitted
+together and held until the longest finished. One decode step of B streams at the prompt depth
+(`estimate --batch B`) leaves out the batch's prefill and its KV growing with every token, and a
+batch bigger than the KV cache holds; the simulator does neither: the row's engine runs a static
+batch of B fixed-length requests under its memory rule (as many run at once as its KV cache
+holds, the rest in later waves). A `batch_size` reading "max" (every request queued at once, the
+engine choosing the batch) runs offline with the engine's own batch limit.
+
+What each metric reads from the run: `tg_agg` the decode tokens over the time decode steps took
+(llama-batched-bench's S_TG), `pp_agg` the prompt tokens over the prefill time (S_PP), `tput_out`
+all output tokens over the whole run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tokometer.errors import InputError, TokometerError
+
+if TYPE_CHECKING:
+    from tokometer.specs import HardwareSpec
+    from tokometer.usecases.validation import Case
+
+MAX_WAVES = 4  # a "max" batch: this many full batches of requests, the steady state
+MIN_REQUESTS = 64
+
+
+def _serving_engine(engine: str | None) -> str:
+    """The serving scheduler of the row's engine; engines without one run the plain static scheduler."""
+    from tokometer.catalog.serving import serving_engine
+
+    if engine:
+        try:
+            return serving_engine(engine).id
+        except TokometerError:
+            pass
+    return "static"
+
+
+def simulate_static(case: Case, hardware: HardwareSpec, *, time_limit_s: float | None = None) -> float:
+    """The row's aggregate (tok/s) from a simulated static batch; `InputError` when it cannot be simulated."""
+    from tokometer.catalog.serving import serving_efficiency
+    from tokometer.costmodel.serving import Workload, fixed, simulate
+    from tokometer.usecases.serving_validate import TimeLimitError, time_limit
+    from tokometer.usecases.simulate import deploy
+    from tokometer.usecases.validation import estimate_kwargs, generated_tokens
+
+    kw = estimate_kwargs(case)
+    if "model" not in kw:
+        raise InputError("a batch is simulated for catalog models only (this row gives bare parameter counts)")
+    if "quant" not in kw:
+        raise InputError("a batch is simulated for catalog weight formats only (this row gives bits or a file size)")
+    engine = _serving_engine(kw.get("engine"))
+    prompt = max(1, case.prompt_tokens)
+    gen = max(1, generated_tokens(case))
+    overrides: dict[str, object] = {"static": True}
+    if engine == "llama-cpp":  # llama-batched-bench sizes its context for the whole batch, not per server slot
+        overrides["contiguous_context_tokens"] = prompt + gen + 1
+    if not case.batch_max:
+        overrides["max_num_seqs"] = case.batch
+    dep = deploy(kw["model"], hardware, quant=kw["quant"], engine=engine, tp=kw.get("tp", 1), pp=kw.get("pp", 1),
+                 efficiency=serving_efficiency(engine), check_fit=False, **overrides)
+    if case.batch_max:
+        batch = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / (prompt + gen + dep.policy.block_size_tokens)))
+        requests = int(max(MIN_REQUESTS, MAX_WAVES * batch))
+    else:
+        requests = case.batch
+    workload = Workload("offline", requests, fixed(prompt), fixed(gen))
+    try:
+        result = simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, workload,
+                          max_context_tokens=dep.max_context_tokens, check=time_limit(time_limit_s))
+    except TimeLimitError as exc:
+        raise InputError(str(exc)) from None
+    if not result.completed:
+        raise InputError(f"no request of the batch fits the KV cache ({dep.kv_capacity_tokens:,.0f} tokens)")
+    if case.metric == "tg_agg":
+        decoded = result.tput_out_tok_s * result.duration_s - result.completed  # first tokens come from prefill
+        if result.time_decode_s <= 0 or decoded <= 0:
+            raise InputError("the simulated batch decoded no token")
+        return decoded / result.time_decode_s
+    if case.metric == "pp_agg":
+        if result.time_prefill_s <= 0:
+            raise InputError("the simulated batch ran no prefill")
+        return result.tput_in_tok_s * result.duration_s / result.time_prefill_s
+    return result.tput_out_tok_s
