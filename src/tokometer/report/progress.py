@@ -10,7 +10,7 @@ these in, or nothing.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ def wrapper(desc: str, *, as_json: bool = False, unit: str = "it") -> Callable[[
     def wrap(items: Iterable[T]) -> Iterator[T]:
         from tqdm import tqdm
 
-        total = len(items) if hasattr(items, "__len__") else None
+        total = len(items) if isinstance(items, Sized) else None
         with tqdm(items, desc=desc, total=total, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
             yield from bar
 

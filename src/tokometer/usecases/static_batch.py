@@ -16,7 +16,7 @@ all output tokens over the whole run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tokometer.errors import InputError, TokometerError
 
@@ -56,7 +56,7 @@ def simulate_static(case: Case, hardware: HardwareSpec, *, time_limit_s: float |
     engine = _serving_engine(kw.get("engine"))
     prompt = max(1, case.prompt_tokens)
     gen = max(1, generated_tokens(case))
-    overrides: dict[str, object] = {"static": True}
+    overrides: dict[str, Any] = {"static": True}
     if engine == "llama-cpp":  # llama-batched-bench sizes its context for the whole batch, not per server slot
         overrides["contiguous_context_tokens"] = prompt + gen + 1
     if not case.batch_max:
