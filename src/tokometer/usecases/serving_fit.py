@@ -56,15 +56,14 @@ from tokometer.usecases.serving_validate import (
     UNIT_S,
     RowResult,
     Run,
-    TimeLimitError,
     deploy_run,
     group_runs,
     predict,
     read_rows,
     report,
     sized_workload,
-    time_limit,
 )
+from tokometer.usecases.time_limit import TimeLimitError, time_limit
 
 PRIOR = ServingEfficiency()
 BARE = replace(PRIOR, layer_step_overhead_us=0.0, sequence_overhead_us=0.0)  # records runs without the fitted overheads

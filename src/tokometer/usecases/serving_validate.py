@@ -44,7 +44,8 @@ from tokometer.costmodel.serving import (
 from tokometer.errors import InputError, TokometerError
 from tokometer.usecases.parallelism import Parallelism, parse_parallelism
 from tokometer.usecases.quantity import Quantity, is_throughput, read_quantity
-from tokometer.usecases.validation import Cells
+from tokometer.usecases.time_limit import TimeLimitError, time_limit
+from tokometer.usecases.validation import MAX_BATCH, Cells
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
@@ -68,10 +69,6 @@ UNIT_S = {"ms": 1e-3, "s": 1.0, "ns": 1e-9, "us": 1e-6, None: 1e-3}
 STATISTIC = {"avg": "mean", "median": "p50"}
 THROUGHPUT = ("tput_out", "tput_total", "tput_in", "req_per_s")
 DEFAULT_TIME_LIMIT_S = 10.0  # per simulated run (the rows that share a setup share it)
-# the batch_size of a row that ran every request at once with the engine choosing its own batch
-# ("max (offline, all requests queued)", "max", "all"): an offline run, the KV cache and the
-# engine's max_num_seqs deciding how many run together
-MAX_BATCH = re.compile(r"^\s*(max|all|offline|unbounded|auto|inf)", re.IGNORECASE)
 ENGINE_NAMES = {"tensorrt-llm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "lmdeploy": "lmdeploy",
                 "turbomind": "lmdeploy", "sglang": "sglang", "vllm": "vllm"}
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
@@ -446,25 +443,6 @@ def deploy_run(run: Run, efficiency: ServingEfficiency) -> Deployment:
     kwargs = dict(run.deploy_kwargs)
     dep = deploy(kwargs.pop("model"), kwargs.pop("hw"), efficiency=efficiency, check_fit=False, **kwargs)
     return dep if run.kv_cache_tokens is None else replace(dep, kv_capacity_tokens=run.kv_cache_tokens)
-
-
-class TimeLimitError(TokometerError):
-    """A simulated run went past the caller's time limit."""
-
-
-def time_limit(seconds: float | None) -> Callable[[int], None] | None:
-    """A `check` for the simulator that raises `TimeLimitError` once `seconds` of wall time have passed."""
-    if seconds is None:
-        return None
-    import time
-
-    end = time.monotonic() + seconds
-
-    def check(_routed: int) -> None:
-        if time.monotonic() > end:
-            raise TimeLimitError(f"simulation ran past the {seconds:g} s time limit per run (--time-limit)")
-
-    return check
 
 
 def simulate_run(

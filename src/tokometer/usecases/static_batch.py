@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tokometer.errors import InputError, TokometerError
+from tokometer.usecases.time_limit import TimeLimitError, time_limit
 
 if TYPE_CHECKING:
     from tokometer.specs import HardwareSpec
-    from tokometer.usecases.validation import Case
 
 MAX_WAVES = 4  # a "max" batch: this many full batches of requests, the steady state
 MIN_REQUESTS = 64
@@ -40,34 +40,34 @@ def _serving_engine(engine: str | None) -> str:
     return "static"
 
 
-def simulate_static(case: Case, hardware: HardwareSpec, *, time_limit_s: float | None = None) -> float:
-    """The row's aggregate (tok/s) from a simulated static batch; `InputError` when it cannot be simulated."""
+def simulate_static(
+    metric: str, batch: int | None, prompt: int, gen: int, kw: dict[str, Any], hardware: HardwareSpec, *,
+    time_limit_s: float | None = None,
+) -> float:
+    """A row's aggregate (tok/s) from a simulated static batch of `batch` requests (None: a "max"
+    batch), each `prompt` + `gen` tokens, with the row's `EstimateRequest` fields `kw`; `InputError`
+    when it cannot be simulated."""
     from tokometer.catalog.serving import serving_efficiency
     from tokometer.costmodel.serving import Workload, fixed, simulate
-    from tokometer.usecases.serving_validate import TimeLimitError, time_limit
     from tokometer.usecases.simulate import deploy
-    from tokometer.usecases.validation import estimate_kwargs, generated_tokens
 
-    kw = estimate_kwargs(case)
     if "model" not in kw:
         raise InputError("a batch is simulated for catalog models only (this row gives bare parameter counts)")
     if "quant" not in kw:
         raise InputError("a batch is simulated for catalog weight formats only (this row gives bits or a file size)")
     engine = _serving_engine(kw.get("engine"))
-    prompt = max(1, case.prompt_tokens)
-    gen = max(1, generated_tokens(case))
     overrides: dict[str, Any] = {"static": True}
     if engine == "llama-cpp":  # llama-batched-bench sizes its context for the whole batch, not per server slot
         overrides["contiguous_context_tokens"] = prompt + gen + 1
-    if not case.batch_max:
-        overrides["max_num_seqs"] = case.batch
+    if batch is not None:
+        overrides["max_num_seqs"] = batch
     dep = deploy(kw["model"], hardware, quant=kw["quant"], engine=engine, tp=kw.get("tp", 1), pp=kw.get("pp", 1),
                  efficiency=serving_efficiency(engine), check_fit=False, **overrides)
-    if case.batch_max:
-        batch = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / (prompt + gen + dep.policy.block_size_tokens)))
-        requests = int(max(MIN_REQUESTS, MAX_WAVES * batch))
+    if batch is None:
+        wave = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / (prompt + gen + dep.policy.block_size_tokens)))
+        requests = int(max(MIN_REQUESTS, MAX_WAVES * wave))
     else:
-        requests = case.batch
+        requests = batch
     workload = Workload("offline", requests, fixed(prompt), fixed(gen))
     try:
         result = simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, workload,
@@ -76,12 +76,12 @@ def simulate_static(case: Case, hardware: HardwareSpec, *, time_limit_s: float |
         raise InputError(str(exc)) from None
     if not result.completed:
         raise InputError(f"no request of the batch fits the KV cache ({dep.kv_capacity_tokens:,.0f} tokens)")
-    if case.metric == "tg_agg":
+    if metric == "tg_agg":
         decoded = result.tput_out_tok_s * result.duration_s - result.completed  # first tokens come from prefill
         if result.time_decode_s <= 0 or decoded <= 0:
             raise InputError("the simulated batch decoded no token")
         return decoded / result.time_decode_s
-    if case.metric == "pp_agg":
+    if metric == "pp_agg":
         if result.time_prefill_s <= 0:
             raise InputError("the simulated batch ran no prefill")
         return result.tput_in_tok_s * result.duration_s / result.time_prefill_s

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,6 +46,10 @@ NUMERIC_COLUMNS = (
 )
 METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out", "ttft_ms")
 AGGREGATES = ("tg_agg", "pp_agg", "tput_out")
+# the batch_size of a row that ran every request at once with the engine choosing its own batch
+# ("max (offline, all requests queued)", "max", "all"): an offline run, the KV cache and the
+# engine's max_num_seqs deciding how many run together
+MAX_BATCH = re.compile(r"^\s*(max|all|offline|unbounded|auto|inf)", re.IGNORECASE)
 DEFAULT_GEN_TOKENS = 200  # gpt-fast's default max_new_tokens, when a source does not say
 
 
@@ -139,8 +144,6 @@ def _integer(row: dict[str, str], column: str, default: int | None) -> int | Non
 
 def row_problem(clean: dict[str, str]) -> str | None:
     """Why a row cannot be scored as written (an unreadable cell, an unknown metric), or None."""
-    from tokometer.usecases.serving_validate import MAX_BATCH
-
     for column in NUMERIC_COLUMNS:
         value = clean.get(column, "").strip()
         if not value or (column == "batch_size" and MAX_BATCH.match(value)):
@@ -209,8 +212,6 @@ def read_cases(path: str | Path) -> list[Case]:
 
 
 def _is_max_batch(text: str) -> bool:
-    from tokometer.usecases.serving_validate import MAX_BATCH
-
     return bool(text.strip()) and MAX_BATCH.match(text) is not None
 
 
@@ -510,7 +511,10 @@ def _predict_static(case: Case, hardware: HardwareSpec, result: CaseResult, time
     """A batch > 1 aggregate through the serving simulator (`static_batch`), not one decode step."""
     from tokometer.usecases.static_batch import simulate_static
 
-    value = simulate_static(case, hardware, time_limit_s=time_limit_s)
+    value = simulate_static(
+        case.metric, None if case.batch_max else case.batch, max(1, case.prompt_tokens), max(1, generated_tokens(case)),
+        estimate_kwargs(case), hardware, time_limit_s=time_limit_s,
+    )
     result.predicted, result.low, result.high = value, value * 0.75, value * 1.3
     result.details = {"simulated": "static batch"}
     if case.flag:
