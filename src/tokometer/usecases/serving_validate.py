@@ -44,6 +44,7 @@ from tokometer.costmodel.serving import (
 from tokometer.errors import InputError, TokometerError
 from tokometer.usecases.parallelism import Parallelism, parse_parallelism
 from tokometer.usecases.quantity import Quantity, is_throughput, read_quantity
+from tokometer.usecases.static_batch import STATIC_ENGINES
 from tokometer.usecases.time_limit import TimeLimitError, time_limit
 from tokometer.usecases.validation import MAX_BATCH, Cells
 
@@ -195,6 +196,7 @@ class Run:
     kv_cache_tokens: float | None = None  # KV cache size the source configured, when it states one
     parallelism: Parallelism = field(default_factory=Parallelism)
     replicas: int = 1  # copies of the parallel group the row's n_devices holds (8 GPUs at tp=2: 4)
+    static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
 
     @property
     def source(self) -> str:
@@ -327,12 +329,14 @@ def plan_run(rows: list[Row]) -> Run:
             kwargs["max_num_seqs"] = batch  # the batch limit the source ran with
         run.workload = Workload("offline", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist)
     elif scenario == "static-batch":
-        # static: the whole batch admitted together (as much of it as the KV cache holds) and held
-        # until its longest request ends, prompts prefilled without the step's token budget
+        # every prompt queued together; the engine's own memory rule decides how many run at once
+        # (static_batch.STATIC_ENGINES: a static batch held until its longest request ends)
         b = batch if isinstance(batch, int) else 1
         run.batch = b
+        run.static_batch = True
         kwargs["max_num_seqs"] = max(1, -(-b // run.replicas))
-        kwargs["static"] = True
+        if engine in STATIC_ENGINES:
+            kwargs["static"] = True
         run.workload = Workload("offline", b, p_dist, o_dist)
     elif scenario == "online-rate":
         rate = row.number("request_rate")
@@ -429,7 +433,7 @@ def sized_workload(run: Run, dep: Deployment) -> Workload:
     the published count."""
     wl = run.workload
     assert wl is not None
-    if wl.arrival != "offline" or run.deploy_kwargs.get("static"):
+    if wl.arrival != "offline" or run.static_batch:
         return wl
     per_request = wl.prompt.mean + wl.output.mean + dep.policy.block_size_tokens
     batch = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / per_request))
