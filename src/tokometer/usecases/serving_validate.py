@@ -248,7 +248,8 @@ def _setup_reason(row: Row) -> str | None:
 
 
 def plan_run(rows: list[Row]) -> Run:
-    from tokometer.catalog import hardware_catalog, model_catalog
+    from tokometer.catalog import hardware_catalog
+    from tokometer.usecases.model_words import find_model, precision_in_name
 
     run = Run(rows)
     row = rows[0]
@@ -256,7 +257,7 @@ def plan_run(rows: list[Row]) -> Run:
     if engine is None:
         run.reason = f"engine {row.text('engine')!r} has no serving scheduler"
         return run
-    preset = model_catalog().find(row.text("model"))
+    preset = find_model(row.text("model"))
     if preset is None:
         run.reason = f"model {row.text('model')!r} is not in the model catalog (its architecture is needed for KV and attention)"
         return run
@@ -294,7 +295,8 @@ def plan_run(rows: list[Row]) -> Run:
     from tokometer.usecases.quant_words import read_precision
 
     try:
-        precision = read_precision(row.text("quant"), hw, engine, row.text("kv_cache_dtype"))
+        word = row.text("quant") or precision_in_name(row.text("model")) or ""  # a blank cell: the checkpoint's name
+        precision = read_precision(word, hw, engine, row.text("kv_cache_dtype"))
     except InputError as exc:
         run.reason = str(exc)
         return run
