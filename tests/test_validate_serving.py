@@ -231,3 +231,16 @@ def test_the_cli_default_time_limit_is_the_use_cases() -> None:
     from tokometer.usecases.serving_validate import DEFAULT_TIME_LIMIT_S
 
     assert CLI_DEFAULT == DEFAULT_TIME_LIMIT_S
+
+
+def test_nominal_random_lengths_are_drawn_up_to_the_nominal_length(tmp_path: Path) -> None:
+    from tokometer.usecases.serving_validate import group_runs, read_rows
+
+    path = _variants(tmp_path, {"rnd": {"flag": "nominal_random_lengths", "prompt_tokens": "1024", "gen_tokens": "512"}})
+    rows, _ = read_rows(path)
+    runs = {run.rows[0].row_id: run for run in group_runs(rows)}
+    fixed_wl, random_wl = runs["s0145"].workload, runs["rnd"].workload
+    assert fixed_wl is not None and random_wl is not None
+    assert fixed_wl.prompt.kind == "fixed" and fixed_wl.prompt.mean == 128
+    assert random_wl.prompt.kind == "uniform" and random_wl.prompt.mean == pytest.approx(512.5)
+    assert random_wl.output.mean == pytest.approx(256.5)

@@ -15,8 +15,19 @@ source's own throughput rows (output tokens per request = tput_out / req_per_s, 
 - tput_out) / req_per_s); the shape is a lognormal with sigma 1 (ShareGPT is heavy-tailed), each length capped at 1024
 tokens as the benchmark scripts' filters do (prompt <= 1024, prompt + output <= 2048).
 
+Rows are read as their sources mean them: the `parallelism` cell in any public spelling
+(`parallelism.parse_parallelism`; expert- and attention-data-parallel rows are unscored until they
+are modelled, and `n_devices` beyond one parallel group is that many replicas), vendor precision
+words with the device in mind (`quant_words`), checkpoint names (`model_words`), and the `unit`
+column (`quantity`: a per-GPU, per-node or per-user figure is compared with the prediction as the
+same quantity). A `batch_size` reading "max (offline, all requests queued)" is an offline run; a
+static batch is `batch_size` requests queued at once, held until the longest ends on engines whose
+batch benchmark is static (`static_batch.STATIC_ENGINES`). SGLang's random dataset without a range
+ratio (flag `nominal_random_lengths`) draws each length uniformly up to the nominal one.
+
 A row that cannot be predicted (model not in the catalog, unknown metric, a statistic the
-simulator does not produce) comes back with its reason; nothing is dropped and nothing is fatal.
+simulator does not produce, a spelling it cannot read, a run past the time limit) comes back with
+its reason; nothing is dropped and nothing is fatal.
 The naive baseline is what `tokometer estimate --batch B` said before the simulator: one decode
 step of B streams at the prompt depth, the batch's prefill never charged.
 """
@@ -366,6 +377,10 @@ def plan_run(rows: list[Row]) -> Run:
 def _lengths(
     row: Row, prompt: float | None, gen: float | None, tokenizer: str | None
 ) -> tuple[LengthDist, LengthDist] | None:
+    if prompt and gen and "nominal_random_lengths" in row.text("flag").lower().split(";"):
+        # sglang.bench_serving's random dataset at its default --random-range-ratio 0: each length
+        # drawn uniformly from [1, nominal] (np.random.randint(max(int(L * 0), 1), L + 1))
+        return LengthDist("uniform", 1, int(prompt)), LengthDist("uniform", 1, int(gen))
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
     means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None))
