@@ -244,3 +244,14 @@ def test_nominal_random_lengths_are_drawn_up_to_the_nominal_length(tmp_path: Pat
     assert fixed_wl.prompt.kind == "fixed" and fixed_wl.prompt.mean == 128
     assert random_wl.prompt.kind == "uniform" and random_wl.prompt.mean == pytest.approx(512.5)
     assert random_wl.output.mean == pytest.approx(256.5)
+
+
+@pytest.mark.parametrize("cell, engine", [
+    ("TensorRT-LLM", "tensorrt-llm"), ("TRT-LLM", "tensorrt-llm"), ("trtllm-serve", "tensorrt-llm"),
+    ("TensorRT-LLM (PyTorch backend)", "tensorrt-llm"), ("SGLang", "sglang"), ("vLLM V1", "vllm"),
+    ("LMDeploy (TurboMind)", "lmdeploy"),
+])
+def test_engine_cells_name_their_scheduler(cell: str, engine: str) -> None:
+    from tokometer.usecases.serving_validate import Row, _engine
+
+    assert _engine(Row("r", {"engine": cell}, "tput_out", 1.0)) == engine

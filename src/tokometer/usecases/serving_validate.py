@@ -81,8 +81,11 @@ UNIT_S = {"ms": 1e-3, "s": 1.0, "ns": 1e-9, "us": 1e-6, None: 1e-3}
 STATISTIC = {"avg": "mean", "median": "p50"}
 THROUGHPUT = ("tput_out", "tput_total", "tput_in", "req_per_s")
 DEFAULT_TIME_LIMIT_S = 10.0  # per simulated run (the rows that share a setup share it)
-ENGINE_NAMES = {"tensorrt-llm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "trtllm": "tensorrt-llm", "lmdeploy": "lmdeploy",
-                "turbomind": "lmdeploy", "sglang": "sglang", "vllm": "vllm"}
+ENGINE_NAMES = {  # engine cells as tables print them, letters and digits only
+    "tensorrtllm": "tensorrt-llm", "trtllm": "tensorrt-llm", "trtllmserve": "tensorrt-llm", "trtllmbench": "tensorrt-llm",
+    "tensorrt": "tensorrt-llm", "lmdeploy": "lmdeploy", "turbomind": "lmdeploy", "lmdeployturbomind": "lmdeploy",
+    "sglang": "sglang", "vllm": "vllm", "vllmv1": "vllm", "vllmv0": "vllm",
+}
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
 # LMDeploy v0.1 (TurboMind LlamaBatch: InternalThreadEntry runs ContextDecode, then Generate, every
 # iteration): each prompt admitted in an iteration is prefilled whole in that iteration, in
@@ -225,7 +228,7 @@ def _engine(row: Row) -> str | None:
 
     name = row.text("engine")
     for candidate in [name, name.split("(")[0].strip(), *re.findall(r"\(([^)]*)\)", name)]:
-        key = candidate.strip().lower()
+        key = re.sub(r"[^a-z0-9]", "", candidate.lower())
         if key in ENGINE_NAMES:
             return ENGINE_NAMES[key]
         if key:
