@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.helpers import cli
 
+from tokometer.usecases.parallelism import parse_parallelism
 from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
 KEEP = ("s0145", "s0878", "s0879", "s0880", "s0881", "s1444", "s1445", "s1446", "s1447")
@@ -255,3 +256,16 @@ def test_engine_cells_name_their_scheduler(cell: str, engine: str) -> None:
     from tokometer.usecases.serving_validate import Row, _engine
 
     assert _engine(Row("r", {"engine": cell}, "tput_out", 1.0)) == engine
+
+
+def test_per_node_counts_the_nodes_the_replicas_fill() -> None:
+    from tokometer.usecases.quantity import Quantity
+    from tokometer.usecases.serving_validate import Run, as_quantity
+
+    totals: dict[str, float | None] = {"tput_out": 800.0}
+    node = Quantity("output_tokens", "node")
+    eight_singles = Run([], parallelism=parse_parallelism("tp=1"), replicas=8)  # one node of 8 GPUs
+    assert as_quantity(node, eight_singles, totals) == (800.0, None)
+    two_nodes = Run([], parallelism=parse_parallelism("tp=16 (2 nodes)"))
+    assert as_quantity(node, two_nodes, totals) == (400.0, None)
+    assert as_quantity(Quantity("output_tokens", "gpu"), two_nodes, totals) == (50.0, None)

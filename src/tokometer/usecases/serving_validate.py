@@ -53,7 +53,7 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
-from tokometer.usecases.parallelism import Parallelism, parse_parallelism
+from tokometer.usecases.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
 from tokometer.usecases.quantity import Quantity, is_throughput, read_quantity
 from tokometer.usecases.static_batch import STATIC_ENGINES
 from tokometer.usecases.time_limit import TimeLimitError, time_limit
@@ -418,8 +418,8 @@ def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | N
     replicas = run.replicas if run is not None else 1
     if quantity.per == "gpu":
         value /= par.n_gpus * replicas
-    elif quantity.per == "node":
-        value /= par.nodes * replicas
+    elif quantity.per == "node":  # replicas of a group within one node share their nodes
+        value /= par.nodes * replicas if par.nodes > 1 else max(1, -(-par.n_gpus * replicas // GPUS_PER_NODE))
     return value, None
 
 
