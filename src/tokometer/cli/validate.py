@@ -243,7 +243,9 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
     if is_serving_file(cases):
         _calibrate_serving(cases, out, as_json)
         return
-    table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
+    from tokometer.report.progress import wrapper
+
+    table_, meta, counts = fit(read_cases(cases), data_label=cases.name, progress=wrapper("reading rows", as_json=as_json))
     target = out or EFFICIENCY_FILE
     write_table(target, table_, meta, counts)
     fitted_table.cache_clear()

@@ -582,9 +582,12 @@ def _toml_value(value: Any) -> str:
     return repr(value)
 
 
-def calibrate(cases: list[Case], data_label: str) -> tuple[dict[str, Efficiency], dict[str, Any], dict[str, tuple[int, int, list[str]]]]:
-    """Fit on every usable row; interval widths come from leave-one-hardware-out residuals."""
-    feats = [f for f in (features(c) for c in cases) if f is not None]
+def calibrate(
+    cases: list[Case], data_label: str, progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+) -> tuple[dict[str, Efficiency], dict[str, Any], dict[str, tuple[int, int, list[str]]]]:
+    """Fit on every usable row; interval widths come from leave-one-hardware-out residuals.
+    `progress` wraps the loop that reads the rows' features (a bar)."""
+    feats = [f for f in (features(c) for c in (progress(cases) if progress else cases)) if f is not None]
     table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}")
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
