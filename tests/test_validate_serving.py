@@ -269,3 +269,19 @@ def test_per_node_counts_the_nodes_the_replicas_fill() -> None:
     two_nodes = Run([], parallelism=parse_parallelism("tp=16 (2 nodes)"))
     assert as_quantity(node, two_nodes, totals) == (400.0, None)
     assert as_quantity(Quantity("output_tokens", "gpu"), two_nodes, totals) == (50.0, None)
+
+
+def test_cells_no_number_reads_leave_their_rows_unscored_never_raise(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _variants(tmp_path, {
+        "inf": {"n_devices": "inf"},
+        "nan": {"num_requests": "nan"},
+        "neg": {"num_requests": "-1"},
+        "gen": {"gen_tokens": "inf"},
+        "rate": {"scenario": "online-rate", "request_rate": "fast"},
+        "conc": {"scenario": "online-concurrency", "concurrency": "-4"},
+    })
+    by_id = _results(capsys, path)
+    assert by_id["s0145"]["reason"] is None
+    for rid, column in (("inf", "n_devices"), ("nan", "num_requests"), ("neg", "num_requests"), ("gen", "gen_tokens"),
+                        ("rate", "request_rate"), ("conc", "concurrency")):
+        assert by_id[rid]["predicted"] is None and f"'{column}'" in str(by_id[rid]["reason"]), rid

@@ -138,6 +138,19 @@ class Row(Cells):
     def scenario(self) -> str:
         return self.text("scenario")
 
+    def positive(self, key: str) -> float | None:
+        """A cell that must be a finite number > 0: None when blank, `InputError` naming it otherwise."""
+        text = self.text(key)
+        if not text:
+            return None
+        try:
+            value = float(text.replace(",", ""))  # a thousands separator as printed
+        except ValueError:
+            raise InputError(f"column {key!r}: {text!r} is not a number") from None
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"column {key!r}: {text!r} must be a finite number > 0")
+        return value
+
     @property
     def run_key(self) -> tuple[str, ...]:
         keys = ("source_id", "engine", "engine_version", "backend", "hardware_id", "hardware_as_stated", "model",
@@ -247,7 +260,7 @@ def batch_cell(row: Row) -> int | str | None:
             continue
         if MAX_BATCH.match(text):
             return "max"
-        number = row.number(key)
+        number = row.positive(key)
         if number is not None and number >= 1:
             return int(number)
     return None
@@ -290,7 +303,7 @@ def plan_run(rows: list[Row]) -> Run:
     if why:
         run.reason = why
         return run
-    n_devices = int(row.number("n_devices") or 0)
+    n_devices = int(row.positive("n_devices") or 0)
     try:
         par = parse_parallelism(row.text("parallelism"), n_devices or None)
     except InputError as exc:
@@ -333,8 +346,8 @@ def plan_run(rows: list[Row]) -> Run:
     batch = batch_cell(row)
     if batch == "max" and scenario in ("static-batch", ""):
         scenario = "offline"  # every request queued at once, the engine's memory choosing the batch
-    prompt, gen = row.number("prompt_tokens"), row.number("gen_tokens")
-    n = int(row.number("num_requests") or 1000)
+    prompt, gen = row.positive("prompt_tokens"), row.positive("gen_tokens")
+    n = int(row.positive("num_requests") or 1000)
     lengths = _lengths(row, prompt, gen, preset.spec.tokenizer)
     if lengths is None:
         run.reason = "prompt/output lengths not stated and the dataset is not known"
@@ -355,13 +368,13 @@ def plan_run(rows: list[Row]) -> Run:
             kwargs["static"] = True
         run.workload = Workload("offline", b, p_dist, o_dist)
     elif scenario == "online-rate":
-        rate = row.number("request_rate")
+        rate = row.positive("request_rate")
         if not rate:
             run.reason = "online-rate row without a request_rate"
             return run
         run.workload = Workload("poisson", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, rate_per_s=rate)
     elif scenario == "online-concurrency":
-        c = int(row.number("concurrency") or 0)
+        c = int(row.positive("concurrency") or 0)
         if c < 1:
             run.reason = "online-concurrency row without a concurrency"
             return run
@@ -395,11 +408,21 @@ def _lengths(
     return None
 
 
+def _planned(rows: list[Row]) -> Run:
+    """`plan_run`, with a cell it cannot read (or a workload it refuses) as the run's reason, never raised."""
+    try:
+        return plan_run(rows)
+    except TokometerError as exc:
+        return Run(rows, reason=str(exc))
+    except (ValueError, ArithmeticError) as exc:  # a number no column check caught: still the row's problem
+        return Run(rows, reason=f"cannot read the row: {exc}")
+
+
 def group_runs(rows: Iterable[Row]) -> list[Run]:
     groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
     for r in rows:
         groups[r.run_key].append(r)
-    return [plan_run(g) for g in groups.values()]
+    return [_planned(g) for g in groups.values()]
 
 
 def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | None]) -> tuple[float | None, str | None]:
