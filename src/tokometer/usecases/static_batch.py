@@ -63,7 +63,7 @@ def simulate_static(
 
     if "model" not in kw:
         raise InputError("a batch is simulated for catalog models only (this row gives bare parameter counts)")
-    if "quant" not in kw:
+    if "quant" not in kw and ("bits" in kw or "weights_gb" in kw):
         raise InputError("a batch is simulated for catalog weight formats only (this row gives bits or a file size)")
     engine = _serving_engine(kw.get("engine"))
     overrides: dict[str, Any] = {"static": True} if engine in STATIC_ENGINES else {}
@@ -71,7 +71,7 @@ def simulate_static(
         overrides["contiguous_context_tokens"] = prompt + gen + 1
     if batch is not None:
         overrides["max_num_seqs"] = batch
-    dep = deploy(kw["model"], hardware, quant=kw["quant"], engine=engine, tp=kw.get("tp", 1), pp=kw.get("pp", 1),
+    dep = deploy(kw["model"], hardware, quant=kw.get("quant"), engine=engine, tp=kw.get("tp", 1), pp=kw.get("pp", 1),
                  efficiency=serving_efficiency(engine), check_fit=False, **overrides)
     if batch is None:
         wave = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / (prompt + gen + dep.policy.block_size_tokens)))
