@@ -10,7 +10,7 @@ from tests.helpers import run_cli
 from tokometer.calibration_data import MEASUREMENTS_CSV as MEASUREMENTS
 from tokometer.errors import InputError
 from tokometer.fitting.model import leave_one_hardware_out
-from tokometer.fitting.validation import read_cases, report, validate
+from tokometer.fitting.validation import read_cases, report, resolve_case_hardware, validate
 
 
 def test_decode_median_error_on_the_calibration_file_is_at_most_12_percent() -> None:
@@ -89,7 +89,7 @@ def test_an_unreadable_batch_cell_leaves_only_that_row_unscored(tmp_path: Path) 
     path.write_text(
         "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,engine\n"
         "a,tg,100,Llama 3.1 8B,h100-sxm,fp16,0,128,1,vllm\n"
-        'b,tput_out,20000,Llama 3.1 8B,h100-sxm,fp16,128,128,"max (offline, all requests queued)",vllm\n',
+        'b,tput_out,20000,Llama 3.1 8B,h100-sxm,fp16,128,128,"lots of them",vllm\n',
         encoding="utf-8",
     )
     first, second = validate(read_cases(path))
@@ -240,3 +240,44 @@ def test_validate_cli_holds_out_a_source_and_says_so() -> None:
     assert both.code == 2 and "choose one" in both.err and "Traceback" not in both.err
     peer = run_cli("validate", "--lso", "--baseline", "ceiling")
     assert peer.code == 2 and "Traceback" not in peer.err
+
+
+def test_static_batch_aggregates_go_through_the_simulator(tmp_path: Path) -> None:
+    """tg_agg / pp_agg / tput_out at batch > 1 or a "max" batch: a simulated static batch, not one step."""
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,engine\n"
+        "s1,tg,100,Llama 3.1 8B,h100-sxm,fp16,0,128,1,vllm\n"
+        "a8,tg_agg,700,Llama 3.1 8B,h100-sxm,fp16,0,128,8,vllm\n"
+        "t64,tput_out,3000,Llama 3.1 8B,h100-sxm,fp16,512,128,64,vllm\n"
+        "p64,pp_agg,30000,Llama 3.1 8B,h100-sxm,fp16,512,128,64,vllm\n"
+        "tmax,tput_out,9000,Llama 3.1 8B,h100-sxm,fp16,512,128,\"max (offline, all requests queued)\",vllm\n"
+        "huge,tput_out,900,Llama 3.1 8B,h100-sxm,fp16,8192,1024,4096,vllm\n",
+        encoding="utf-8",
+    )
+    cases = read_cases(path)
+    assert cases[4].batch_max and cases[4].problem is None
+    results = {r.case.row_id: r for r in validate(cases, time_limit_s=60.0)}
+    assert all(r.scored for r in results.values()), {k: r.reason for k, r in results.items()}
+    for rid in ("a8", "t64", "p64", "tmax", "huge"):
+        assert results[rid].details == {"simulated": "static batch"}
+        assert results[rid].hardware_id == resolve_case_hardware(results[rid].case).id
+    single = results["s1"].predicted
+    assert single and single * 4 < (results["a8"].predicted or 0) <= single * 8
+    # a whole run (prefill included) emits fewer tokens/s than the same batch's decode alone
+    assert (results["t64"].predicted or 0) < 64 * single
+    # the engine's own batch limit, unbounded by a stated batch, is above 64
+    assert (results["tmax"].predicted or 0) > (results["t64"].predicted or 0)
+    # 4096 requests of 9k tokens: the KV cache runs them in waves, the run still ends
+    assert (results["huge"].predicted or 0) > 0
+
+
+def test_a_static_batch_past_the_time_limit_is_unscored(tmp_path: Path) -> None:
+    path = tmp_path / "cases.csv"
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,prompt_tokens,gen_tokens,batch_size,engine\n"
+        "big,tput_out,900,Llama 3.1 8B,h100-sxm,fp16,2048,2048,4096,vllm\n",
+        encoding="utf-8",
+    )
+    (result,) = validate(read_cases(path), time_limit_s=1e-9)
+    assert not result.scored and "time limit" in (result.reason or "")

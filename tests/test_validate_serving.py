@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.helpers import cli
 
+from tokometer.usecases.parallelism import parse_parallelism
 from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
 KEEP = ("s0145", "s0878", "s0879", "s0880", "s0881", "s1444", "s1445", "s1446", "s1447")
@@ -111,3 +112,176 @@ def test_sharegpt_lengths_follow_the_models_tokenizer() -> None:
     assert llama.output.mean == pytest.approx(first["s1362"] / first["s1358"], rel=0.02)
     assert intern.output.mean == pytest.approx(first["s1386"] / first["s1382"], rel=0.02)
     assert intern.output.mean < 0.85 * llama.output.mean
+
+
+# ---------------------------------------------------------------- rows read as their sources mean them
+
+
+def _variants(tmp_path: Path, variants: dict[str, dict[str, str]]) -> Path:
+    """The published H200 FP8 Llama 3.1 8B offline row (s0145) and variants of it, in one file."""
+    with default_data_path().open(encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        header = list(reader.fieldnames or [])
+        base = next(r for r in reader if r["row_id"] == "s0145")
+    rows = [base] + [{**base, "row_id": rid, **change} for rid, change in variants.items()]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=header)
+    writer.writeheader()
+    writer.writerows(rows)
+    path = tmp_path / "variants.csv"
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    return path
+
+
+def _results(capsys: pytest.CaptureFixture[str], path: Path, *extra: str) -> dict[str, dict[str, object]]:
+    code, out, err = cli(capsys, "validate", str(path), "--json", "--rows", *extra)
+    assert code == 0, err
+    return {r["row_id"]: r for r in json.loads(out)["results"]}
+
+
+def test_parallelism_spellings_never_end_validate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _variants(tmp_path, {
+        "ep": {"parallelism": "tp=8,ep=2", "n_devices": "8"},
+        "dpep": {"parallelism": "dp=4,ep=4", "n_devices": "4"},
+        "dep": {"parallelism": "DEP8", "n_devices": "8"},
+        "dpattn": {"parallelism": "tp=8 (dp-attention)", "n_devices": "8"},
+        "bad": {"parallelism": "banana"},
+        "tp2": {"parallelism": "TP2", "n_devices": "2"},
+    })
+    by_id = _results(capsys, path)
+    assert by_id["ep"]["reason"] == "expert parallelism not modelled"
+    assert by_id["dpep"]["reason"] == "expert parallelism not modelled"
+    assert by_id["dep"]["reason"] == "expert parallelism not modelled"
+    assert by_id["dpattn"]["reason"] == "attention data parallelism not modelled"
+    assert "'banana'" in str(by_id["bad"]["reason"])
+    assert by_id["tp2"]["reason"] is None and by_id["tp2"]["predicted"] > 0  # type: ignore[operator]
+
+
+def test_a_per_gpu_unit_is_compared_with_the_prediction_per_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _variants(tmp_path, {
+        "tp2": {"parallelism": "tp=2", "n_devices": "2"},
+        "tp2-gpu": {"parallelism": "tp=2", "n_devices": "2", "unit": "output tokens/s per GPU"},
+        "tp2-flag": {"parallelism": "tp=2", "n_devices": "2", "unit": "tok/s", "flag": "per_gpu_normalized"},
+        "total": {"metric": "tput_total", "unit": "total tokens/s"},
+        "wrong": {"unit": "total tokens/s"},
+        "replicas": {"parallelism": "tp=1", "n_devices": "4"},
+    })
+    by_id = _results(capsys, path)
+    whole = float(by_id["tp2"]["predicted"])  # type: ignore[arg-type]
+    assert float(by_id["tp2-gpu"]["predicted"]) == pytest.approx(whole / 2)  # type: ignore[arg-type]
+    assert float(by_id["tp2-flag"]["predicted"]) == pytest.approx(whole / 2)  # type: ignore[arg-type]
+    one = float(by_id["s0145"]["predicted"])  # type: ignore[arg-type]
+    # 128 prompt + 128 output tokens per request: the total is twice the output
+    assert float(by_id["total"]["predicted"]) == pytest.approx(2 * one, rel=0.02)  # type: ignore[arg-type]
+    assert by_id["wrong"]["predicted"] is None and "'total tokens/s'" in str(by_id["wrong"]["reason"])
+    # four GPUs at tp=1 are four replicas: four times one replica's throughput
+    assert float(by_id["replicas"]["predicted"]) == pytest.approx(4 * one, rel=0.05)  # type: ignore[arg-type]
+
+
+def test_vendor_quant_words_read_with_the_device(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _variants(tmp_path, {
+        "fp4": {"hardware_id": "nvidia_b200", "hardware_as_stated": "B200", "quant": "FP4", "kv_cache_dtype": ""},
+        "fp8-b200": {"hardware_id": "nvidia_b200", "hardware_as_stated": "B200"},
+        "w4a8": {"quant": "W4A8"},
+    })
+    by_id = _results(capsys, path)
+    assert by_id["fp4"]["reason"] is None and by_id["fp8-b200"]["reason"] is None
+    # NVFP4 weights are half of FP8's bytes: more output tokens/s on the same device
+    assert float(by_id["fp4"]["predicted"]) > float(by_id["fp8-b200"]["predicted"])  # type: ignore[arg-type]
+    assert "W4A8" in str(by_id["w4a8"]["reason"])
+
+
+def test_max_batch_and_static_rows_go_through_the_simulator(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _variants(tmp_path, {
+        "max": {"scenario": "static-batch", "batch_size": "max (offline, all requests queued)"},
+        "b8": {"scenario": "static-batch", "batch_size": "8", "num_requests": ""},
+        "b64": {"scenario": "static-batch", "batch_size": "64", "num_requests": ""},
+        "user": {"scenario": "online-concurrency", "concurrency": "8", "num_requests": "64", "unit": "tokens/s/user"},
+    })
+    by_id = _results(capsys, path)
+    assert by_id["max"]["predicted"] == pytest.approx(by_id["s0145"]["predicted"])  # the same offline run
+    b8, b64 = (float(by_id[k]["predicted"]) for k in ("b8", "b64"))  # type: ignore[arg-type]
+    assert 0 < b8 < b64 < float(by_id["s0145"]["predicted"])  # type: ignore[arg-type]
+    # one user's tokens/s is 1 / TPOT: far below the replica's throughput, above a few tokens/s
+    user = float(by_id["user"]["predicted"])  # type: ignore[arg-type]
+    assert 10 < user < b8
+
+
+def test_a_run_past_the_time_limit_is_unscored_with_that_reason(tmp_path: Path) -> None:
+    from tokometer.catalog.serving import serving_efficiency
+    from tokometer.usecases.serving_validate import group_runs, predict, read_rows
+
+    path = _variants(tmp_path, {})
+    rows, _ = read_rows(path)
+    runs = group_runs(rows)
+    seen: list[int] = []
+    results = predict(runs, serving_efficiency, time_limit_s=1e-9, progress=lambda rs: seen.append(1) or rs)
+    assert seen and results and all("time limit" in str(r.reason) for r in results)
+    assert predict(runs, serving_efficiency, time_limit_s=60.0)[0].reason is None
+
+
+def test_validate_time_limit_option_is_checked(capsys: pytest.CaptureFixture[str], serving_csv: Path) -> None:
+    code, out, err = cli(capsys, "validate", str(serving_csv), "--time-limit", "0")
+    assert code == 2 and "--time-limit" in err and "Traceback" not in err
+    code, out, err = cli(capsys, "validate", str(serving_csv), "--json", "--time-limit", "30")
+    assert code == 0 and json.loads(out)["mode"]["time_limit_s"] == 30.0
+
+
+def test_the_cli_default_time_limit_is_the_use_cases() -> None:
+    from tokometer.cli.validate import DEFAULT_TIME_LIMIT_S as CLI_DEFAULT
+    from tokometer.usecases.serving_validate import DEFAULT_TIME_LIMIT_S
+
+    assert CLI_DEFAULT == DEFAULT_TIME_LIMIT_S
+
+
+def test_nominal_random_lengths_are_drawn_up_to_the_nominal_length(tmp_path: Path) -> None:
+    from tokometer.usecases.serving_validate import group_runs, read_rows
+
+    path = _variants(tmp_path, {"rnd": {"flag": "nominal_random_lengths", "prompt_tokens": "1024", "gen_tokens": "512"}})
+    rows, _ = read_rows(path)
+    runs = {run.rows[0].row_id: run for run in group_runs(rows)}
+    fixed_wl, random_wl = runs["s0145"].workload, runs["rnd"].workload
+    assert fixed_wl is not None and random_wl is not None
+    assert fixed_wl.prompt.kind == "fixed" and fixed_wl.prompt.mean == 128
+    assert random_wl.prompt.kind == "uniform" and random_wl.prompt.mean == pytest.approx(512.5)
+    assert random_wl.output.mean == pytest.approx(256.5)
+
+
+@pytest.mark.parametrize("cell, engine", [
+    ("TensorRT-LLM", "tensorrt-llm"), ("TRT-LLM", "tensorrt-llm"), ("trtllm-serve", "tensorrt-llm"),
+    ("TensorRT-LLM (PyTorch backend)", "tensorrt-llm"), ("SGLang", "sglang"), ("vLLM V1", "vllm"),
+    ("LMDeploy (TurboMind)", "lmdeploy"),
+])
+def test_engine_cells_name_their_scheduler(cell: str, engine: str) -> None:
+    from tokometer.usecases.serving_validate import Row, _engine
+
+    assert _engine(Row("r", {"engine": cell}, "tput_out", 1.0)) == engine
+
+
+def test_per_node_counts_the_nodes_the_replicas_fill() -> None:
+    from tokometer.usecases.quantity import Quantity
+    from tokometer.usecases.serving_validate import Run, as_quantity
+
+    totals: dict[str, float | None] = {"tput_out": 800.0}
+    node = Quantity("output_tokens", "node")
+    eight_singles = Run([], parallelism=parse_parallelism("tp=1"), replicas=8)  # one node of 8 GPUs
+    assert as_quantity(node, eight_singles, totals) == (800.0, None)
+    two_nodes = Run([], parallelism=parse_parallelism("tp=16 (2 nodes)"))
+    assert as_quantity(node, two_nodes, totals) == (400.0, None)
+    assert as_quantity(Quantity("output_tokens", "gpu"), two_nodes, totals) == (50.0, None)
+
+
+def test_cells_no_number_reads_leave_their_rows_unscored_never_raise(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = _variants(tmp_path, {
+        "inf": {"n_devices": "inf"},
+        "nan": {"num_requests": "nan"},
+        "neg": {"num_requests": "-1"},
+        "gen": {"gen_tokens": "inf"},
+        "rate": {"scenario": "online-rate", "request_rate": "fast"},
+        "conc": {"scenario": "online-concurrency", "concurrency": "-4"},
+    })
+    by_id = _results(capsys, path)
+    assert by_id["s0145"]["reason"] is None
+    for rid, column in (("inf", "n_devices"), ("nan", "num_requests"), ("neg", "num_requests"), ("gen", "gen_tokens"),
+                        ("rate", "request_rate"), ("conc", "concurrency")):
+        assert by_id[rid]["predicted"] is None and f"'{column}'" in str(by_id[rid]["reason"]), rid

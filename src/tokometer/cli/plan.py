@@ -49,6 +49,7 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
     prefill pool and a decode pool, shown as P:D (e.g. 2P:6D); --no-disagg leaves the splits out."""
+    from tokometer.report.progress import wrapper
     from tokometer.report.text import table, to_json
     from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
     from tokometer.usecases.plan import plan as make_plan
@@ -58,7 +59,7 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
     result = make_plan(
         model, rate=rate, prompt=prompt, output=output, slo_ttft_s=slo_ttft_p99 / 1e3, slo_tpot_s=slo_tpot_p99 / 1e3,
         hardware=hardware, quants=quants, engine=engine, prices=parse_prices(prices), seed=seed, top=top,
-        disagg=disagg,
+        disagg=disagg, progress=wrapper("simulating finalists", as_json=as_json),
     )
     if not result.rows:
         best = ", ".join(

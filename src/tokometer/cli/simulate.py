@@ -12,6 +12,8 @@ import click
 from tokometer.cli.options import json_option
 from tokometer.errors import InputError
 
+LONG_RUN_REQUESTS = 20_000  # a run of this many requests or more shows a progress bar on a terminal
+
 
 def parse_rates(text: str) -> list[float]:
     rates = []
@@ -79,6 +81,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
     """
     from tokometer.costmodel.serving import Workload
+    from tokometer.report.progress import Counter, wrapper
     from tokometer.report.serving import curve_dict, plot_serving, render_curve, render_result
     from tokometer.report.text import to_json
     from tokometer.usecases.simulate import (
@@ -124,7 +127,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=burstiness)
         Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=burstiness)  # checks the inputs
         if len(rates) > 1:
-            points = sweep_rates(dep, base, rates, **kwargs)
+            points = sweep_rates(dep, base, rates, progress=wrapper("request rates", as_json=as_json, unit="rate"), **kwargs)
             k = knee(points)
             if plot_file:
                 written = plot_serving(plot_file, points=points, slo_ttft_s=slo[0], slo_tpot_s=slo[1], knee=k, title=dep.label)
@@ -142,7 +145,11 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(trace_file))
     else:
         workload = base
-    result = run(dep, workload, **kwargs)
+    if workload.total_requests >= LONG_RUN_REQUESTS and disagg is None:
+        with Counter("simulating", workload.total_requests, as_json=as_json, unit="req") as bar:
+            result = run(dep, workload, check=bar.tick if bar.enabled else None, **kwargs)
+    else:
+        result = run(dep, workload, **kwargs)
     if plot_file:
         written = plot_serving(plot_file, result=result, title=dep.label)
         click.echo(f"plot written to {written.resolve()}", err=True)

@@ -10,6 +10,8 @@ import click
 from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.cli.options import json_option
 
+DEFAULT_TIME_LIMIT_S = 10.0  # usecases.serving_validate.DEFAULT_TIME_LIMIT_S (not imported: keeps `--help` quick)
+
 
 def _fmt(value: float | None, pct: bool = True) -> str:
     if value is None:
@@ -77,7 +79,10 @@ def render_serving_report(rep: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
-def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
+def _validate_serving(
+    cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool, time_limit_s: float
+) -> None:
+    from tokometer.report.progress import wrapper
     from tokometer.report.text import num, table, to_json
     from tokometer.usecases.serving_fit import validate_serving
 
@@ -86,8 +91,9 @@ def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, 
             f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {cases.name} has serving columns "
             "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
         )
-    rep = validate_serving(cases, loso=lso)
-    rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(cases)}
+    rep = validate_serving(cases, loso=lso, time_limit_s=time_limit_s, progress=lambda label: wrapper(label, as_json=as_json))
+    rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(cases),
+                   "time_limit_s": time_limit_s}
     rows = rep.pop("results")
     if as_json:
         if show_rows:
@@ -118,8 +124,14 @@ def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, 
 )
 @click.option("--lso", is_flag=True, help="Leave-one-source-out: each publication is predicted by a fit on the others only.")
 @click.option("--rows", "show_rows", is_flag=True, help="Also print every row with its prediction or the reason it was not scored.")
+@click.option(
+    "--time-limit", "time_limit_s", type=float, default=DEFAULT_TIME_LIMIT_S, show_default=True, metavar="SECONDS",
+    help="Wall time one simulated run (the rows that share a setup) may take; past it its rows are unscored with that reason.",
+)
 @json_option
-def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
+def validate(
+    cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool, time_limit_s: float, as_json: bool
+) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
     CASES [default: the shipped measurements.csv and published/*.csv] follows its schema: hardware by hardware_id /
@@ -134,21 +146,28 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     through the serving simulator, one run per published run: metrics tput_out, tput_total,
     tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
+    Static-batch aggregates of a single-stream file (tg_agg, pp_agg, tput_out at batch > 1 or a
+    "max" batch) go through the simulator too. A bar shows progress on stderr when it is a terminal.
     """
+    import math
+
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.families import family_report
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.validation import read_cases, report
     from tokometer.fitting.validation import validate as run
+    from tokometer.report.progress import wrapper
     from tokometer.report.text import to_json
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
+    if not (time_limit_s > 0 and math.isfinite(time_limit_s)):
+        raise click.UsageError(f"--time-limit must be a positive number of seconds, got {time_limit_s!r}")
     shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
     if is_serving_file(cases):
-        _validate_serving(cases, baseline, loho, lso, show_rows, as_json)
+        _validate_serving(cases, baseline, loho, lso, show_rows, as_json, time_limit_s)
         return
     if baseline and (loho or lso):
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
@@ -160,7 +179,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     elif lso:
         results = leave_one_source_out(rows)
     else:
-        results = run(rows, baseline=baseline)
+        results = run(rows, baseline=baseline, time_limit_s=time_limit_s, progress=wrapper("validating rows", as_json=as_json))
     rep = report(results)
     rep["families"] = family_report(results)
     held_out = "hardware" if loho else ("source" if lso else None)
@@ -202,12 +221,13 @@ def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
         clear_serving_efficiency_table,
         user_serving_efficiency_file,
     )
+    from tokometer.report.progress import wrapper
     from tokometer.report.text import to_json
     from tokometer.usecases.serving_fit import calibrate_serving
 
     target = out or user_serving_efficiency_file()
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = calibrate_serving(cases, target)
+    data = calibrate_serving(cases, target, progress=wrapper("recording runs", as_json=as_json))
     clear_serving_efficiency_table()
     if as_json:
         click.echo(to_json({"written": str(target), **data}))
@@ -288,8 +308,12 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     if is_serving_file(cases):
         _calibrate_serving(cases, out, as_json)
         return
+    from tokometer.report.progress import wrapper
+
     measured = read_evidence() if shipped else read_cases(cases)
-    table_, meta, counts = fit(measured, data_label=evidence_label() if shipped else cases.name)
+    table_, meta, counts = fit(
+        measured, data_label=evidence_label() if shipped else cases.name, progress=wrapper("reading rows", as_json=as_json)
+    )
     target = out or user_efficiency_file()
     target.parent.mkdir(parents=True, exist_ok=True)
     write_table(target, table_, meta, counts)

@@ -8,7 +8,7 @@ table fitted on the training fold of its group, which holds none of that group's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -119,11 +119,12 @@ def leave_one_source_out(
 
 
 def calibrate(
-    cases: list[Case], data_label: str
+    cases: list[Case], data_label: str, progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None
 ) -> tuple[dict[str, Efficiency], dict[str, Any], dict[str, tuple[int, int, list[str]]]]:
     """Fit on every usable row; interval widths come from leave-one-hardware-out and
-    leave-one-source-out residuals, with the spread of unseen groups per level in the meta."""
-    feats = [f for f in (features(c) for c in cases) if f is not None]
+    leave-one-source-out residuals, with the spread of unseen groups per level in the meta.
+    `progress` wraps the loop that reads the rows' features (a bar)."""
+    feats = [f for f in (features(c) for c in (progress(cases) if progress else cases)) if f is not None]
     spreads: dict[str, float] = {}
     table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}", spreads=spreads)
     counts: dict[str, tuple[int, int, list[str]]] = {}
@@ -171,12 +172,12 @@ def multi_device_spread(cases: list[Case], metric: str = "tg") -> float | None:
 def write_shipped_table(target: Path | None = None) -> tuple[Path, dict[str, Efficiency], dict[str, Any]]:
     """Fit the shipped evidence (measurements.csv + published/*.csv) and write the table to `target`
     (default: the shipped `efficiency.toml`). `scripts/calibrate_shipped.py` runs it."""
-    from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.catalog.efficiency import EFFICIENCY_FILE, clear_fitted_table
     from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.tablefile import write_table
 
     path = target or EFFICIENCY_FILE
     table, meta, counts = calibrate(read_evidence(), data_label=evidence_label())
     write_table(path, table, meta, counts)
-    fitted_table.cache_clear()
+    clear_fitted_table()
     return path, table, meta

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,11 @@ NUMERIC_COLUMNS = (
     "int8_dense_tops",
 )
 METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out", "ttft_ms")
+AGGREGATES = ("tg_agg", "pp_agg", "tput_out")
+# the batch_size of a row that ran every request at once with the engine choosing its own batch
+# ("max (offline, all requests queued)", "max", "all"): an offline run, the KV cache and the
+# engine's max_num_seqs deciding how many run together
+MAX_BATCH = re.compile(r"^\s*(max|all|offline|unbounded|auto|inf)", re.IGNORECASE)
 DEFAULT_GEN_TOKENS = 200  # gpt-fast's default max_new_tokens, when a source does not say
 
 
@@ -82,6 +88,12 @@ class Case(Cells):
     gen_tokens: int | None
     flag: str
     problem: str | None = None  # why the row cannot be scored as written (kept, counted, never fatal)
+    batch_max: bool = False  # batch_size reads "max" (every request queued, the engine choosing the batch)
+
+    @property
+    def static_batch(self) -> bool:
+        """An aggregate of a batch > 1 (or a "max" batch): simulated as a static batch, not one step."""
+        return self.metric in AGGREGATES and (self.batch > 1 or self.batch_max)
 
 
 @dataclass
@@ -136,7 +148,7 @@ def row_problem(clean: dict[str, str]) -> str | None:
     """Why a row cannot be scored as written (an unreadable cell, an unknown metric), or None."""
     for column in NUMERIC_COLUMNS:
         value = clean.get(column, "").strip()
-        if not value:
+        if not value or (column == "batch_size" and MAX_BATCH.match(value)):
             continue
         try:
             number = float(value)
@@ -195,9 +207,14 @@ def read_cases(path: str | Path) -> list[Case]:
                 gen_tokens=_integer(clean, "gen_tokens", None),
                 flag=clean.get("flag", "").strip(),
                 problem=problem,
+                batch_max=_is_max_batch(clean.get("batch_size", "")),
             )
         )
     return cases
+
+
+def _is_max_batch(text: str) -> bool:
+    return bool(text.strip()) and MAX_BATCH.match(text) is not None
 
 
 def _number(text: str) -> float | None:
@@ -407,7 +424,7 @@ def unsupported_setup(case: Case) -> str | None:
     served = [c for c in ("request_rate", "concurrency") if case.text(c)]
     if case.metric == "tput_out" and served:
         return f"served workload ({', '.join(served)} stated): a serving simulation, not one estimate"
-    if case.metric in ("tput_out", "tg_agg", "pp_agg") and not case.text("batch_size"):
+    if case.metric in AGGREGATES and not case.text("batch_size"):
         return f"{case.metric} without a batch_size: the batch is not known"
     return None
 
@@ -456,7 +473,8 @@ def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
 
 
 def predict_case(
-    case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False
+    case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False,
+    time_limit_s: float | None = None,
 ) -> CaseResult:
     """Predict one row as the metric it measured; never raises for a bad row, records why.
 
@@ -473,6 +491,8 @@ def predict_case(
     try:
         hardware = resolve_case_hardware(case)
         result.hardware_id = hardware.id
+        if case.static_batch and baseline is None:  # the serving simulator, with its own serving efficiency
+            return _predict_static(case, hardware, result, time_limit_s)
         if efficiency is None and not strict:
             efficiency = case_efficiency(case, hardware)
         request = case_request(case, hardware, efficiency=efficiency)
@@ -528,6 +548,21 @@ def predict_case(
     return result
 
 
+def _predict_static(case: Case, hardware: HardwareSpec, result: CaseResult, time_limit_s: float | None) -> CaseResult:
+    """A batch > 1 aggregate through the serving simulator (`static_batch`), not one decode step."""
+    from tokometer.usecases.static_batch import simulate_static
+
+    value = simulate_static(
+        case.metric, None if case.batch_max else case.batch, max(1, case.prompt_tokens), max(1, generated_tokens(case)),
+        estimate_kwargs(case), hardware, time_limit_s=time_limit_s,
+    )
+    result.predicted, result.low, result.high = value, value * 0.75, value * 1.3
+    result.details = {"simulated": "static batch"}
+    if case.flag:
+        result.reason = f"flagged in source data: {case.flag}"
+    return result
+
+
 # ---------------------------------------------------------------- metrics
 
 
@@ -575,10 +610,14 @@ def report(results: list[CaseResult]) -> dict[str, Any]:
     }
 
 
-def validate(cases: list[Case], *, baseline: str | None = None) -> list[CaseResult]:
-    """Predict every case with the shipped table (or a `baseline` peer formula).
+def validate(
+    cases: list[Case], *, baseline: str | None = None, time_limit_s: float | None = None,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+) -> list[CaseResult]:
+    """Predict every case with the shipped table (or a `baseline` peer formula); a simulated batch
+    past `time_limit_s` is unscored with that reason; `progress` wraps the rows' loop (a bar).
 
     Leave-one-hardware-out needs a fit, so it is `model.leave_one_hardware_out`: calibration
     builds on validation, never the other way round.
     """
-    return [predict_case(c, baseline=baseline) for c in cases]
+    return [predict_case(c, baseline=baseline, time_limit_s=time_limit_s) for c in (progress(cases) if progress else cases)]

@@ -29,7 +29,7 @@ objectives.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -194,8 +194,10 @@ def plan(
     model: Any, *, rate: float, prompt: int, output: int, slo_ttft_s: float, slo_tpot_s: float,
     hardware: Sequence[str] = DEFAULT_HARDWARE, quants: Sequence[str] = DEFAULT_QUANTS, engine: str = "vllm",
     prices: dict[str, float] | None = None, num_requests: int = 1500, seed: int = 0, top: int = 5, disagg: bool = True,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
 ) -> Plan:
-    """The cheapest simulated deployments meeting both p99 objectives, colocated and (`disagg`) split."""
+    """The cheapest simulated deployments meeting both p99 objectives, colocated and (`disagg`) split;
+    `progress` wraps the loop over the simulated finalists (a bar)."""
     for name, value in (("--rate", rate), ("--slo-ttft-p99", slo_ttft_s), ("--slo-tpot-p99", slo_tpot_s)):
         if not (value > 0 and math.isfinite(value)):
             raise InputError(f"{name} must be a positive number, got {value!r}")
@@ -213,7 +215,7 @@ def plan(
     workload = Workload("poisson", num_requests, fixed(prompt), fixed(output), rate_per_s=rate)
     rows: list[PlanRow] = []
     sim_best_ttft = sim_best_tpot = math.inf
-    for cand in finalists:
+    for cand in (progress(finalists) if progress else finalists):
         c = cand
         for _ in (0, 1):
             pools = disaggregation(c.deployment, f"{c.pools[0]}:{c.pools[1]}") if c.pools else None

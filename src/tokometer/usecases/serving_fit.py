@@ -41,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ import numpy as np
 from tokometer.costmodel.serving import ServingEfficiency
 from tokometer.costmodel.serving.engine import StepRecord
 from tokometer.usecases.serving_validate import (
+    DEFAULT_TIME_LIMIT_S,
     METRIC,
     UNIT_S,
     RowResult,
@@ -62,6 +63,7 @@ from tokometer.usecases.serving_validate import (
     report,
     sized_workload,
 )
+from tokometer.usecases.time_limit import TimeLimitError, time_limit
 
 PRIOR = ServingEfficiency()
 BARE = replace(PRIOR, layer_step_overhead_us=0.0, sequence_overhead_us=0.0)  # records runs without the fitted overheads
@@ -74,6 +76,7 @@ CHUNK = 64  # candidates evaluated together (bounds memory: CHUNK x blocks per r
 FINE_ROUNDS = 4  # moves of the finer grid at most
 BLOCK_STEPS = 256  # consecutive steps of equal size are evaluated as one block (their mean bytes and FLOPs)
 ROBUST_LOG = 0.35  # scale of the Cauchy loss, in log error (a factor 1.42)
+RECORD_TIME_LIMIT_S = 60.0  # wall time of one recorded run; a run that never ends is left out of the fit
 STATIC_TARGETS = {("ttft", "mean"): "ttft_mean", ("itl", "p50"): "itl_p50"}  # static-batch latencies fitted on
 
 
@@ -176,8 +179,11 @@ def record_run(run: Run) -> Recording | None:
         return None
     dep = deploy_run(run, BARE)
     steps: list[StepRecord] = []
-    simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), record=steps,
-             max_context_tokens=dep.max_context_tokens)
+    try:
+        simulate(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), record=steps, replicas=run.replicas,
+                 max_context_tokens=dep.max_context_tokens, check=time_limit(RECORD_TIME_LIMIT_S))
+    except TimeLimitError:
+        return None  # a run that does not end is not fitted on (validate reports it)
     if not steps:
         return None
     a = np.array(steps, dtype=float)  # tokens, KV tokens read, attention pairs, decodes, completed prompts, firsts
@@ -337,16 +343,22 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
     }
 
 
-def recordings(path: Path) -> tuple[list[Run], list[Recording]]:
+Wrap = Callable[[Iterable[Any]], Iterable[Any]]
+
+
+def _records(runs: Sequence[Run], progress: Wrap | None = None) -> list[Recording]:
+    return [r for r in (record_run(run) for run in (progress(runs) if progress else runs)) if r is not None]
+
+
+def recordings(path: Path, progress: Wrap | None = None) -> tuple[list[Run], list[Recording]]:
     rows, _ = read_rows(path)
     runs = group_runs(rows)
-    recs = [r for r in (record_run(run) for run in runs) if r is not None]
-    return runs, recs
+    return runs, _records(runs, progress)
 
 
-def calibrate_serving(path: Path, out: Path | None = None) -> dict[str, Any]:
+def calibrate_serving(path: Path, out: Path | None = None, *, progress: Wrap | None = None) -> dict[str, Any]:
     """Fit every engine and the pooled entry; write the JSON table when `out` is given."""
-    _, recs = recordings(path)
+    _, recs = recordings(path, progress)
     table = fit_table(recs)
     data = table_json(table, recs, path)
     if out is not None:
@@ -354,29 +366,40 @@ def calibrate_serving(path: Path, out: Path | None = None) -> dict[str, Any]:
     return data
 
 
-def leave_one_source_out(runs: Sequence[Run], recs: Sequence[Recording]) -> list[RowResult]:
+def leave_one_source_out(
+    runs: Sequence[Run], recs: Sequence[Recording], *, time_limit_s: float | None = None, progress: Wrap | None = None,
+) -> list[RowResult]:
     """Fit without each source, predict that source's rows with what remains (its engine falls back to `*`)."""
     out: list[RowResult] = []
-    for source in sorted({run.source for run in runs}):
+    sources = sorted({run.source for run in runs})
+    for source in (progress(sources) if progress else sources):
         table = fit_table([r for r in recs if r.source != source])
         held = [run for run in runs if run.source == source]
-        out += predict(held, lookup(table), naive=False)
+        out += predict(held, lookup(table), naive=False, time_limit_s=time_limit_s)
     return out
 
 
-def validate_serving(path: str | Path, *, loso: bool = False) -> dict[str, Any]:
+def validate_serving(
+    path: str | Path, *, loso: bool = False, time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+    progress: Callable[[str], Wrap | None] | None = None,
+) -> dict[str, Any]:
     """Predict every serving row through the simulator; `loso` adds leave-one-source-out scores.
 
+    Each simulated run (the rows that share a setup) has `time_limit_s` of wall time; past it its
+    rows are unscored with that reason. `progress(label)` gives a wrapper for each long loop (a bar).
     The report: `metrics.<metric>.{n,scored,median_ape,p90_ape,within_15,naive_median_ape}`, the
     same per scenario, `unpredictable` rows with their reasons, and `results` row by row.
     """
     from tokometer.catalog.serving import serving_efficiency
 
+    def bar(label: str) -> Wrap | None:
+        return progress(label) if progress is not None else None
+
     parsed, bad = read_rows(path)
     runs = group_runs(parsed)
-    rep = report(predict(runs, serving_efficiency) + bad)
+    rep = report(predict(runs, serving_efficiency, time_limit_s=time_limit_s, progress=bar("simulating runs")) + bad)
     if loso:
-        recs = [r for r in (record_run(run) for run in runs) if r is not None]
-        cv = report(leave_one_source_out(runs, recs))
+        recs = _records(runs, bar("recording runs for the fit"))
+        cv = report(leave_one_source_out(runs, recs, time_limit_s=time_limit_s, progress=bar("leaving each source out")))
         rep["loso"] = {"metrics": cv["metrics"], "scenarios": cv["scenarios"]}
     return rep

@@ -15,8 +15,19 @@ source's own throughput rows (output tokens per request = tput_out / req_per_s, 
 - tput_out) / req_per_s); the shape is a lognormal with sigma 1 (ShareGPT is heavy-tailed), each length capped at 1024
 tokens as the benchmark scripts' filters do (prompt <= 1024, prompt + output <= 2048).
 
+Rows are read as their sources mean them: the `parallelism` cell in any public spelling
+(`parallelism.parse_parallelism`; expert- and attention-data-parallel rows are unscored until they
+are modelled, and `n_devices` beyond one parallel group is that many replicas), vendor precision
+words with the device in mind (`quant_words`), checkpoint names (`model_words`), and the `unit`
+column (`quantity`: a per-GPU, per-node or per-user figure is compared with the prediction as the
+same quantity). A `batch_size` reading "max (offline, all requests queued)" is an offline run; a
+static batch is `batch_size` requests queued at once, held until the longest ends on engines whose
+batch benchmark is static (`static_batch.STATIC_ENGINES`). SGLang's random dataset without a range
+ratio (flag `nominal_random_lengths`) draws each length uniformly up to the nominal one.
+
 A row that cannot be predicted (model not in the catalog, unknown metric, a statistic the
-simulator does not produce) comes back with its reason; nothing is dropped and nothing is fatal.
+simulator does not produce, a spelling it cannot read, a run past the time limit) comes back with
+its reason; nothing is dropped and nothing is fatal.
 The naive baseline is what `tokometer estimate --batch B` said before the simulator: one decode
 step of B streams at the prompt depth, the batch's prefill never charged.
 """
@@ -42,7 +53,11 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
-from tokometer.fitting.validation import Cells
+from tokometer.fitting.validation import MAX_BATCH, Cells
+from tokometer.usecases.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
+from tokometer.usecases.quantity import Quantity, is_throughput, read_quantity
+from tokometer.usecases.static_batch import STATIC_ENGINES
+from tokometer.usecases.time_limit import TimeLimitError, time_limit
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
@@ -61,9 +76,16 @@ SHAREGPT_MEANS: dict[tuple[str, str | None], tuple[float, float]] = {
     ("LMDEPLOY-A100-V010", "internlm"): (223.0, 199.5),  # InternLM-chat-20B, 64 clients
     ("SGL-BENCH-VLLM060", None): (230.0, 194.0),  # output from the offline rows; input not printed: assumed
 }
-METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(ms|s|ns))?(?:_(mean|p50|p90|p99|min|max))?$")
-UNIT_S = {"ms": 1e-3, "s": 1.0, "ns": 1e-9, None: 1e-3}
+METRIC = re.compile(r"^(ttft|tpot|itl|e2e)(?:_(ms|s|ns|us))?(?:_(mean|avg|median|p50|p90|p99|min|max))?$")
+UNIT_S = {"ms": 1e-3, "s": 1.0, "ns": 1e-9, "us": 1e-6, None: 1e-3}
+STATISTIC = {"avg": "mean", "median": "p50"}
 THROUGHPUT = ("tput_out", "tput_total", "tput_in", "req_per_s")
+DEFAULT_TIME_LIMIT_S = 10.0  # per simulated run (the rows that share a setup share it)
+ENGINE_NAMES = {  # engine cells as tables print them, letters and digits only
+    "tensorrtllm": "tensorrt-llm", "trtllm": "tensorrt-llm", "trtllmserve": "tensorrt-llm", "trtllmbench": "tensorrt-llm",
+    "tensorrt": "tensorrt-llm", "lmdeploy": "lmdeploy", "turbomind": "lmdeploy", "lmdeployturbomind": "lmdeploy",
+    "sglang": "sglang", "vllm": "vllm", "vllmv1": "vllm", "vllmv0": "vllm",
+}
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
 # LMDeploy v0.1 (TurboMind LlamaBatch: InternalThreadEntry runs ContextDecode, then Generate, every
 # iteration): each prompt admitted in an iteration is prefilled whole in that iteration, in
@@ -116,10 +138,24 @@ class Row(Cells):
     def scenario(self) -> str:
         return self.text("scenario")
 
+    def positive(self, key: str) -> float | None:
+        """A cell that must be a finite number > 0: None when blank, `InputError` naming it otherwise."""
+        text = self.text(key)
+        if not text:
+            return None
+        try:
+            value = float(text.replace(",", ""))  # a thousands separator as printed
+        except ValueError:
+            raise InputError(f"column {key!r}: {text!r} is not a number") from None
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"column {key!r}: {text!r} must be a finite number > 0")
+        return value
+
     @property
     def run_key(self) -> tuple[str, ...]:
-        keys = ("source_id", "engine", "hardware_id", "model", "parallelism", "quant", "batch_size",
-                "prompt_tokens", "gen_tokens", "scenario", "request_rate", "concurrency", "num_requests")
+        keys = ("source_id", "engine", "engine_version", "backend", "hardware_id", "hardware_as_stated", "model",
+                "parallelism", "n_devices", "quant", "kv_cache_dtype", "batch_size", "max_num_seqs_or_batch", "prompt_tokens",
+                "gen_tokens", "scenario", "request_rate", "concurrency", "num_requests", "dataset")
         return tuple(self.text(k) for k in keys)
 
 
@@ -185,6 +221,9 @@ class Run:
     batch: int = 1
     reason: str | None = None
     kv_cache_tokens: float | None = None  # KV cache size the source configured, when it states one
+    parallelism: Parallelism = field(default_factory=Parallelism)
+    replicas: int = 1  # copies of the parallel group the row's n_devices holds (8 GPUs at tp=2: 4)
+    static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
 
     @property
     def source(self) -> str:
@@ -196,12 +235,48 @@ class Run:
 
 
 def _engine(row: Row) -> str | None:
-    name = row.text("engine").lower()
-    return {"tensorrt-llm": "tensorrt-llm", "lmdeploy": "lmdeploy", "sglang": "sglang", "vllm": "vllm"}.get(name)
+    """The serving scheduler a row's engine names: its whole name, then its words before and inside
+    parentheses ("TensorRT-LLM (PyTorch backend)"), through the serving catalog's aliases."""
+    from tokometer.catalog.serving import serving_engine
+
+    name = row.text("engine")
+    for candidate in [name, name.split("(")[0].strip(), *re.findall(r"\(([^)]*)\)", name)]:
+        key = re.sub(r"[^a-z0-9]", "", candidate.lower())
+        if key in ENGINE_NAMES:
+            return ENGINE_NAMES[key]
+        if key:
+            try:
+                return serving_engine(candidate).id
+            except TokometerError:
+                continue
+    return None
+
+
+def batch_cell(row: Row) -> int | str | None:
+    """The row's batch: a whole number, "max" (every request at once, the engine choosing), or None."""
+    for key in ("batch_size", "max_num_seqs_or_batch"):
+        text = row.text(key)
+        if not text:
+            continue
+        if MAX_BATCH.match(text):
+            return "max"
+        number = row.positive(key)
+        if number is not None and number >= 1:
+            return int(number)
+    return None
+
+
+def _setup_reason(row: Row) -> str | None:
+    """Why a row's setup is outside what the simulator models (flags the source put on it), or None."""
+    flags = row.text("flag").lower().split(";")
+    if "speculative_decoding" in flags:
+        return "speculative decoding not modelled"
+    return None
 
 
 def plan_run(rows: list[Row]) -> Run:
-    from tokometer.catalog import hardware_catalog, model_catalog
+    from tokometer.catalog import hardware_catalog
+    from tokometer.usecases.model_words import find_model, precision_in_name
 
     run = Run(rows)
     row = rows[0]
@@ -209,7 +284,7 @@ def plan_run(rows: list[Row]) -> Run:
     if engine is None:
         run.reason = f"engine {row.text('engine')!r} has no serving scheduler"
         return run
-    preset = model_catalog().find(row.text("model"))
+    preset = find_model(row.text("model"))
     if preset is None:
         run.reason = f"model {row.text('model')!r} is not in the model catalog (its architecture is needed for KV and attention)"
         return run
@@ -219,14 +294,43 @@ def plan_run(rows: list[Row]) -> Run:
         from tokometer.fitting.validation import _calibration_index
 
         hw = _calibration_index().get(hid)
+    if hw is None and row.text("hardware_as_stated"):
+        hw = hardware_catalog().find(row.text("hardware_as_stated"))
     if hw is None:
         run.reason = f"hardware {hid!r} is not in the catalog"
         return run
-    tp = int(row.text("parallelism").removeprefix("tp=") or 1) if row.text("parallelism").startswith("tp=") else 1
-    quant = {"fp16": "fp16", "fp8": "fp8", "": "bf16"}.get(row.text("quant").lower(), row.text("quant").lower())
-    kwargs: dict[str, Any] = {"model": preset.spec, "hw": hw, "quant": quant, "engine": engine, "tp": tp}
-    if quant == "fp8":
-        kwargs["kv_dtype"] = "fp8"
+    why = _setup_reason(row)
+    if why:
+        run.reason = why
+        return run
+    n_devices = int(row.positive("n_devices") or 0)
+    try:
+        par = parse_parallelism(row.text("parallelism"), n_devices or None)
+    except InputError as exc:
+        run.reason = str(exc)
+        return run
+    why = par.unmodelled()
+    if why:
+        run.reason = why
+        return run
+    run.parallelism = par
+    if n_devices > par.n_gpus:
+        if n_devices % par.n_gpus:
+            run.reason = f"n_devices {n_devices} is not a whole number of {par.n_gpus}-GPU groups ({row.text('parallelism')})"
+            return run
+        run.replicas = n_devices // par.n_gpus
+    from tokometer.usecases.quant_words import read_precision
+
+    try:
+        word = row.text("quant") or precision_in_name(row.text("model")) or ""  # a blank cell: the checkpoint's name
+        precision = read_precision(word, hw, engine, row.text("kv_cache_dtype"))
+    except InputError as exc:
+        run.reason = str(exc)
+        return run
+    kwargs: dict[str, Any] = {"model": preset.spec, "hw": hw, "quant": precision.quant, "engine": engine,
+                              "tp": par.tp, "pp": par.pp}
+    if precision.kv_dtype is not None:
+        kwargs["kv_dtype"] = precision.kv_dtype
     if engine == "tensorrt-llm":
         kwargs["memory_fraction"] = 0.95  # kv_cache_free_gpu_mem_fraction stated by the source
     if engine == "lmdeploy" and row.text("engine_version").startswith("0.1"):
@@ -239,33 +343,43 @@ def plan_run(rows: list[Row]) -> Run:
     if multi:
         kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
     scenario = row.scenario
-    prompt, gen = row.number("prompt_tokens"), row.number("gen_tokens")
-    n = int(row.number("num_requests") or 1000)
+    batch = batch_cell(row)
+    if batch == "max" and scenario in ("static-batch", ""):
+        scenario = "offline"  # every request queued at once, the engine's memory choosing the batch
+    prompt, gen = row.positive("prompt_tokens"), row.positive("gen_tokens")
+    n = int(row.positive("num_requests") or 1000)
     lengths = _lengths(row, prompt, gen, preset.spec.tokenizer)
     if lengths is None:
         run.reason = "prompt/output lengths not stated and the dataset is not known"
         return run
     p_dist, o_dist = lengths
     if scenario == "offline":
-        run.workload = Workload("offline", min(n, MAX_SIM_REQUESTS), p_dist, o_dist)
+        if isinstance(batch, int):
+            kwargs["max_num_seqs"] = batch  # the batch limit the source ran with
+        run.workload = Workload("offline", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist)
     elif scenario == "static-batch":
-        b = int(row.number("batch_size") or row.number("max_num_seqs_or_batch") or 1)
+        # every prompt queued together; the engine's own memory rule decides how many run at once
+        # (static_batch.STATIC_ENGINES: a static batch held until its longest request ends)
+        b = batch if isinstance(batch, int) else 1
         run.batch = b
-        kwargs["max_num_seqs"] = b
+        run.static_batch = True
+        kwargs["max_num_seqs"] = max(1, -(-b // run.replicas))
+        if engine in STATIC_ENGINES:
+            kwargs["static"] = True
         run.workload = Workload("offline", b, p_dist, o_dist)
     elif scenario == "online-rate":
-        rate = row.number("request_rate")
+        rate = row.positive("request_rate")
         if not rate:
             run.reason = "online-rate row without a request_rate"
             return run
-        run.workload = Workload("poisson", min(n, MAX_SIM_REQUESTS), p_dist, o_dist, rate_per_s=rate)
+        run.workload = Workload("poisson", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, rate_per_s=rate)
     elif scenario == "online-concurrency":
-        c = int(row.number("concurrency") or 0)
+        c = int(row.positive("concurrency") or 0)
         if c < 1:
             run.reason = "online-concurrency row without a concurrency"
             return run
         run.batch = c
-        run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS), p_dist, o_dist, concurrency=c)
+        run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, concurrency=c)
     elif not scenario:
         run.reason = "no scenario: a single-stream row in a serving file (validate it from a file without serving columns)"
         return run
@@ -279,6 +393,10 @@ def plan_run(rows: list[Row]) -> Run:
 def _lengths(
     row: Row, prompt: float | None, gen: float | None, tokenizer: str | None
 ) -> tuple[LengthDist, LengthDist] | None:
+    if prompt and gen and "nominal_random_lengths" in row.text("flag").lower().split(";"):
+        # sglang.bench_serving's random dataset at its default --random-range-ratio 0: each length
+        # drawn uniformly from [1, nominal] (np.random.randint(max(int(L * 0), 1), L + 1))
+        return LengthDist("uniform", 1, int(prompt)), LengthDist("uniform", 1, int(gen))
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
     means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None))
@@ -290,39 +408,80 @@ def _lengths(
     return None
 
 
+def _planned(rows: list[Row]) -> Run:
+    """`plan_run`, with a cell it cannot read (or a workload it refuses) as the run's reason, never raised."""
+    try:
+        return plan_run(rows)
+    except TokometerError as exc:
+        return Run(rows, reason=str(exc))
+    except (ValueError, ArithmeticError) as exc:  # a number no column check caught: still the row's problem
+        return Run(rows, reason=f"cannot read the row: {exc}")
+
+
 def group_runs(rows: Iterable[Row]) -> list[Run]:
     groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
     for r in rows:
         groups[r.run_key].append(r)
-    return [plan_run(g) for g in groups.values()]
+    return [_planned(g) for g in groups.values()]
 
 
-def read_metric(result: ServingResult, metric: str) -> tuple[float | None, str | None]:
-    """The simulated value of a published metric, in the metric's own unit."""
-    if metric in THROUGHPUT:
-        value = {"tput_out": result.tput_out_tok_s, "tput_total": result.tput_total_tok_s,
-                 "tput_in": result.tput_in_tok_s, "req_per_s": result.req_per_s}[metric]
-        return value, None
+def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | None]) -> tuple[float | None, str | None]:
+    """A replica-wide prediction (`totals`: tput_out, tput_total, tput_in, req_per_s, tpot in seconds)
+    as `quantity`: divided by the GPUs or nodes of every replica, or one user's 1 / TPOT."""
+    if quantity.per == "user":
+        if quantity.kind != "output_tokens":
+            return None, f"{quantity.describe()}: only output tokens/s per user (1 / TPOT) is simulated"
+        tpot = totals.get("tpot")
+        return (1.0 / tpot, None) if tpot else (None, "no TPOT observed in the simulated run")
+    value = totals[{"output_tokens": "tput_out", "total_tokens": "tput_total", "input_tokens": "tput_in",
+                    "requests": "req_per_s"}[quantity.kind]]
+    if value is None:
+        return None, None
+    par = run.parallelism if run is not None else Parallelism()
+    replicas = run.replicas if run is not None else 1
+    if quantity.per == "gpu":
+        value /= par.n_gpus * replicas
+    elif quantity.per == "node":  # replicas of a group within one node share their nodes
+        value /= par.nodes * replicas if par.nodes > 1 else max(1, -(-par.n_gpus * replicas // GPUS_PER_NODE))
+    return value, None
+
+
+def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tuple[float | None, str | None]:
+    """The simulated value of a published metric, as the quantity the row measured (its unit's
+    denominator: the replica, one GPU, one node or one user) in the metric's own time unit."""
+    metric = row.metric
+    if is_throughput(metric):
+        try:
+            quantity = read_quantity(metric, row.text("unit"), row.text("flag"))
+        except InputError as exc:
+            return None, str(exc)
+        return as_quantity(quantity, run, {
+            "tput_out": result.tput_out_tok_s, "tput_total": result.tput_total_tok_s, "tput_in": result.tput_in_tok_s,
+            "req_per_s": result.req_per_s, "tpot": result.tpot_s.mean})
     m = METRIC.match(metric)
     if m is None:
         return None, f"metric {metric!r} is not one the simulator produces"
     kind, unit, stat = m.groups()
+    if unit is None and row.text("unit").lower() in UNIT_S:
+        unit = row.text("unit").lower()  # a latency metric without a unit suffix: the unit column says
     summary = getattr(result, f"{kind}_s")
-    value = getattr(summary, stat or "mean")
+    value = getattr(summary, STATISTIC.get(stat, stat) or "mean")
     if value is None:
         return None, f"no {kind} observed in the simulated run"
     return value / UNIT_S[unit], None
 
 
 def sized_workload(run: Run, dep: Deployment) -> Workload:
-    """Offline runs: enough requests for `WAVES` full batches (the steady state), at most the published count."""
+    """Offline runs: enough requests for `WAVES` full batches per replica (the steady state), at most
+    the published count."""
     wl = run.workload
     assert wl is not None
-    if wl.arrival != "offline" or run.rows[0].scenario != "offline":
+    if wl.arrival != "offline" or run.static_batch:
         return wl
     per_request = wl.prompt.mean + wl.output.mean + dep.policy.block_size_tokens
     batch = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / per_request))
-    return replace(wl, num_requests=int(min(wl.num_requests, max(MIN_OFFLINE_REQUESTS, WAVES * batch))))
+    waves = max(MIN_OFFLINE_REQUESTS, WAVES * batch) * run.replicas
+    return replace(wl, num_requests=int(min(wl.num_requests, waves)))
 
 
 def deploy_run(run: Run, efficiency: ServingEfficiency) -> Deployment:
@@ -333,11 +492,18 @@ def deploy_run(run: Run, efficiency: ServingEfficiency) -> Deployment:
     return dep if run.kv_cache_tokens is None else replace(dep, kv_capacity_tokens=run.kv_cache_tokens)
 
 
-def simulate_run(run: Run, efficiency: Callable[[str], ServingEfficiency], seed: int = 0) -> ServingResult:
-    from tokometer.usecases.simulate import run as run_sim
+def simulate_run(
+    run: Run, efficiency: Callable[[str], ServingEfficiency], seed: int = 0, *, time_limit_s: float | None = None,
+    record: list[Any] | None = None,
+) -> ServingResult:
+    """Simulate one published run (its replicas, its sized workload) under `efficiency(engine)`."""
+    from tokometer.costmodel.serving import simulate
 
     dep = deploy_run(run, efficiency(run.engine))
-    return run_sim(dep, sized_workload(run, dep), seed=seed)
+    return simulate(
+        dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), replicas=run.replicas, seed=seed,
+        max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s),
+    )
 
 
 def naive_run(run: Run) -> dict[str, float]:
@@ -352,33 +518,54 @@ def naive_run(run: Run) -> dict[str, float]:
     b = run.batch if run.rows[0].scenario in ("static-batch", "online-concurrency") else (
         1 if run.rows[0].scenario == "online-rate" else 256)
     e = estimate(kw["model"], kw["hw"], quant=kw["quant"], engine=kw["engine"] if kw["engine"] != "lmdeploy" else "tensorrt-llm",
-                 tp=kw["tp"], kv_dtype=kw.get("kv_dtype"), batch=b, prompt_tokens=prompt, output_tokens=out, advise=False)
+                 tp=kw["tp"], pp=kw.get("pp", 1), kv_dtype=kw.get("kv_dtype"), batch=b, prompt_tokens=prompt, output_tokens=out, advise=False)
     step = e.step.time_s
-    tput_out = b / step
+    tput_out = b / step * run.replicas
     return {"tput_out": tput_out, "tput_total": tput_out * (prompt + out) / out, "tput_in": tput_out * prompt / out,
             "req_per_s": tput_out / out, "ttft": e.ttft_s or math.nan, "tpot": step, "itl": step, "e2e": e.e2e_s or math.nan}
 
 
-def predict(runs: Sequence[Run], efficiency: Callable[[str], ServingEfficiency], *, naive: bool = True) -> list[RowResult]:
+def _naive_value(row: Row, run: Run, base: dict[str, float]) -> float | None:
+    """The naive one-step predictor's value for `row`, as the same quantity and unit as the row."""
+    if is_throughput(row.metric):
+        try:
+            value, _ = as_quantity(read_quantity(row.metric, row.text("unit"), row.text("flag")), run, dict(base))
+        except InputError:
+            return None
+    else:
+        m = METRIC.match(row.metric)
+        value = base.get(row.metric.split("_")[0])
+        if value is not None:
+            unit = m.group(2) if m else None
+            if unit is None and row.text("unit").lower() in UNIT_S:
+                unit = row.text("unit").lower()
+            value /= UNIT_S[unit]
+    return value if value is not None and math.isfinite(value) else None
+
+
+def predict(
+    runs: Sequence[Run], efficiency: Callable[[str], ServingEfficiency], *, naive: bool = True,
+    time_limit_s: float | None = None, progress: Callable[[Iterable[Run]], Iterable[Run]] | None = None,
+) -> list[RowResult]:
+    """Every run's rows predicted by one simulation each (a run past `time_limit_s` leaves its rows
+    unscored with that reason); `progress` wraps the runs' iteration (a progress bar)."""
     out: list[RowResult] = []
-    for run in runs:
+    for run in (progress(runs) if progress is not None else runs):
         if run.reason is not None:
             out += [RowResult(r, reason=run.reason) for r in run.rows]
             continue
         try:
-            result = simulate_run(run, efficiency)
+            result = simulate_run(run, efficiency, time_limit_s=time_limit_s)
             base = naive_run(run) if naive else {}
+        except TimeLimitError as exc:
+            out += [RowResult(r, reason=str(exc)) for r in run.rows]
+            continue
         except TokometerError as exc:
             out += [RowResult(r, reason=f"cannot simulate: {exc}") for r in run.rows]
             continue
         for r in run.rows:
-            value, why = read_metric(result, r.metric)
-            kind = r.metric if r.metric in THROUGHPUT else r.metric.split("_")[0]
-            nv = base.get(kind)
-            if nv is not None and kind not in THROUGHPUT:
-                m = METRIC.match(r.metric)
-                nv = nv / UNIT_S[m.group(2) if m else None]
-            out.append(RowResult(r, value, nv if nv is not None and math.isfinite(nv) else None, why))
+            value, why = read_metric(result, r, run)
+            out.append(RowResult(r, value, _naive_value(r, run, base) if base else None, why))
     return out
 
 

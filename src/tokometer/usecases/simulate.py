@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -146,8 +146,10 @@ def run(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     disagg: Disagg | None = None,
+    check: Callable[[int], None] | None = None,
 ) -> ServingResult:
-    """Simulate `workload` on `replicas` copies of `dep`, or on disaggregated pools when `disagg` is given."""
+    """Simulate `workload` on `replicas` copies of `dep`, or on disaggregated pools when `disagg` is given.
+    `check(requests routed)` is called now and then from the event loop (a progress bar, a time limit)."""
     if disagg is not None:
         return simulate_disagg(
             dep.cost, dep.policy, dep.kv_capacity_tokens, workload, disagg, router=router, seed=seed,
@@ -156,7 +158,7 @@ def run(
     return simulate(
         dep.cost, dep.policy, dep.kv_capacity_tokens, workload,
         replicas=replicas, router=router, seed=seed,
-        slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
+        slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens, check=check,
     )
 
 
@@ -183,11 +185,14 @@ class CurvePoint:
 
 
 def sweep_rates(
-    dep: Deployment, base: Workload, rates: Sequence[float], **kwargs: Any
+    dep: Deployment, base: Workload, rates: Sequence[float], *,
+    progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None, **kwargs: Any,
 ) -> list[CurvePoint]:
-    """The same workload at each request rate (Poisson unless `base` says otherwise)."""
+    """The same workload at each request rate (Poisson unless `base` says otherwise); `progress`
+    wraps the loop over rates (a bar)."""
     arrival = base.arrival if base.arrival in ("poisson", "constant", "gamma") else "poisson"
-    return [CurvePoint(r, run(dep, replace(base, arrival=arrival, rate_per_s=r), **kwargs)) for r in rates]
+    return [CurvePoint(r, run(dep, replace(base, arrival=arrival, rate_per_s=r), **kwargs))
+            for r in (progress(rates) if progress else rates)]
 
 
 def auto_rates(dep: Deployment, base: Workload, points: int = 8, **kwargs: Any) -> list[float]:

@@ -31,6 +31,7 @@ from tokometer.serving_specs import SchedulerPolicy
 from tokometer.specs import _Plain
 
 ROUTERS = ("round-robin", "least-outstanding")
+CHECK_EVERY = 256  # event-loop passes between calls of a caller's `check` (cheap next to 256 steps)
 MAX_REQUESTS = 10_000_000  # a run simulates about 10^5 requests per second; beyond this, refuse
 
 
@@ -256,8 +257,13 @@ def simulate(
     max_context_tokens: int | None = None,
     record: list[StepRecord] | None = None,
     observe: Observer | None = None,
+    check: Callable[[int], None] | None = None,
 ) -> ServingResult:
-    """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`."""
+    """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`.
+
+    `check`, when given, is called every `CHECK_EVERY` passes of the event loop with the number of
+    requests routed so far; it may raise to stop the run (a caller's time limit or progress bar).
+    """
     if router not in ROUTERS:
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if isinstance(replicas, bool) or replicas < 1:
@@ -279,7 +285,12 @@ def simulate(
     route = Router(router, pool)
     too_long = 0
     limit = context_limit(policy, max_context_tokens)
+    passes = routed = 0
     while True:
+        if check is not None:
+            passes += 1
+            if passes % CHECK_EVERY == 0:
+                check(routed)
         t_next = arrivals.next_s()
         rep = busiest_behind(pool)
         if rep is not None and rep.clock < t_next:
@@ -289,6 +300,7 @@ def simulate(
             break
         # route one arrival
         t, p, o = arrivals.pop()
+        routed += 1
         if p + o > limit:
             too_long += 1
             arrivals.dropped(t)
