@@ -139,8 +139,8 @@ def check_nesting(text: str, where: str, *, door: str, syntax: str = "json", lim
     for match in _BRACKET.finditer(blanked):
         depth += _STEP[match.group()]
         if depth > limit:
-            line = blanked.count("\n", 0, match.start()) + 1
-            raise refuse(door, f"{where}, line {line}", f"brackets nest more than {limit} deep", f"{syntax.upper()} nested at most {limit} deep")
+            line = f", line {blanked.count(chr(10), 0, match.start()) + 1}" if "\n" in blanked else ""
+            raise refuse(door, f"{where}{line}", f"brackets nest more than {limit} deep", f"{syntax.upper()} nested at most {limit} deep")
 
 
 def load_json(text: str, where: str, *, door: str) -> Any:

@@ -119,7 +119,10 @@ MAX_CATALOG_BYTES = 16 << 20
 
 def _parse_toml(path: Path) -> dict[str, Any]:
     """A catalog file through the guarded door: a regular UTF-8 file, bounded in size and nesting."""
-    from tokometer.guard import load_toml, read_text  # only on a cache miss: a cached call never parses TOML
+    from tokometer.guard import (  # only on a cache miss: a cached call never parses TOML
+        load_toml,
+        read_text,
+    )
 
     try:
         text = read_text(path, door="catalog", limit_bytes=MAX_CATALOG_BYTES, what="a UTF-8 TOML catalog file")

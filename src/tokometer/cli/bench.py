@@ -122,9 +122,9 @@ def bench(
     settings = {k: options.pop(k) for k in bench_keys}
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
     if trace_file is not None:
-        from tokometer.bench.trace import parse_trace
+        from tokometer.bench.trace import parse_trace, read_trace_text
 
-        settings["trace"] = parse_trace(_read_text(trace_file), trace_file.name)
+        settings["trace"] = parse_trace(read_trace_text(trace_file), trace_file.name)
         settings["trace_name"] = trace_file.name
     config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
     config.validate()
@@ -185,20 +185,6 @@ def bench(
         first = summary.first_error or next((r.get("error") for r in record.requests if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
         raise BenchError(f"all {summary.requests_total} measured requests failed: {first}{saved}")
-
-
-MAX_TRACE_BYTES = 256 << 20
-
-
-def _read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise InputError(f"{path} is over {MAX_TRACE_BYTES >> 20} MiB")
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
 
 
 @click.group()
@@ -299,7 +285,7 @@ def runs_import(files: tuple[Path, ...], as_json: bool) -> None:
     loaded = []
     for path in files:
         for run in import_file(path):
-            run.setdefault("grading", grade(run["summary"], None))
+            run.setdefault("grading", grade(run.get("summary") or {}, None))
             loaded.append((path, run))
     imported = []
     with open_store() as store:
