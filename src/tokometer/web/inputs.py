@@ -67,7 +67,9 @@ def number(name: str, value: Any, *, integer: bool = False) -> float | int:
         except ValueError:
             raise InputError(f"{name} must be a number, got {value!r}", field=name) from None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{name} must be a number, got {value!r}", field=name)
+        raise InputError(f"{name} must be a number, got {_shown(value)}", field=name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{name} must be a finite number, got {value!r}", field=name)
     if integer:
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
             raise InputError(f"{name} must be a whole number, got {value!r}", field=name)
@@ -77,9 +79,15 @@ def number(name: str, value: Any, *, integer: bool = False) -> float | int:
     return float(value)
 
 
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: short, whatever a client sent."""
+    shown = repr(value) if isinstance(value, str | int | float) and not (isinstance(value, int) and abs(value) > 10**40) else type(value).__name__
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {value!r}", field=name)
+        raise InputError(f"{name} must be a string, got {_shown(value)}", field=name)
     stripped: str = value.strip()
     if len(stripped) > MAX_NAME_CHARS:
         raise InputError(f"{name} is too long ({len(stripped)} characters, at most {MAX_NAME_CHARS})", field=name)
@@ -92,7 +100,7 @@ def layers(name: str, value: Any) -> int | float | str:
     if isinstance(value, str):
         return text(name, value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {value!r}", field=name)
+        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {_shown(value)}", field=name)
     return value
 
 
@@ -102,7 +110,7 @@ def flag(name: str, value: Any) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
         return value.strip().lower() in TRUE_WORDS
-    raise InputError(f"{name} must be true or false, got {value!r}", field=name)
+    raise InputError(f"{name} must be true or false, got {_shown(value)}", field=name)
 
 
 def catalog_model(name: str) -> str:
@@ -121,7 +129,7 @@ def setup_kwargs(data: Mapping[str, Any], *, extra: tuple[str, ...] = ()) -> dic
     """
     unknown = sorted(set(data) - set(SETUP_FIELDS) - set(extra))
     if unknown:
-        raise InputError(f"unknown field {unknown[0]!r}; expected some of {', '.join(SETUP_FIELDS)}")
+        raise InputError(f"unknown field {unknown[0][:60]!r}; expected some of {', '.join(SETUP_FIELDS)}", field=unknown[0][:60])
     kwargs: dict[str, Any] = {}
     for key in SETUP_FIELDS:
         value = data.get(key)
@@ -155,7 +163,7 @@ def number_list(name: str, value: Any, *, integer: bool = False, limit: int = 64
     """A JSON list of numbers or a comma-separated string, at most `limit` of them."""
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
-        raise InputError(f"{name} must be a list of numbers, got {value!r}", field=name)
+        raise InputError(f"{name} must be a list of numbers, got {_shown(value)}", field=name)
     items = [item for item in items if not (isinstance(item, str) and not item.strip())]
     if not items:
         raise InputError(f"{name} must hold at least one number", field=name)
