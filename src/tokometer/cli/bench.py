@@ -173,7 +173,10 @@ def bench(
         click.echo(render_run(record))
         if run_id is not None:
             click.echo(f"\nsaved as run #{run_id}: `tokometer runs show {run_id}`")
-    if outcome.store_error:
+    if outcome.saved_to is not None or outcome.store_reason is not None:
+        where = f"the whole run is in {outcome.saved_to}; `tokometer runs import {outcome.saved_to}` stores it later" if outcome.saved_to else "and no folder took a copy"
+        click.echo(f"error: the run was not saved: {outcome.store_reason}; {where}", err=True)
+    elif outcome.store_error:
         click.echo(f"warning: {outcome.store_error}", err=True)
     if result.status == "interrupted":
         raise click.exceptions.Exit(stop_code)
@@ -185,6 +188,13 @@ def bench(
         first = summary.first_error or next((r.get("error") for r in record.requests if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
         raise BenchError(f"all {summary.requests_total} measured requests failed: {first}{saved}")
+    if outcome.store_reason is not None:
+        raise click.exceptions.Exit(RUN_NOT_STORED_EXIT)
+
+
+# `bench` measured, printed and kept the run in a file, but the database refused it (disk full,
+# read-only, locked): not the user's input (2), not a crash (1)
+RUN_NOT_STORED_EXIT = 3
 
 
 @click.group()
