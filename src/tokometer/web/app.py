@@ -12,6 +12,7 @@ Routes:
     /api/runs, /api/runs/{id}, /api/meta
     /api/runs/{id}/serving a stored `bench --rate/--concurrency` run beside the simulated curve (`web.serving`)
     /api/schema            the estimate form's fields, from `EstimateRequest`
+    /api/openapi.json      the whole API as OpenAPI 3.1, generated from the fields the handlers check (`web.openapi`)
 
 Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
 (`inputs.LEVER_FIELDS`) go to estimate, curve and panorama, not to roofline and utilisation. Errors are
@@ -254,24 +255,15 @@ def _hardware_show(data: Data, request: Request) -> Any:
 
 
 def _runs(data: Data, request: Request) -> Any:
-    limit = optional_number(data, "limit", integer=True)
-    if limit is not None and not 1 <= limit <= 1000:
-        raise InputError(f"limit must be between 1 and 1000, got {limit}")
+    limit = optional_number(data, "limit", integer=True)  # within API_FIELDS["limit"]
     result = compute.runs(int(limit or 50))
     return {**result, "bench_urls": list(request.app.state.bench_urls)}
 
 
-MAX_REQUESTS_PAGE = 1000
-
-
 def _run_detail(data: Data, request: Request) -> Any:
     """One run with a page of its requests: `?requests_limit=` (default 200, at most 1000) and `?requests_offset=`."""
-    limit = optional_number(data, "requests_limit", integer=True)
+    limit = optional_number(data, "requests_limit", integer=True)  # both within their API_FIELDS range
     offset = optional_number(data, "requests_offset", integer=True)
-    if limit is not None and not 0 <= limit <= MAX_REQUESTS_PAGE:
-        raise InputError(f"requests_limit must be between 0 and {MAX_REQUESTS_PAGE}, got {limit}")
-    if offset is not None and offset < 0:
-        raise InputError(f"requests_offset must be zero or more, got {offset}")
     run_id = request.path_params["run_id"]
     run = compute.run_detail(run_id, requests_limit=int(200 if limit is None else limit), requests_offset=int(offset or 0))
     if run is None:
@@ -326,6 +318,13 @@ class HostCheck:
                 await Response("invalid host header", status_code=400, media_type="text/plain")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _openapi(data: Data, request: Request) -> Any:
+    """The API as OpenAPI 3.1, from the same field definitions the handlers check with (`web.openapi`)."""
+    from tokometer.web.openapi import openapi
+
+    return openapi()
 
 
 def _schema(data: Data, request: Request) -> Any:
@@ -383,6 +382,7 @@ def create_app(
         Route("/favicon.ico", favicon),
         Route("/api/meta", endpoint(_meta)),
         Route("/api/schema", endpoint(_schema)),
+        Route("/api/openapi.json", endpoint(_openapi)),
         Route("/api/estimate", endpoint(_estimate), methods=both),
         Route("/api/curve", endpoint(_curve), methods=both),
         Route("/api/roofline", endpoint(_roofline), methods=both),
