@@ -86,7 +86,10 @@ def read_bytes(path: str | Path, *, door: str, limit_bytes: int, what: str = "a 
             raise refuse(door, where, f"is {info.st_size:,} bytes, over the {limit_bytes:,}-byte limit", f"{what} of at most {limit_bytes:,} bytes")
         with os.fdopen(fd, "rb", closefd=True) as handle:
             fd = -1
-            data = handle.read(limit_bytes + 1)
+            # sized by the file, not the limit (read(n) allocates n bytes); one byte more tells it grew
+            data = handle.read(info.st_size + 1)
+            while len(data) <= limit_bytes and (more := handle.read(min(1 << 20, limit_bytes + 1 - len(data)))):
+                data += more
     except OSError as exc:
         raise refuse(door, where, f"cannot be read ({exc.strerror or exc})", what) from None
     finally:

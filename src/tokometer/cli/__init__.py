@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, like every other error, with where to look
+        command = exc.ctx.command_path if exc.ctx is not None else "tokometer"
+        click.echo(f"error: {_bounded(exc.format_message())} (see `{command} --help`)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -58,7 +58,7 @@ def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
         raise IngestError(f"config is missing {key!r}")
     limit = MAX_LAYERS if key in ("num_hidden_layers", "n_layer") else MAX_CONFIG_COUNT
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= limit:
-        raise IngestError(f"config field {key!r} must be a whole number from 0 to {limit:,}, got {str(value)[:40]}")
+        raise IngestError(f"config field {key!r} must be a whole number from 0 to {limit:,}, got {repr(value)[:40]}")
     return int(value)
 
 
