@@ -477,16 +477,20 @@ class ModelPreset:
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
+        from tokometer.errors import IngestError
         from tokometer.ingest.architecture import spec_from_config
 
-        return spec_from_config(
-            self.config,
-            self.name,
-            source=self.source,
-            tokenizer=self.tokenizer,
-            default_quant=self.default_quant,
-            model_id=self.id,
-        )
+        try:
+            return spec_from_config(
+                self.config,
+                self.name,
+                source=self.source,
+                tokenizer=self.tokenizer,
+                default_quant=self.default_quant,
+                model_id=self.id,
+            )
+        except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError) as exc:
+            raise IngestError(f"model {self.id!r}: a configuration field has the wrong type or range ({exc})") from None
 
 
 def _make_model(entry_id: str, raw: dict[str, Any], path: str) -> ModelPreset:

@@ -46,6 +46,15 @@ MAX_LAYERS = 100_000
 # Any other size or count (hidden size, vocabulary, experts, heads): the largest published is about
 # 10^6 (a vocabulary); 10^12 is far beyond any, and products of two such stay exact in a float.
 MAX_CONFIG_COUNT = 10**12
+# the fields the accounting reads as whole numbers: anything else there (a list, a string) is refused up front
+_COUNT_KEYS = frozenset({
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+    "intermediate_size", "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+    "experts_per_token", "top_k_experts", "moe_intermediate_size", "shared_expert_intermediate_size",
+    "max_window_layers", "decoder_sparse_step", "first_k_dense_replace", "moe_layer_freq", "kv_lora_rank",
+    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "num_kv_shared_layers", "n_shared_experts",
+    "interleave_moe_layer_step", "max_position_embeddings", "intermediate_size_mlp",
+})
 _EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 _EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token", "top_k_experts")
 
@@ -67,6 +76,8 @@ def check_config_numbers(cfg: Mapping[str, Any]) -> None:
     in a top-level field, more layers than `MAX_LAYERS`, an explicit zero KV heads beside attention
     heads, or more experts per token than there are experts."""
     for key, value in cfg.items():
+        if key in _COUNT_KEYS and value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise IngestError(f"config field {key!r} must be a number, got {repr(value)[:40]}")
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
         if value != value or value in (float("inf"), float("-inf")) or abs(value) > MAX_CONFIG_COUNT:
