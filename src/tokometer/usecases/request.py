@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from tokometer.costmodel.layout import OFFLOAD_MODES, OffloadMode
 from tokometer.errors import InputError, require_non_negative, require_positive
-from tokometer.ingest.architecture import MAX_LAYERS
 from tokometer.specs import BACKENDS, Efficiency, HardwareSpec, ModelSpec
 
 # how a field is read from text (a form or a query string): a catalog name, free text, a number,
@@ -37,17 +36,6 @@ def _input(
     meta = {"kind": kind, "group": group, "flag": flag, "help": help, "short": short, "choices": choices,
             "show_default": show_default}
     return field(default=default, metadata=meta)
-
-
-# Upper bounds of a bare model's numbers: far above any real model (the largest published has about
-# 2,000 B parameters and 126 layers), so only a typo or a joke is refused, before the accounting
-# turns it into an infinite or astronomically long loop.
-_PLAUSIBLE: tuple[tuple[str, float, str], ...] = (
-    ("params_b", 1e6, "a million billion parameters, 500x the largest published model"),
-    ("active_params_b", 1e6, "a million billion parameters, 500x the largest published model"),
-    ("weights_gb", 1e7, "10 PB of weights"),
-    ("n_layers", MAX_LAYERS, "the deepest published model has 126 layers"),
-)
 
 
 @dataclass(frozen=True)
@@ -162,10 +150,6 @@ class EstimateRequest:
         require_positive("memory_gb", self.memory_gb)
         require_positive("tflops", self.tflops)
         require_positive("bits", self.bits)
-        for name, limit, why in _PLAUSIBLE:
-            value = getattr(self, name)
-            if value is not None and value > limit:
-                raise InputError(f"{{{name}}} = {value:g} is implausible (at most {limit:,g}: {why})", field=name)
         if self.bits is not None and self.bits > 64:
             raise InputError(f"{{bits}} must be at most 64, got {self.bits:g}", field="bits")
         if self.backend is not None and self.backend not in BACKENDS:
