@@ -66,6 +66,7 @@ def answer(capsys: pytest.CaptureFixture[str], ok: bool, *args: str) -> str:
         assert code == 0, err
     else:
         assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) <= 3, (code, err)
+        assert all(len(line) <= 500 for line in err.splitlines()), "a quoted value must not flood the terminal"
     return out
 
 
@@ -204,3 +205,25 @@ def test_web_bodies(path: Path) -> None:
         for endpoint in ("/api/feel", "/api/runs", "/api/runs/1"):
             response = client.get(f"{endpoint}?{query}")
             assert response.status_code in (200, 404, 422), (endpoint, query, response.text[:300])
+
+
+# ---------------------------------------------------------------- names no file system takes
+
+LONG = "rtx" * 30_000
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["estimate", LONG, "--hw", "h100-sxm"],
+        ["estimate", "a/" * 3000, "--hw", "h100-sxm"],
+        ["estimate", "x" * 300 + ".gguf", "--hw", "h100-sxm"],
+        ["estimate", "llama-3.1-8b", "--hw", LONG],
+        ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--trace", "x" * 5000],
+        ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "1", "--prompt", "file:" + "x" * 5000],
+        ["runs", "import", "x" * 5000],
+    ],
+    ids=["model-90k-chars", "model-3000-folders", "gguf-name-300-chars", "hardware-90k-chars", "trace-5000-chars", "lengths-5000-chars", "import-5000-chars"],
+)
+def test_names_no_file_system_takes(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    answer(capsys, False, *args)

@@ -74,7 +74,7 @@ def read_bytes(path: str | Path, *, door: str, limit_bytes: int, what: str = "a 
     try:
         fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
-        if isinstance(exc, IsADirectoryError) or Path(where).is_dir():
+        if isinstance(exc, IsADirectoryError):
             raise refuse(door, where, "is a folder", what) from None
         raise refuse(door, where, f"cannot be read ({exc.strerror or exc})", what) from None
     try:

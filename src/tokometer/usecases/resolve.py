@@ -22,13 +22,21 @@ def resolve_model(name: str) -> ModelSpec:
     preset = model_catalog().find(name)
     if preset is not None:
         return preset.spec
-    looks_external = Path(name).exists() or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
+    looks_external = _exists(name) or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
     if looks_external:
         from tokometer.ingest import load_model
 
         spec: ModelSpec = load_model(name)
         return spec
     raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
+
+
+def _exists(name: str) -> bool:
+    """Whether `name` is a path that exists; a name no file system takes (too long, a NUL) is not."""
+    try:
+        return Path(name).exists()
+    except (OSError, ValueError):
+        return False
 
 
 LOCAL_PROFILE = "local"  # the entry `tokometer probe` writes for this machine
