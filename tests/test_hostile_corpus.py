@@ -222,8 +222,13 @@ LONG = "rtx" * 30_000
         ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--trace", "x" * 5000],
         ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "1", "--prompt", "file:" + "x" * 5000],
         ["runs", "import", "x" * 5000],
+        ["runs", "show", "9" * 30],
     ],
-    ids=["model-90k-chars", "model-3000-folders", "gguf-name-300-chars", "hardware-90k-chars", "trace-5000-chars", "lengths-5000-chars", "import-5000-chars"],
+    ids=["model-90k-chars", "model-3000-folders", "gguf-name-300-chars", "hardware-90k-chars", "trace-5000-chars", "lengths-5000-chars", "import-5000-chars", "run-id-30-digits"],
 )
 def test_names_no_file_system_takes(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     answer(capsys, False, *args)
+
+
+def test_a_page_beyond_64_bits_lists_every_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert json.loads(answer(capsys, True, "runs", "list", "--limit", "9" * 30, "--json")) == []

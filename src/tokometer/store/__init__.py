@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokometer.errors import TokometerError
+from tokometer.guard import MAX_INT64
 from tokometer.runrecord import ListedRun, RunRecord
 from tokometer.store.migrations import migrate, transaction
 
@@ -292,6 +293,7 @@ class RunStore:
 
     def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[ListedRun]:
         """Newest first: id, when, where, what, summary, prediction headline, grading."""
+        limit, offset = min(limit, MAX_INT64), min(max(offset, 0), MAX_INT64)  # SQLite binds 64-bit integers only
         try:
             if model:
                 rows = self.db.execute(
