@@ -124,6 +124,23 @@ def test_traces(path: Path | str, specials: dict[str, str], capsys: pytest.Captu
         assert json.loads(out)["workload"]["trace"] == 2
 
 
+FLAGS = [
+    ["estimate", "llama-3.1-8b", "--hw", "h100-sxm", "--memory-gb", "1e308"],
+    ["estimate", "llama-3.1-8b", "--hw", "h100-sxm", "--bandwidth", "1e308"],
+    ["utilization", "--measured-decode", "1e308"],
+    ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "1", "--replicas", "99999999999999999999"],
+    ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "1", "--burstiness", "1e308"],
+    ["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "1", "--burstiness", "nan"],
+]
+
+
+@pytest.mark.parametrize("args", FLAGS, ids=lambda a: " ".join(a[-2:]))
+def test_flags_out_of_any_range(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by sweeping every numeric flag with 1e308, inf, nan, -1, 0, 10^20 and 1e-308: these were
+    internal errors (a TypeError on a non-finite figure) or a hang (the gamma sampler, 10^20 replicas)."""
+    answer(capsys, False, *args)
+
+
 DISTRIBUTIONS = [
     "normal:100:1e308", "lognormal:100:1000", "uniform:1:1e400", "fixed:-1", "1e309", "normal:nan:1", "lognormal:100:-1",
     "uniform:5:1", "99999999999999999999", "normal:1e20:1", "file:{fifo}", "file:{dev-zero}", "file:{folder}", "lognormal:", ":",

@@ -9,7 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.catalog import hardware_catalog, model_catalog, normalise, quant_catalog
+from tokometer.catalog import (
+    HARDWARE_LIMITS,
+    hardware_catalog,
+    model_catalog,
+    normalise,
+    quant_catalog,
+)
 from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import Peak, compute_peak
 from tokometer.errors import InputError, UnknownEntryError, require_positive
@@ -67,6 +73,11 @@ def resolve_hardware(
     require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
     require_positive("memory_gb", memory_gb)
     require_positive("tflops", tflops)
+    # a custom device's numbers get the catalog's own plausibility limits (one place: HARDWARE_LIMITS)
+    for field, key, value in (("bandwidth_gb_per_s", "memory_bandwidth_gb_per_s", bandwidth_gb_per_s), ("memory_gb", "memory_gb", memory_gb), ("tflops", "fp16_tflops", tflops)):
+        limit, why = HARDWARE_LIMITS[key]
+        if value is not None and value > limit:
+            raise InputError(f"{{{field}}} = {value:g} is implausible (at most {limit:,g}: {why})", field=field)
     require_local_profile(name)
     if name or bandwidth_gb_per_s is None:
         base = family_variant(hardware_catalog().get(name or DEFAULT_HARDWARE))
