@@ -181,4 +181,4 @@ def test_cli_import_of_truncated_and_huge_files_is_one_line(tmp_path: Path, monk
     big = tmp_path / "big.json"
     big.write_text(text)
     code, _, err = run_cli(["runs", "import", str(big)])
-    assert code == 2 and "files over 0 MiB are not imported" in err
+    assert code == 2 and "over the 100-byte limit" in err

@@ -21,7 +21,7 @@ BOTTOM, COSTMODEL, ADAPTERS, USECASES, REPORT, ENTRY = range(6)
 # a dotted key overrides its package's layer
 LAYERS = {
     "units": BOTTOM, "errors": BOTTOM, "home": BOTTOM, "specs": BOTTOM, "serving_specs": BOTTOM, "runrecord": BOTTOM,
-    "heldbatch": BOTTOM,
+    "heldbatch": BOTTOM, "guard": BOTTOM,
     "costmodel": COSTMODEL,
     "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
     "usecases": USECASES, "fitting": USECASES,

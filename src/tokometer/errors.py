@@ -21,10 +21,14 @@ class InputError(TokometerError):
     `field` is the parameter at fault (`"bits"`, `"tp"`), so a form can mark it without reading the
     text. The message names parameters as `{bits}`; `render(names)` spells them as the caller's user
     knows them (the CLI passes its flag names: `--bits`), and `str()` uses the parameter names.
+    An input refused at a door (`tokometer.guard`) also says which door (`"catalog"`, `"trace"`,
+    `"import"`, `"web"`...) and what was `expected`; its `field` is then a file and line or a JSON path.
     """
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str | None = None, door: str | None = None, expected: str | None = None) -> None:
         self.field = field
+        self.door = door
+        self.expected = expected
         self.message = message
         super().__init__(self.render())
 

@@ -26,7 +26,9 @@ from tokometer.bench.client import RequestRecord
 from tokometer.bench.metrics import DEFINITIONS, stats
 from tokometer.bench.plausibility import MAX_STREAM_TOK_S
 from tokometer.bench.summary import summarize_levels, summarize_records
+from tokometer.bench.trace import MAX_TOKENS_PER_REQUEST
 from tokometer.errors import InputError
+from tokometer.guard import MAX_INT64
 
 _LLAMA_BENCH_IDENTITY = (
     "build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
@@ -39,15 +41,20 @@ MAX_IMPORT_BYTES = 512 << 20
 
 
 def read_any(path: Path) -> Any:
-    try:
-        size = path.stat().st_size
-        if size > MAX_IMPORT_BYTES:
-            raise InputError(f"{path} is {size / 2**20:,.0f} MiB; files over {MAX_IMPORT_BYTES >> 20} MiB are not imported")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text (expected llama-bench or vllm bench JSON)") from None
+    """The parsed JSON (or JSON Lines) of an import file, through the guarded door: a regular UTF-8
+    file of at most `MAX_IMPORT_BYTES`, nested at most `guard.MAX_NESTING_DEPTH` deep, every number
+    finite and every integer within 64 bits (SQLite's INTEGER)."""
+    from tokometer.guard import check_nesting, decode_text, json_numbers, read_bytes
+
+    raw = read_bytes(path, door="import", limit_bytes=MAX_IMPORT_BYTES, what="llama-bench, vllm bench or tokometer JSON")
+    text = decode_text(raw, str(path), door="import", what="llama-bench, vllm bench or tokometer JSON (UTF-8)")
+    check_nesting(text, str(path), door="import")
+    data = _parse(path, text)
+    json_numbers(data, f"{path}: this file is not a run", door="import")
+    return data
+
+
+def _parse(path: Path, text: str) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
@@ -55,12 +62,14 @@ def read_any(path: Path) -> Any:
     except json.JSONDecodeError as exc:
         if text.lstrip().startswith("{") and "\n{" not in text.strip():
             raise InputError(f"{path} is not valid JSON (truncated?): {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"{path}: this file is not a run: {exc}") from None
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 raise InputError(f"{path}: line {number} is not JSON (expected llama-bench or vllm bench JSON)") from None
     return rows
 
@@ -107,11 +116,20 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
+def _count(value: Any, where: str) -> None:
+    """A token count: a whole number from 0 to `MAX_TOKENS_PER_REQUEST` (None: not given)."""
+    if value is None:
+        return
+    _number(value, where)
+    if value > MAX_TOKENS_PER_REQUEST or value != int(value):
+        raise _Bad(f"{where} is {value!r}, expected a whole number of tokens of at most {MAX_TOKENS_PER_REQUEST:,}")
+
+
 def check_llama_bench(tests: list[dict[str, Any]]) -> None:
     """Refuse a llama-bench file whose counts, times or speeds are not possible."""
     for i, test in enumerate(tests):
         for key in ("n_prompt", "n_gen", "n_depth"):
-            _number(test.get(key), f"test {i} {key}", optional=True)
+            _count(test.get(key), f"test {i} {key}")
         samples = test.get("samples_ts")
         for j, ts in enumerate(_list(samples, f"test {i} samples_ts") if samples is not None else [test.get("avg_ts")]):
             _speed(ts, f"test {i} samples_ts[{j}]")
@@ -170,18 +188,105 @@ def import_file(path: Path) -> list[dict[str, Any]]:
     try:
         if kind == "llama-bench":
             check_llama_bench(data)
-            return [from_llama_bench(data, source_file=path.name)]
-        if kind == "vllm-bench":
+            runs = [from_llama_bench(data, source_file=path.name)]
+        elif kind == "vllm-bench":
             check_vllm_bench(data)
-            return [from_vllm_bench(data, source_file=path.name)]
+            runs = [from_vllm_bench(data, source_file=path.name)]
+        else:
+            runs = data if isinstance(data, list) else [data]
+            for run in runs:
+                run.pop("id", None)
+        for i, run in enumerate(runs):
+            check_run(run, f"run {i}" if len(runs) > 1 else "")
     except _Bad as exc:
-        raise InputError(f"{path}: {exc} (not imported)") from None
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        raise InputError(f"{path}: not a valid {kind} file ({type(exc).__name__}: {exc})") from None
-    runs = data if isinstance(data, list) else [data]
-    for run in runs:
-        run.pop("id", None)
+        raise InputError(f"{path}: this file is not a run: field {exc} (not imported)", field=str(path), door="import") from None
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        raise InputError(f"{path}: not a valid {kind} file ({type(exc).__name__}: {exc})", field=str(path), door="import") from None
     return runs
+
+
+# The columns of a stored request row (store.migrations) and the JSON types each takes: what the
+# store writes into SQLite must be of its column's type, and a count must fit its INTEGER.
+_REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "seq": (int,), "phase": (str,), "label": (str,), "group": (int,), "ok": (bool,), "error_kind": (str,),
+    "error": (str,), "t0_s": (int, float), "output_tokens": (int,), "output_tokens_source": (str,),
+    "prompt_tokens": (int,), "cached_tokens": (int,), "finish_reason": (str,), "event_times_s": (list,),
+    "event_tokens": (list,), "server_timings": (dict,), "metrics": (dict,), "params": (dict,), "decode": (dict,),
+}
+_RUN_OBJECTS = ("config", "server", "prediction", "grading", "definitions")
+_RUN_TEXTS = ("started_at", "finished_at", "status", "url", "model", "mode", "protocol", "hardware", "source")
+
+
+def _typed(value: Any, types: tuple[type, ...], where: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) and bool not in types:
+        raise _Bad(f"{where} is {value!r}, expected {' or '.join(t.__name__ for t in types)}")
+    if not isinstance(value, types):
+        shown = repr(value) if isinstance(value, int | float | str) else f"a {type(value).__name__}"
+        raise _Bad(f"{where} is {shown[:40]}, expected {' or '.join('an object' if t is dict else t.__name__ for t in types)}")
+
+
+def check_run(run: Any, where: str) -> None:
+    """A run in tokometer's shape (imported or converted): every part of the type the store writes.
+
+    `summary`, a level's `summary` and a request must be objects, a request needs its `seq` and
+    `phase`, counts are whole numbers within `MAX_TOKENS_PER_REQUEST`; then `RunRecord.from_dict`
+    must accept it. Each failure names the field by its JSON path.
+    """
+    at = f"{where}." if where else ""
+    if not isinstance(run, dict):
+        raise _Bad(f"{where or 'the run'} is a {type(run).__name__}, expected an object")
+    for key in _RUN_TEXTS:
+        _typed(run.get(key), (str,), f"{at}{key}")
+    for key in _RUN_OBJECTS:
+        _typed(run.get(key), (dict,), f"{at}{key}")
+    _check_summary(run.get("summary"), f"{at}summary")
+    _typed(run.get("notes"), (list,), f"{at}notes")
+    for i, note in enumerate(run.get("notes") or []):
+        _typed(note, (str,), f"{at}notes[{i}]")
+    _typed(run.get("levels"), (list,), f"{at}levels")
+    for i, level in enumerate(run.get("levels") or []):
+        _typed(level, (dict,), f"{at}levels[{i}]")
+        _check_summary(level.get("summary"), f"{at}levels[{i}].summary")
+        _typed(level.get("label"), (str,), f"{at}levels[{i}].label")
+    _typed(run.get("requests"), (list,), f"{at}requests")
+    for i, row in enumerate(run.get("requests") or []):
+        here = f"{at}requests[{i}]"
+        _typed(row, (dict,), here)
+        for key in ("seq", "phase", "ok"):
+            if row.get(key) is None:
+                raise _Bad(f"{here}.{key} is missing")
+        for key, types in _REQUEST_FIELDS.items():
+            _typed(row.get(key), types, f"{here}.{key}")
+        if not 0 <= row["seq"] <= MAX_INT64:
+            raise _Bad(f"{here}.seq is {row['seq']}, expected a whole number from 0")
+        for key in ("output_tokens", "prompt_tokens", "cached_tokens"):
+            _count(row.get(key), f"{here}.{key}")
+        for key, types in (("event_times_s", (int, float)), ("event_tokens", (int,))):
+            for j, item in enumerate(row.get(key) or []):
+                _typed(item, types, f"{here}.{key}[{j}]")
+    from tokometer.runrecord import RunRecord
+
+    try:
+        RunRecord.from_dict(run).to_dict()
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise _Bad(f"{where or 'the run'}: {exc}") from None
+
+
+def _check_summary(summary: Any, where: str) -> None:
+    _typed(summary, (dict,), where)
+    for key, value in (summary or {}).items():
+        if key.endswith(("_tps", "_ms")) and key not in ("ttft_prompt_tokens",):
+            _typed(value, (dict, int, float), f"{where}.{key}")
+        if isinstance(value, dict) and key in ("finish_reasons", "errors"):
+            for name, count in value.items():
+                _typed(count, (int,), f"{where}.{key}.{name}")
+        elif isinstance(value, dict):
+            for name, number in value.items():
+                _typed(number, (int, float), f"{where}.{key}.{name}")
+        elif key.startswith("requests_"):
+            _typed(value, (int,), f"{where}.{key}")
 
 
 def _summary_from_rates(decode: Sequence[float], prefill: Sequence[float], prefill_ms: Sequence[float], prompt_tokens: float | None) -> dict[str, Any]:

@@ -24,12 +24,24 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from tokometer.errors import InputError
 
 MAX_TRACE_REQUESTS = 1_000_000
+# A prompt or an output of ten million tokens is ten times the longest context any model takes.
 MAX_TOKENS_PER_REQUEST = 10_000_000
+# A million requests of CSV are about 40 MB; a trace file over 256 MiB is not a trace we can replay.
+MAX_TRACE_BYTES = 256 << 20
+
+
+def read_trace_text(path: str | Path) -> str:
+    """A trace or length file through the guarded door: a regular UTF-8 file of at most `MAX_TRACE_BYTES`
+    (a FIFO or `/dev/zero` is refused at once instead of hanging `simulate` and `bench`)."""
+    from tokometer.guard import read_text
+
+    return read_text(path, door="trace", limit_bytes=MAX_TRACE_BYTES, what="a UTF-8 CSV or JSON Lines trace")
 
 _TIME_KEYS = ("arrival_s", "TIMESTAMP", "timestamp", "arrival_time", "time_s")
 _PROMPT_KEYS = ("prompt_tokens", "ContextTokens", "input_length", "input_tokens", "context_tokens")
@@ -108,13 +120,16 @@ def parse_trace(text: str, name: str = "trace") -> tuple[TraceRequest, ...]:
                 raise InputError(f"{name}: more than {MAX_TRACE_REQUESTS:,} requests")
     else:
         reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames:
-            raise InputError(f"{name}: empty (expected CSV with a header, or JSON Lines)")
-        reader.fieldnames = [f.strip() for f in reader.fieldnames]
-        for number, row in enumerate(reader, 2):
-            rows.append(_request(row, f"{name} line {number}"))
-            if len(rows) > MAX_TRACE_REQUESTS:
-                raise InputError(f"{name}: more than {MAX_TRACE_REQUESTS:,} requests")
+        try:
+            if not reader.fieldnames:
+                raise InputError(f"{name}: empty (expected CSV with a header, or JSON Lines)")
+            reader.fieldnames = [f.strip() for f in reader.fieldnames]
+            for number, row in enumerate(reader, 2):
+                rows.append(_request(row, f"{name} line {number}"))
+                if len(rows) > MAX_TRACE_REQUESTS:
+                    raise InputError(f"{name}: more than {MAX_TRACE_REQUESTS:,} requests")
+        except csv.Error as exc:  # a field over csv's 128 KiB limit, a NUL byte...
+            raise InputError(f"{name} line {reader.line_num}: not CSV ({exc})", field=f"{name}:{reader.line_num}", door="trace") from None
     if not rows:
         raise InputError(f"{name}: no requests")
     rows.sort(key=lambda r: r[0])
@@ -122,4 +137,4 @@ def parse_trace(text: str, name: str = "trace") -> tuple[TraceRequest, ...]:
     return tuple(TraceRequest(round(t - first, 6), p, o) for t, p, o in rows)
 
 
-__all__ = ["TraceRequest", "parse_trace"]
+__all__ = ["MAX_TOKENS_PER_REQUEST", "MAX_TRACE_BYTES", "TraceRequest", "parse_trace", "read_trace_text"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
-from tokometer.errors import CatalogError, TokometerError, UnknownEntryError
+from tokometer.errors import CatalogError, InputError, TokometerError, UnknownEntryError
 from tokometer.home import tokometer_home
 from tokometer.specs import (
     HARDWARE_KINDS,
@@ -113,16 +113,22 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return load_parsed(path, _parse_toml)
 
 
+# The shipped catalogs together are about 165 kB; a user's own file 100 times larger is still honest.
+MAX_CATALOG_BYTES = 16 << 20
+
+
 def _parse_toml(path: Path) -> dict[str, Any]:
-    import tomllib  # only on a cache miss: a cached call never parses TOML
+    """A catalog file through the guarded door: a regular UTF-8 file, bounded in size and nesting."""
+    from tokometer.guard import (  # only on a cache miss: a cached call never parses TOML
+        load_toml,
+        read_text,
+    )
 
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read: {exc.strerror}") from None
+        text = read_text(path, door="catalog", limit_bytes=MAX_CATALOG_BYTES, what="a UTF-8 TOML catalog file")
+        return load_toml(text, str(path), door="catalog")
+    except InputError as exc:
+        raise CatalogError(str(exc)) from None
 
 
 def _build(
@@ -137,7 +143,7 @@ def _build(
     aliases: dict[str, str] = {}
     paths = [DATA_DIR / filename]
     user = (home or tokometer_home()) / filename
-    if user.is_file():
+    if user.exists():  # a folder or a FIFO by that name is refused by the reader, not skipped in silence
         paths.append(user)
     for path in paths:
         shipped = path.parent == DATA_DIR
@@ -201,6 +207,20 @@ HARDWARE_SCHEMA: Schema = {
     "price_date": Field(STR),
 }
 
+# Plausibility of a device's datasheet figures: far above any real device (the largest in the shipped
+# catalog: 768 GB, 8,000 GB/s, 13,500 FP4 TFLOPS), so only a typo or a made-up device is refused.
+HARDWARE_LIMITS: dict[str, tuple[float, str]] = {
+    "memory_gb": (1e6, "a petabyte of device memory; the largest machine in the catalog has 768 GB"),
+    "memory_bandwidth_gb_per_s": (1e6, "1 PB/s, over 100x an 8 TB/s HBM3e GPU"),
+    "nvlink_gb_per_s": (1e6, "1 PB/s of link bandwidth, over 500x NVLink 5"),
+    **{key: (1e7, "10 exaFLOP/s on one device, over 700x the fastest FP4 GPU") for key in (
+        "fp32_tflops", "fp16_tflops", "fp16_acc16_tflops", "fp16_mma_sync_tflops", "fp8_tflops", "int8_tops", "fp4_tflops")},
+    "compute_units": (1e6, "a million SMs or cores on one device; the largest has 304"),
+    "tdp_w": (1e6, "a megawatt for one device"),
+    "pcie_lanes": (64, "PCIe links are at most x32; 64 leaves room"),
+    "pcie_gen": (16, "PCIe 7 is the newest generation"),
+}
+
 # Vendor and brand words a device name may lead with (`nvidia_h100_pcie`, `AMD Radeon RX 7900 XTX`).
 HARDWARE_NAME_PREFIXES = ("nvidia", "amd", "intel", "apple", "geforce", "radeon", "tesla", "instinct")
 
@@ -221,6 +241,9 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
     for key in ("memory_gb", "memory_bandwidth_gb_per_s"):
         if not raw[key] > 0:
             raise CatalogError(f"{key} must be positive")
+    for key, (limit, why) in HARDWARE_LIMITS.items():
+        if key in raw and raw[key] > limit:
+            raise CatalogError(f"{key} = {raw[key]:,g} is implausible (at most {limit:,g}: {why})")
     return HardwareSpec(
         id=entry_id,
         name=raw["name"],
@@ -454,19 +477,26 @@ class ModelPreset:
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
+        from tokometer.errors import IngestError
         from tokometer.ingest.architecture import spec_from_config
 
-        return spec_from_config(
-            self.config,
-            self.name,
-            source=self.source,
-            tokenizer=self.tokenizer,
-            default_quant=self.default_quant,
-            model_id=self.id,
-        )
+        try:
+            return spec_from_config(
+                self.config,
+                self.name,
+                source=self.source,
+                tokenizer=self.tokenizer,
+                default_quant=self.default_quant,
+                model_id=self.id,
+            )
+        except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError) as exc:
+            raise IngestError(f"model {self.id!r}: a configuration field has the wrong type or range ({exc})") from None
 
 
 def _make_model(entry_id: str, raw: dict[str, Any], path: str) -> ModelPreset:
+    from tokometer.ingest.architecture import check_config_numbers, language_config
+
+    check_config_numbers(language_config(raw["config"]))  # at load, like a config.json: not at first use
     return ModelPreset(
         id=entry_id,
         name=raw["name"],

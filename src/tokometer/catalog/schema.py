@@ -6,6 +6,7 @@ Errors name the file, the entry and the key, so a user editing their own catalog
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ class Field:
 
 Schema = Mapping[str, Field]
 
+# No catalog quantity (bytes, FLOP/s, tokens, watts, years) comes near 10^15 in its own unit; a
+# larger integer is a typo, and a 4,000-digit one would make float() and str() fail downstream.
+MAX_CATALOG_INT = 10**15
 _NUMBERS = (int, float)  # a tuple, built once (`int | float` would build a union for every key)
 _UNIT_SUFFIXES = ("_gb", "_gb_per_s", "_tflops", "_tops", "_w", "_us", "_tokens", "_b")
 
@@ -49,6 +53,10 @@ def check_entry(path: Path | str, entry_id: str, raw: Any, schema: Schema) -> di
             raise CatalogError(f"{where}: key {key!r} must be {_names(field.types)}, got {value!r}")
         if not isinstance(value, field.types):
             raise CatalogError(f"{where}: key {key!r} must be {_names(field.types)}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise CatalogError(f"{where}: key {key!r} must be a finite number, got {value!r}")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_CATALOG_INT:
+            raise CatalogError(f"{where}: key {key!r} is a {len(str(abs(value)))}-digit number; no catalog quantity is that large")
         if isinstance(value, _NUMBERS) and not isinstance(value, bool) and value < 0:
             raise CatalogError(f"{where}: key {key!r} must not be negative, got {value!r}")
         if isinstance(value, list) and not all(isinstance(v, str) for v in value):

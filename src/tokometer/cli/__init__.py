@@ -1,7 +1,9 @@
 """The `tokometer` command: a click group whose subcommands load lazily, so a quick call stays quick.
 
-Every user error (`TokometerError`) becomes one line on stderr and exit code 2, never a traceback;
-an `InputError` names parameters, which the line spells as the flags of the command that ran.
+Every user error (`TokometerError`) becomes at most `MAX_ERROR_LINES` lines on stderr and exit code
+2, never a traceback; an `InputError` names parameters, which the line spells as the flags of the
+command that ran. Anything else is our bug: one line saying so and exit 1 (`TOKOMETER_DEBUG=1`
+shows the traceback).
 """
 
 from __future__ import annotations
@@ -84,6 +86,10 @@ def main(argv: list[str] | None = None) -> Any:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, like every other error, with where to look
+        command = exc.ctx.command_path if exc.ctx is not None else "tokometer"
+        click.echo(f"error: {_bounded(exc.format_message())} (see `{command} --help`)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -94,6 +100,17 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a bug of ours: say so in one line, the traceback only on request
+        import os
+
+        if os.environ.get("TOKOMETER_DEBUG"):
+            raise
+        click.echo(f"internal error (a bug in tokometer, please report it): {type(exc).__name__}: {str(exc)[:200]}", err=True)
+        sys.exit(1)
+
+
+MAX_ERROR_LINES = 3
+MAX_ERROR_LINE_CHARS = 400
 
 
 def _message(exc: TokometerError) -> str:
@@ -101,5 +118,12 @@ def _message(exc: TokometerError) -> str:
     if isinstance(exc, InputError) and LazyGroup.invoked is not None:
         from tokometer.cli.options import flag_names
 
-        return exc.render(flag_names(LazyGroup.invoked))
-    return str(exc)
+        return _bounded(exc.render(flag_names(LazyGroup.invoked)))
+    return _bounded(str(exc))
+
+
+def _bounded(text: str) -> str:
+    """At most `MAX_ERROR_LINES` lines of at most `MAX_ERROR_LINE_CHARS` characters each (a quoted
+    hostile value must not flood the terminal)."""
+    lines = [line if len(line) <= MAX_ERROR_LINE_CHARS else line[: MAX_ERROR_LINE_CHARS - 3] + "..." for line in text.splitlines() or [""]]
+    return "\n".join(lines[:MAX_ERROR_LINES])

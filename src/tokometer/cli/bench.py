@@ -122,9 +122,9 @@ def bench(
     settings = {k: options.pop(k) for k in bench_keys}
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
     if trace_file is not None:
-        from tokometer.bench.trace import parse_trace
+        from tokometer.bench.trace import parse_trace, read_trace_text
 
-        settings["trace"] = parse_trace(_read_text(trace_file), trace_file.name)
+        settings["trace"] = parse_trace(read_trace_text(trace_file), trace_file.name)
         settings["trace_name"] = trace_file.name
     config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
     config.validate()
@@ -170,7 +170,10 @@ def bench(
         click.echo(render_run(record))
         if run_id is not None:
             click.echo(f"\nsaved as run #{run_id}: `tokometer runs show {run_id}`")
-    if outcome.store_error:
+    if outcome.saved_to is not None or outcome.store_reason is not None:
+        where = f"the whole run is in {outcome.saved_to}; `tokometer runs import {outcome.saved_to}` stores it later" if outcome.saved_to else "and no folder took a copy"
+        click.echo(f"error: the run was not saved: {outcome.store_reason}; {where}", err=True)
+    elif outcome.store_error:
         click.echo(f"warning: {outcome.store_error}", err=True)
     if result.status == "interrupted":
         raise click.exceptions.Exit(stop_code)
@@ -182,20 +185,13 @@ def bench(
         first = summary.first_error or next((r.get("error") for r in record.requests if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
         raise BenchError(f"all {summary.requests_total} measured requests failed: {first}{saved}")
+    if outcome.store_reason is not None:
+        raise click.exceptions.Exit(RUN_NOT_STORED_EXIT)
 
 
-MAX_TRACE_BYTES = 256 << 20
-
-
-def _read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise InputError(f"{path} is over {MAX_TRACE_BYTES >> 20} MiB")
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
+# `bench` measured, printed and kept the run in a file, but the database refused it (disk full,
+# read-only, locked): not the user's input (2), not a crash (1)
+RUN_NOT_STORED_EXIT = 3
 
 
 @click.group()
@@ -296,7 +292,7 @@ def runs_import(files: tuple[Path, ...], as_json: bool) -> None:
     loaded = []
     for path in files:
         for run in import_file(path):
-            run.setdefault("grading", grade(run["summary"], None))
+            run.setdefault("grading", grade(run.get("summary") or {}, None))
             loaded.append((path, run))
     imported = []
     with open_store() as store:

@@ -40,15 +40,59 @@ KNOWN_ARCHITECTURES = (
 )
 
 
+# Plausibility of a config's counts. The accounting loops over layers (and the offload curves over
+# layer counts), so a billion layers would hang it; the deepest published model has 126 layers.
+MAX_LAYERS = 100_000
+# Any other size or count (hidden size, vocabulary, experts, heads): the largest published is about
+# 10^6 (a vocabulary); 10^12 is far beyond any, and products of two such stay exact in a float.
+MAX_CONFIG_COUNT = 10**12
+# the fields the accounting reads as whole numbers: anything else there (a list, a string) is refused up front
+_COUNT_KEYS = frozenset({
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+    "intermediate_size", "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+    "experts_per_token", "top_k_experts", "moe_intermediate_size", "shared_expert_intermediate_size",
+    "max_window_layers", "decoder_sparse_step", "first_k_dense_replace", "moe_layer_freq", "kv_lora_rank",
+    "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "num_kv_shared_layers", "n_shared_experts",
+    "interleave_moe_layer_step", "max_position_embeddings", "intermediate_size_mlp",
+})
+_EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+_EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token", "top_k_experts")
+
+
 def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
     value = cfg.get(key)
     if value is None:  # absent or JSON null: the default
         value = default
     if value is None:
         raise IngestError(f"config is missing {key!r}")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise IngestError(f"config field {key!r} must be a non-negative integer, got {value!r}")
+    limit = MAX_LAYERS if key in ("num_hidden_layers", "n_layer") else MAX_CONFIG_COUNT
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= limit:
+        raise IngestError(f"config field {key!r} must be a whole number from 0 to {limit:,}, got {repr(value)[:40]}")
     return int(value)
+
+
+def check_config_numbers(cfg: Mapping[str, Any]) -> None:
+    """Refuse what no model has, before any accounting: a non-finite or astronomically large number
+    in a top-level field, more layers than `MAX_LAYERS`, an explicit zero KV heads beside attention
+    heads, or more experts per token than there are experts."""
+    for key, value in cfg.items():
+        if key in _COUNT_KEYS and value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise IngestError(f"config field {key!r} must be a number, got {repr(value)[:40]}")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if value != value or value in (float("inf"), float("-inf")) or abs(value) > MAX_CONFIG_COUNT:
+            raise IngestError(f"config field {key!r} = {str(value)[:40]} is implausible (expected a finite number of at most {MAX_CONFIG_COUNT:,})")
+    for key in ("num_hidden_layers", "n_layer"):
+        layers = cfg.get(key)
+        if isinstance(layers, int | float) and not isinstance(layers, bool) and layers > MAX_LAYERS:
+            raise IngestError(f"{key} = {layers:,} is implausible (at most {MAX_LAYERS:,}; the deepest published model has 126)")
+    heads, kv_heads = cfg.get("num_attention_heads"), cfg.get("num_key_value_heads")
+    if isinstance(kv_heads, int | float) and not isinstance(kv_heads, bool) and kv_heads == 0 and isinstance(heads, int | float) and heads:
+        raise IngestError("num_key_value_heads = 0: attention needs at least one key/value head (omit the field for multi-head attention)")
+    experts = next((cfg[k] for k in _EXPERT_COUNT_KEYS if isinstance(cfg.get(k), int | float) and cfg[k]), None)
+    per_token = next(((k, cfg[k]) for k in _EXPERTS_PER_TOKEN_KEYS if isinstance(cfg.get(k), int | float) and cfg[k]), None)
+    if experts is not None and per_token is not None and per_token[1] > experts:
+        raise IngestError(f"{per_token[0]} = {per_token[1]} routes each token to more experts than the model has ({experts})")
 
 
 def language_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,6 +163,7 @@ def spec_from_config(
 ) -> ModelSpec:
     """Account a model from its HF config: parameters per read class and KV stored per token."""
     cfg = language_config(config)
+    check_config_numbers(cfg)
     arch = str(cfg.get("model_type") or "").lower()
     arch = _ARCH_ALIASES.get(arch, arch)
     if arch in HYBRID_ARCHITECTURES:

@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.errors import IngestError
-from tokometer.ingest.architecture import spec_from_config, typical_layer_count
+from tokometer.ingest.architecture import MAX_LAYERS, spec_from_config, typical_layer_count
 from tokometer.ingest.safetensors_header import FLOAT_DTYPES, TensorEntry, read_json_file
 from tokometer.ingest.weights import READ_CLASSES, RESIDENT, Tally, disagreement
 from tokometer.specs import ModelSpec
 
 MAX_CONFIG_BYTES = 5_000_000
-MAX_LAYERS = 100_000  # the accounting loops over layers
 
 # transformers config-class defaults for families whose published config.json omits them.
 _GEMMA3_TEXT = {

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokometer.errors import IngestError
+from tokometer.errors import IngestError, InputError
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors refuses larger headers too
 MAX_INDEX_BYTES = 50_000_000
@@ -104,17 +104,18 @@ def parse_json_bytes(raw: bytes, where: str) -> Any:
 
 
 def read_json_file(path: Path, what: str, max_bytes: int = MAX_INDEX_BYTES) -> Any:
-    """A small JSON file (config, index), refusing anything larger than `max_bytes`."""
+    """A small JSON file (config, index) through the guarded door: a regular UTF-8 file (a BOM is
+    allowed) of at most `max_bytes`, nested at most `guard.MAX_NESTING_DEPTH` deep."""
+    from tokometer.guard import check_nesting, decode_text, read_bytes
+
+    where = f"{what} {path}"
     try:
-        with path.open("rb") as f:
-            if os.fstat(f.fileno()).st_size > max_bytes:
-                raise IngestError(f"{what} {path} is larger than {max_bytes:,} bytes; not a {what}")
-            raw = f.read()
-    except OSError as exc:
-        raise IngestError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if len(raw) > max_bytes:
-        raise IngestError(f"{what} {path} is larger than {max_bytes:,} bytes; not a {what}")
-    return parse_json_bytes(raw, f"{what} {path}")
+        raw = read_bytes(path, door="model file", limit_bytes=max_bytes, what=f"a {what}")
+        text = decode_text(raw, where, door="model file", what=f"a {what} in UTF-8")
+        check_nesting(text, where, door="model file")
+    except InputError as exc:
+        raise IngestError(str(exc)) from None
+    return parse_json_bytes(text.encode("utf-8"), where)
 
 
 def _int_list(value: Any, where: str, what: str) -> list[int]:

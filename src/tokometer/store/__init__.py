@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tokometer.errors import TokometerError
+from tokometer.guard import MAX_INT64
 from tokometer.runrecord import ListedRun, RunRecord
 from tokometer.store.migrations import migrate, transaction
 
@@ -46,7 +47,32 @@ _LIST_COLUMNS = (
 
 
 class StoreError(TokometerError):
-    """The runs database cannot be opened or read."""
+    """The runs database cannot be opened, read or written; `reason` says why in words."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        self.reason = reason or message
+        super().__init__(message)
+
+
+# SQLite's and the OS's words for why a write failed -> the reason as a user reads it
+_REASONS = (
+    (("disk is full", "no space left", "database or disk is full"), "the disk is full"),
+    (("readonly", "read-only", "permission denied"), "the runs database is read-only"),
+    (("database is locked", "database table is locked"), "the runs database is locked by another process"),
+    (("unable to open", "cannot open"), "the runs database cannot be opened"),
+    (("malformed", "not a database"), "the runs database is damaged"),
+)
+
+
+def store_reason(exc: BaseException) -> str:
+    """Why a database operation failed, in words ("the disk is full"), from SQLite's or the OS's message."""
+    text = str(exc).lower()
+    return next((words for needles, words in _REASONS if any(n in text for n in needles)), str(exc))
+
+
+def _failed(what: str, exc: BaseException) -> StoreError:
+    reason = store_reason(exc)
+    return StoreError(f"{what}: {reason}", reason)
 
 
 class RunNotFound(StoreError):
@@ -117,7 +143,7 @@ class RunStore:
             self.db.execute("PRAGMA synchronous = FULL")
             migrate(self.db)
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the runs database {path}: {exc}") from None
+            raise _failed(f"cannot open the runs database {path}", exc) from None
 
     def __enter__(self) -> RunStore:
         return self
@@ -138,7 +164,7 @@ class RunStore:
                 run_id = self._insert_run(record)
                 self._insert_requests(run_id, record.requests)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+            raise _failed(f"cannot save the run to {self.path}", exc) from None
         return run_id
 
     def begin_run(self, header: RunRecord) -> int:
@@ -147,7 +173,7 @@ class RunStore:
             with transaction(self.db):
                 return self._insert_run(_record(header.with_(status="incomplete", requests=())))
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+            raise _failed(f"cannot save the run to {self.path}", exc) from None
 
     def add_requests(self, run_id: int, requests: Sequence[Mapping[str, Any]]) -> None:
         """Append finished requests of a live run, all in one transaction."""
@@ -155,7 +181,7 @@ class RunStore:
             with transaction(self.db):
                 self._insert_requests(run_id, [_clean(dict(r)) for r in requests])
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot save requests to {self.path}: {exc}") from None
+            raise _failed(f"cannot save requests to {self.path}", exc) from None
 
     def finish_run(self, run_id: int, run: RunRecord) -> None:
         """Replace a live run's header and requests by the finished run, in one transaction."""
@@ -169,7 +195,7 @@ class RunStore:
                 self.db.execute("DELETE FROM requests WHERE run_id = ?", (run_id,))
                 self._insert_requests(run_id, run.requests)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot save the run to {self.path}: {exc}") from None
+            raise _failed(f"cannot save the run to {self.path}", exc) from None
 
     @staticmethod
     def _run_values(run: RunRecord) -> tuple[Any, ...]:
@@ -267,6 +293,7 @@ class RunStore:
 
     def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[ListedRun]:
         """Newest first: id, when, where, what, summary, prediction headline, grading."""
+        limit, offset = min(limit, MAX_INT64), min(max(offset, 0), MAX_INT64)  # SQLite binds 64-bit integers only
         try:
             if model:
                 rows = self.db.execute(

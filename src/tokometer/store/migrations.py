@@ -84,14 +84,20 @@ def m002_run_indexes(db: sqlite3.Connection) -> None:
 
 @contextlib.contextmanager
 def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN ... COMMIT, or ROLLBACK on any exception (the connection is in autocommit mode)."""
+    """BEGIN ... COMMIT, or ROLLBACK on any exception (the connection is in autocommit mode).
+
+    After some errors (SQLITE_FULL, a failed COMMIT) SQLite has already rolled back by itself; a
+    second ROLLBACK would then fail and hide the error that says why ("database or disk is full").
+    """
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def applied(db: sqlite3.Connection) -> list[str]:

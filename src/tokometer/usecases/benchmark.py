@@ -10,7 +10,8 @@ timed part: a prediction never delays a measurement.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from tokometer.bench.runner import BenchConfig, BenchResult, Progress, Runner
 from tokometer.bench.summary import summarize_records
 from tokometer.errors import InputError
 from tokometer.runrecord import RunRecord, RunSummary
-from tokometer.store import RunStore, default_path
+from tokometer.store import RunStore, StoreError, default_path
 from tokometer.store.writer import RunWriter
 from tokometer.usecases.request import mean_decode_depth
 
@@ -125,6 +126,8 @@ class BenchOutcome:
     run: RunRecord
     run_id: int | None
     store_error: str | None = None
+    store_reason: str | None = None  # why the run is not (fully) in the database, in words ("the disk is full")
+    saved_to: Path | None = None  # where the whole run was written instead (`tokometer runs import` stores it)
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ def benchmark(
     elif predictor.model:
         raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
     writer: RunWriter | None = None
+    failures: list[StoreError] = []
     started = datetime.now(UTC).isoformat(timespec="seconds")
 
     def on_start(endpoint: Endpoint) -> LiveRun | None:
@@ -174,7 +178,11 @@ def benchmark(
             config=config.to_dict(),
             server=endpoint.to_dict(),
         )
-        writer = RunWriter(default_path(), header)
+        try:
+            writer = RunWriter(default_path(), header)
+        except StoreError as exc:  # measure anyway: the result goes to a file at the end
+            failures.append(exc)
+            return None
         return LiveRun(writer.path, writer.run_id)
 
     def on_exchange(exchange: Exchange) -> None:
@@ -204,9 +212,46 @@ def benchmark(
     run_id = writer.run_id if writer is not None else None
     store_error = writer.error if writer is not None else None
     if writer is not None:
-        with RunStore(writer.path) as store:
-            store.finish_run(writer.run_id, run)
-    return BenchOutcome(result=result, run=run.with_(id=run_id), run_id=run_id, store_error=store_error)
+        try:
+            with RunStore(writer.path) as store:
+                store.finish_run(writer.run_id, run)
+        except StoreError as exc:
+            failures.append(exc)
+    if not failures or result.endpoint is None:
+        return BenchOutcome(result=result, run=run.with_(id=run_id), run_id=run_id, store_error=store_error)
+    # Nothing measured is lost: the database refused the run, so the whole run goes to a file
+    failure = failures[-1]
+    return BenchOutcome(
+        result=result, run=run, run_id=None, store_error=str(failure), store_reason=failure.reason,
+        saved_to=save_fallback(run, started),
+    )
+
+
+def save_fallback(run: RunRecord, started: str, folders: Sequence[Path] | None = None) -> Path | None:
+    """Write the whole run (requests included, `runs export` JSON) to the first folder that takes it:
+    the current directory, else the temporary folder. None when neither does."""
+    import tempfile
+
+    from tokometer.report.text import to_json
+
+    name = "tokometer-run-" + "".join(c if c.isalnum() else "-" for c in started).strip("-") + ".json"
+    text = to_json(run.to_dict())
+    for folder in folders if folders is not None else (Path.cwd(), Path(tempfile.gettempdir())):
+        path = folder / name
+        try:
+            with open(path, "x", encoding="utf-8") as handle:
+                handle.write(text)
+            return path
+        except FileExistsError:
+            path = folder / f"{path.stem}-{os.getpid()}.json"
+            try:
+                path.write_text(text, encoding="utf-8")
+                return path
+            except OSError:
+                continue
+        except OSError:
+            continue
+    return None
 
 
 def recompute(store: RunStore, run_id: int) -> RunSummary | None:

@@ -9,7 +9,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.catalog import hardware_catalog, model_catalog, normalise, quant_catalog
+from tokometer.catalog import (
+    HARDWARE_LIMITS,
+    hardware_catalog,
+    model_catalog,
+    normalise,
+    quant_catalog,
+)
 from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import Peak, compute_peak
 from tokometer.errors import InputError, UnknownEntryError, require_positive
@@ -22,13 +28,21 @@ def resolve_model(name: str) -> ModelSpec:
     preset = model_catalog().find(name)
     if preset is not None:
         return preset.spec
-    looks_external = Path(name).exists() or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
+    looks_external = _exists(name) or name.endswith((".gguf", ".json", ".safetensors")) or "/" in name
     if looks_external:
         from tokometer.ingest import load_model
 
         spec: ModelSpec = load_model(name)
         return spec
     raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
+
+
+def _exists(name: str) -> bool:
+    """Whether `name` is a path that exists; a name no file system takes (too long, a NUL) is not."""
+    try:
+        return Path(name).exists()
+    except (OSError, ValueError):
+        return False
 
 
 LOCAL_PROFILE = "local"  # the entry `tokometer probe` writes for this machine
@@ -59,6 +73,11 @@ def resolve_hardware(
     require_positive("bandwidth_gb_per_s", bandwidth_gb_per_s)
     require_positive("memory_gb", memory_gb)
     require_positive("tflops", tflops)
+    # a custom device's numbers get the catalog's own plausibility limits (one place: HARDWARE_LIMITS)
+    for field, key, value in (("bandwidth_gb_per_s", "memory_bandwidth_gb_per_s", bandwidth_gb_per_s), ("memory_gb", "memory_gb", memory_gb), ("tflops", "fp16_tflops", tflops)):
+        limit, why = HARDWARE_LIMITS[key]
+        if value is not None and value > limit:
+            raise InputError(f"{{{field}}} = {value:g} is implausible (at most {limit:,g}: {why})", field=field)
     require_local_profile(name)
     if name or bandwidth_gb_per_s is None:
         base = family_variant(hardware_catalog().get(name or DEFAULT_HARDWARE))

@@ -15,9 +15,9 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
+from tokometer.bench.trace import MAX_TOKENS_PER_REQUEST, read_trace_text
 from tokometer.catalog.serving import ServingEngine, serving_efficiency, serving_engine
 from tokometer.costmodel.layout import Setup
 from tokometer.costmodel.links import parse_link
@@ -35,6 +35,7 @@ from tokometer.costmodel.serving import (
 from tokometer.costmodel.serving.cost import kv_token_bytes_total
 from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_disagg
 from tokometer.errors import InputError
+from tokometer.guard import check_nesting
 from tokometer.units import US
 
 TP_CHOICES = (1, 2, 4, 8)
@@ -232,7 +233,7 @@ def parse_lengths(text: str) -> LengthDist:
     parts = text.strip().split(":")
     kind = parts[0].lower()
     if len(parts) == 1 and kind.replace(".", "", 1).isdigit():
-        return LengthDist("fixed", float(kind))
+        parts, kind = ["fixed", kind], "fixed"
     if kind == "file":
         return LengthDist("empirical", values=read_lengths(":".join(parts[1:])))
     need = {"fixed": 1, "uniform": 2, "normal": 2, "lognormal": 2}.get(kind)
@@ -245,7 +246,23 @@ def parse_lengths(text: str) -> LengthDist:
         numbers = [float(p) for p in parts[1:]]
     except ValueError:
         raise InputError(f"bad length distribution {text!r}: parameters must be numbers") from None
+    limits = (MAX_TOKENS_PER_REQUEST, MAX_LOGNORMAL_SIGMA if kind == "lognormal" else MAX_TOKENS_PER_REQUEST)
+    for value, limit, what in zip(numbers, limits, _PARAMETER_NAMES[kind], strict=False):
+        if not (math.isfinite(value) and abs(value) <= limit):
+            raise InputError(
+                f"bad length distribution {text[:60]!r}: {what} {value:g} is out of range (at most {limit:,g})",
+                door="length distribution", expected=f"{what} of at most {limit:,g}",
+            )
     return LengthDist(kind, numbers[0], numbers[1] if len(numbers) > 1 else 0.0)
+
+
+# A lognormal's sigma multiplies lengths by e^sigma per standard deviation: measured chat and code
+# length distributions have sigma of 0.5 to 1.5; at sigma 5 one request in 40 is 10^4 times the
+# median, and a larger sigma (`lognormal:100:1000`) only overflows a float.
+MAX_LOGNORMAL_SIGMA = 5.0
+_PARAMETER_NAMES = {
+    "fixed": ("length",), "uniform": ("low", "high"), "normal": ("mean", "standard deviation"), "lognormal": ("median", "sigma"),
+}
 
 
 def read_lengths(path: str) -> tuple[int, ...]:
@@ -261,8 +278,8 @@ def read_lengths(path: str) -> tuple[int, ...]:
             if i == 1:
                 continue
             raise InputError(f"{path}, line {i}: {cell!r} is not a number of tokens") from None
-        if not math.isfinite(value) or value < 1:
-            raise InputError(f"{path}, line {i}: a length must be at least 1 token, got {cell}")
+        if not math.isfinite(value) or not 1 <= value <= MAX_TOKENS_PER_REQUEST:
+            raise InputError(f"{path}, line {i}: a length must be from 1 to {MAX_TOKENS_PER_REQUEST:,} tokens, got {cell[:40]}")
         values.append(int(value))
     if not values:
         raise InputError(f"{path}: no lengths found")
@@ -270,12 +287,8 @@ def read_lengths(path: str) -> tuple[int, ...]:
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file") from None
+    """A trace or a length file, through the guarded door (size bound, regular file, UTF-8)."""
+    return read_trace_text(path)
 
 
 TIME_KEYS = ("arrival_s", "arrival_time", "timestamp", "time", "t")
@@ -295,15 +308,20 @@ def read_trace(path: str) -> tuple[tuple[float, int, int], ...]:
         rows = []
         for i, line in enumerate(text.splitlines(), start=1):
             if line.strip():
+                check_nesting(line, f"{path}, line {i}", door="trace")
                 try:
                     obj = json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):
                     raise InputError(f"{path}, line {i}: not valid JSON") from None
                 if not isinstance(obj, dict):
                     raise InputError(f"{path}, line {i}: expected a JSON object")
                 rows.append(obj)
     else:
-        rows = list(csv.DictReader(text.splitlines()))
+        reader = csv.DictReader(text.splitlines())
+        try:
+            rows = list(reader)
+        except csv.Error as exc:  # a field over csv's 128 KiB limit, a NUL byte...
+            raise InputError(f"{path}, line {reader.line_num}: not CSV ({exc})", door="trace") from None
     if not rows:
         raise InputError(f"{path}: the trace has no requests")
     keys = {k.lower().strip(): k for k in rows[0] if k}
@@ -355,6 +373,6 @@ def _count(value: Any, path: str, line: int, column: str) -> int:
         number = float(value)
     except (TypeError, ValueError):
         raise InputError(f"{path}, line {line}: {column} {value!r} is not a number of tokens") from None
-    if not math.isfinite(number) or number < 0 or number != int(number):
-        raise InputError(f"{path}, line {line}: {column} must be a whole number of tokens >= 0, got {value!r}")
+    if not math.isfinite(number) or not 0 <= number <= MAX_TOKENS_PER_REQUEST or number != int(number):
+        raise InputError(f"{path}, line {line}: {column} must be a whole number of tokens from 0 to {MAX_TOKENS_PER_REQUEST:,}, got {str(value)[:40]}")
     return int(number)

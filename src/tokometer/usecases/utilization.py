@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tokometer.bench.plausibility import MAX_STREAM_TOK_S
 from tokometer.costmodel.layout import Layout
 from tokometer.costmodel.utilisation import Utilisation, utilisation
 
@@ -40,6 +41,11 @@ def utilization(
     """MBU, MFU and the share of the ceiling a measured decode (per stream) and prefill reach."""
     require_positive("measured_decode_tok_s", measured_decode_tok_s)
     require_positive("measured_prefill_tok_s", measured_prefill_tok_s)
+    if measured_decode_tok_s > MAX_STREAM_TOK_S:
+        raise InputError(
+            f"{{measured_decode_tok_s}} = {measured_decode_tok_s:g} tok/s is beyond any hardware (at most {MAX_STREAM_TOK_S:,g})",
+            field="measured_decode_tok_s",
+        )
     if options.get("draft") is not None:
         raise InputError("utilization compares a plain decode with the physics; leave out {draft}", field="draft")
     e = estimate(model, hw, advise=False, **options)

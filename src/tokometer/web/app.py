@@ -12,6 +12,7 @@ Routes:
     /api/runs, /api/runs/{id}, /api/meta
     /api/runs/{id}/serving a stored `bench --rate/--concurrency` run beside the simulated curve (`web.serving`)
     /api/schema            the estimate form's fields, from `EstimateRequest`
+    /api/openapi.json      the whole API as OpenAPI 3.1, generated from the fields the handlers check (`web.openapi`)
 
 Computing endpoints take a JSON object (POST) or the same names in a query string (GET); the levers
 (`inputs.LEVER_FIELDS`) go to estimate, curve and panorama, not to roofline and utilisation. Errors are
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
+from tokometer.guard import check_nesting, decode_text
 from tokometer.report.text import to_json
 from tokometer.usecases.request import request_schema
 from tokometer.web import compute, feel, serving
@@ -111,18 +114,24 @@ async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
 
 
 async def request_data(request: Request) -> Data:
-    """The query string (GET) or the JSON object in the body (POST)."""
+    """The query string (GET) or the JSON object in the body (POST), through the guarded door:
+    UTF-8, nested at most `guard.MAX_NESTING_DEPTH` deep (10,000 brackets never reach the parser)."""
     if request.method == "GET":
         return dict(request.query_params)
     raw = await read_body(request)
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"body is not valid JSON: {exc}") from None
+        text = decode_text(raw, "body", door="web", what="a UTF-8 JSON object")
+    except InputError as exc:
+        raise InputError(f"body is not valid JSON: {exc}", field="body", door="web") from None
+    check_nesting(text, "body", door="web")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"body is not valid JSON: {str(exc)[:200]}", field="body", door="web") from None
     if not isinstance(data, dict):
-        raise InputError(f"body must be a JSON object, got {type(data).__name__}")
+        raise InputError(f"body must be a JSON object, got {type(data).__name__}", field="body", door="web")
     return data
 
 
@@ -247,24 +256,15 @@ def _hardware_show(data: Data, request: Request) -> Any:
 
 
 def _runs(data: Data, request: Request) -> Any:
-    limit = optional_number(data, "limit", integer=True)
-    if limit is not None and not 1 <= limit <= 1000:
-        raise InputError(f"limit must be between 1 and 1000, got {limit}")
+    limit = optional_number(data, "limit", integer=True)  # within API_FIELDS["limit"]
     result = compute.runs(int(limit or 50))
     return {**result, "bench_urls": list(request.app.state.bench_urls)}
 
 
-MAX_REQUESTS_PAGE = 1000
-
-
 def _run_detail(data: Data, request: Request) -> Any:
     """One run with a page of its requests: `?requests_limit=` (default 200, at most 1000) and `?requests_offset=`."""
-    limit = optional_number(data, "requests_limit", integer=True)
+    limit = optional_number(data, "requests_limit", integer=True)  # both within their API_FIELDS range
     offset = optional_number(data, "requests_offset", integer=True)
-    if limit is not None and not 0 <= limit <= MAX_REQUESTS_PAGE:
-        raise InputError(f"requests_limit must be between 0 and {MAX_REQUESTS_PAGE}, got {limit}")
-    if offset is not None and offset < 0:
-        raise InputError(f"requests_offset must be zero or more, got {offset}")
     run_id = request.path_params["run_id"]
     run = compute.run_detail(run_id, requests_limit=int(200 if limit is None else limit), requests_offset=int(offset or 0))
     if run is None:
@@ -321,6 +321,13 @@ class HostCheck:
         await self.app(scope, receive, send)
 
 
+def _openapi(data: Data, request: Request) -> Any:
+    """The API as OpenAPI 3.1, from the same field definitions the handlers check with (`web.openapi`)."""
+    from tokometer.web.openapi import openapi
+
+    return openapi()
+
+
 def _schema(data: Data, request: Request) -> Any:
     """The estimate form's fields, from `EstimateRequest` (names, kinds, defaults, flags, help)."""
     return {"fields": request_schema()}
@@ -365,7 +372,9 @@ def create_app(
         return HTMLResponse(f"<!doctype html><title>tokometer</title><p>{message} - <a href='/'>tokometer</a></p>", status)
 
     async def server_error(request: Request, exc: Exception) -> Response:
-        return json_response({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+        """Our own bug (a client's input never lands here): logged with its traceback, answered in one line."""
+        logging.getLogger("tokometer.web").error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        return json_response({"error": f"internal error: {type(exc).__name__}"}, 500)
 
     both = ["GET", "POST"]
     routes = [
@@ -374,6 +383,7 @@ def create_app(
         Route("/favicon.ico", favicon),
         Route("/api/meta", endpoint(_meta)),
         Route("/api/schema", endpoint(_schema)),
+        Route("/api/openapi.json", endpoint(_openapi)),
         Route("/api/estimate", endpoint(_estimate), methods=both),
         Route("/api/curve", endpoint(_curve), methods=both),
         Route("/api/roofline", endpoint(_roofline), methods=both),

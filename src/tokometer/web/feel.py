@@ -34,6 +34,9 @@ DEFAULT_RATES_TOK_S = (2.0, 5.0, 10.0, 30.0, 100.0)
 MAX_RATES = 8
 MAX_TEXT_CHARS = 20_000
 MAX_RATE_TOK_S = 10_000.0
+# The sample answers stream in at most a few minutes even at the slowest rate; an hour is more than
+# any page shows, and a bound keeps seconds x rate a finite token count.
+MAX_FEEL_SECONDS = 3600.0
 WORD_PIECE_CHARS = 6
 
 _PIECES = re.compile(r"\s*(?:\w+|[^\w\s])|\s+$")
@@ -66,17 +69,23 @@ def sample_text(lang: str = "en") -> str:
 
 def parse_rates(text: str | Sequence[float]) -> list[float]:
     """`"5,20,80"` (or numbers) -> [5.0, 20.0, 80.0]; each rate positive, at most MAX_RATES of them."""
+    if not isinstance(text, str | list | tuple):
+        raise InputError(f"rates must be a list of numbers or a comma-separated string, got {type(text).__name__}", field="rates")
     items: list[Any] = text.split(",") if isinstance(text, str) else list(text)
+    if len(items) > 4 * MAX_RATES:
+        raise InputError(f"at most {MAX_RATES} rates side by side, got {len(items)}", field="rates")
     rates: list[float] = []
     for item in items:
         if isinstance(item, str) and not item.strip():
             continue
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise InputError(f"rates must be numbers in tokens per second, got a {type(item).__name__}", field="rates")
         try:
             rate = float(item)
-        except (TypeError, ValueError):
-            raise InputError(f"rates must be numbers in tokens per second, got {item!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"rates must be numbers in tokens per second, got {str(item)[:40]!r}", field="rates") from None
         if not (0 < rate <= MAX_RATE_TOK_S):
-            raise InputError(f"each rate must be above 0 and at most {MAX_RATE_TOK_S:g} tok/s, got {rate:g}")
+            raise InputError(f"each rate must be above 0 and at most {MAX_RATE_TOK_S:g} tok/s, got {rate:g}", field="rates")
         rates.append(rate)
     if not rates:
         raise InputError("give at least one rate, e.g. 5,20,80")
@@ -107,8 +116,8 @@ def feel_plan(
 
     `with_tokens` adds the token pieces themselves (what the web page streams).
     """
-    if not (seconds > 0) or math.isinf(seconds):
-        raise InputError(f"seconds must be a positive number, got {seconds!r}")
+    if not (0 < seconds <= MAX_FEEL_SECONDS):
+        raise InputError(f"seconds must be a positive number of at most {MAX_FEEL_SECONDS:g}, got {seconds!r}", field="seconds")
     if len(text) > MAX_TEXT_CHARS:
         raise InputError(f"text is too long: {len(text):,} characters, at most {MAX_TEXT_CHARS:,}")
     tokens = tokenize(text)

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tokometer.catalog import model_catalog
 from tokometer.errors import InputError, UnknownEntryError
 from tokometer.specs import BACKENDS
 from tokometer.usecases.request import request_fields
+from tokometer.usecases.serving_curve import MAX_RATES as MAX_SWEEP_RATES
+from tokometer.web.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
 
 
 def _fields_of(*kinds: str) -> tuple[str, ...]:
@@ -53,6 +56,58 @@ OTHER_FIELDS = (
 )
 MAX_NAME_CHARS = 200
 MAX_INT = 10**9
+MAX_RUNS_PAGE = 1000  # runs listed at once
+MAX_REQUESTS_PAGE = 1000  # a run's requests shown at once
+
+
+@dataclass(frozen=True, slots=True)
+class ApiField:
+    """One field the web API takes besides `EstimateRequest`'s: how it is read, its unit and range.
+
+    `kind`: `float`, `int`, `text`, `flag`, `floats` or `ints` (a list, or a comma-separated
+    string). `low`/`high` bound a number (each item of a list); `low_open` makes `low` exclusive.
+    The handlers check values against this (`optional_number`, `number_list`) and
+    `/api/openapi.json` is generated from it, so the two cannot disagree.
+    """
+
+    kind: str
+    help: str
+    unit: str | None = None
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    choices: tuple[str, ...] | None = None
+    max_items: int | None = None
+
+
+# The fields of the non-estimate endpoints, one definition each (the Serving page's are in `web.serving`).
+API_FIELDS: dict[str, ApiField] = {
+    "ttft_ms": ApiField("float", "Time to first token.", "ms", 0),
+    "tok_s": ApiField("float", "Decode speed of one stream.", "tok/s", 0, None, True),
+    "measured_decode_tok_s": ApiField("float", "The decode speed you measured.", "tok/s", 0, None, True),
+    "measured_prefill_tok_s": ApiField("float", "The prefill speed you measured.", "tok/s", 0, None, True),
+    "axis": ApiField("text", "What the curve varies: context, batch, prompt or output tokens.", None),
+    "values": ApiField("ints", "The points of the curve's axis.", None, -MAX_INT, MAX_INT, max_items=64),
+    "batches": ApiField("ints", "Batch sizes to place on the roofline.", None, -MAX_INT, MAX_INT, max_items=64),
+    "rates": ApiField("floats", "Streaming speeds to show side by side.", "tok/s", 0, MAX_RATE_TOK_S, True, max_items=MAX_RATES),
+    "seconds": ApiField("float", "How long to stream.", "s", 0, MAX_FEEL_SECONDS, True),
+    "lang": ApiField("text", "Language of the sample answer.", None, choices=("en", "fr")),
+    "text": ApiField("text", "Your own answer to stream instead of the sample.", None),
+    "limit": ApiField("int", "How many runs to list.", None, 1, MAX_RUNS_PAGE),
+    "requests_limit": ApiField("int", "How many of the run's requests to include.", None, 0, MAX_REQUESTS_PAGE),
+    "requests_offset": ApiField("int", "The first request to include.", None, 0, MAX_INT),
+    # the Serving page (`web.serving`; model, hw, quant, engine, tp, prompt and output tokens are `EstimateRequest`'s)
+    "replicas": ApiField("int", "Engine replicas behind the router.", None, -MAX_INT, MAX_INT),
+    "num_requests": ApiField("int", "Requests simulated per point.", None, -MAX_INT, MAX_INT),
+    "rate_per_s": ApiField("float", "Arrival rate (Poisson).", "requests/s"),
+    "concurrency": ApiField("int", "Requests kept in flight (closed loop).", None, -MAX_INT, MAX_INT),
+    "rates_per_s": ApiField("floats", "Arrival rates of the sweep.", "requests/s", max_items=MAX_SWEEP_RATES),
+    "slo_ttft_ms": ApiField("float", "Objective on p99 time to first token.", "ms"),
+    "slo_tpot_ms": ApiField("float", "Objective on p99 time per output token.", "ms"),
+    "seed": ApiField("int", "Random seed of the simulated arrivals and lengths.", None, -MAX_INT, MAX_INT),
+    "top": ApiField("int", "How many setups to list.", None, -MAX_INT, MAX_INT),
+    "disagg": ApiField("flag", "Also try prefill/decode disaggregation."),
+}
 
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
@@ -67,7 +122,9 @@ def number(name: str, value: Any, *, integer: bool = False) -> float | int:
         except ValueError:
             raise InputError(f"{name} must be a number, got {value!r}", field=name) from None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{name} must be a number, got {value!r}", field=name)
+        raise InputError(f"{name} must be a number, got {_shown(value)}", field=name)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{name} must be a finite number, got {value!r}", field=name)
     if integer:
         if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
             raise InputError(f"{name} must be a whole number, got {value!r}", field=name)
@@ -77,9 +134,15 @@ def number(name: str, value: Any, *, integer: bool = False) -> float | int:
     return float(value)
 
 
+def _shown(value: Any) -> str:
+    """A value as an error message quotes it: short, whatever a client sent."""
+    shown = repr(value) if isinstance(value, str | int | float) and not (isinstance(value, int) and abs(value) > 10**40) else type(value).__name__
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
 def text(name: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a string, got {value!r}", field=name)
+        raise InputError(f"{name} must be a string, got {_shown(value)}", field=name)
     stripped: str = value.strip()
     if len(stripped) > MAX_NAME_CHARS:
         raise InputError(f"{name} is too long ({len(stripped)} characters, at most {MAX_NAME_CHARS})", field=name)
@@ -92,7 +155,7 @@ def layers(name: str, value: Any) -> int | float | str:
     if isinstance(value, str):
         return text(name, value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {value!r}", field=name)
+        raise InputError(f"{name} must be a layer count or a fraction like 0.8, got {_shown(value)}", field=name)
     return value
 
 
@@ -102,7 +165,7 @@ def flag(name: str, value: Any) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
         return value.strip().lower() in TRUE_WORDS
-    raise InputError(f"{name} must be true or false, got {value!r}", field=name)
+    raise InputError(f"{name} must be true or false, got {_shown(value)}", field=name)
 
 
 def catalog_model(name: str) -> str:
@@ -121,7 +184,7 @@ def setup_kwargs(data: Mapping[str, Any], *, extra: tuple[str, ...] = ()) -> dic
     """
     unknown = sorted(set(data) - set(SETUP_FIELDS) - set(extra))
     if unknown:
-        raise InputError(f"unknown field {unknown[0]!r}; expected some of {', '.join(SETUP_FIELDS)}")
+        raise InputError(f"unknown field {unknown[0][:60]!r}; expected some of {', '.join(SETUP_FIELDS)}", field=unknown[0][:60])
     kwargs: dict[str, Any] = {}
     for key in SETUP_FIELDS:
         value = data.get(key)
@@ -148,17 +211,37 @@ def optional_number(data: Mapping[str, Any], key: str, *, integer: bool = False)
     value = data.get(key)
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    return number(key, value, integer=integer)
+    return in_range(key, number(key, value, integer=integer))
 
 
-def number_list(name: str, value: Any, *, integer: bool = False, limit: int = 64) -> list[float | int]:
+def in_range(name: str, value: float | int) -> float | int:
+    """`value` within the range `API_FIELDS[name]` declares (no declaration: any finite number)."""
+    spec = API_FIELDS.get(name)
+    if spec is None:
+        return value
+    low_ok = spec.low is None or (value > spec.low if spec.low_open else value >= spec.low)
+    if not low_ok or (spec.high is not None and value > spec.high):
+        unit = f" {spec.unit}" if spec.unit else ""
+        if spec.low is not None and spec.high is not None and not spec.low_open:
+            wanted = f"between {spec.low:g} and {spec.high:g}"
+        else:
+            low = "" if spec.low is None else "a positive number" if spec.low_open and spec.low == 0 else "zero or more" if spec.low == 0 else f"{'above' if spec.low_open else 'at least'} {spec.low:g}"
+            high = "" if spec.high is None else f"at most {spec.high:g}"
+            wanted = " of ".join(p for p in (low, high) if p) if low == "a positive number" else " and ".join(p for p in (low, high) if p)
+        raise InputError(f"{name} must be {wanted}{unit}, got {value!r}", field=name)
+    return value
+
+
+def number_list(name: str, value: Any, *, integer: bool = False, limit: int | None = None) -> list[float | int]:
     """A JSON list of numbers or a comma-separated string, at most `limit` of them."""
+    declared = API_FIELDS.get(name)
+    limit = limit or (declared.max_items if declared is not None else None) or 64
     items = value.split(",") if isinstance(value, str) else value
     if not isinstance(items, list):
-        raise InputError(f"{name} must be a list of numbers, got {value!r}", field=name)
+        raise InputError(f"{name} must be a list of numbers, got {_shown(value)}", field=name)
     items = [item for item in items if not (isinstance(item, str) and not item.strip())]
     if not items:
         raise InputError(f"{name} must hold at least one number", field=name)
     if len(items) > limit:
         raise InputError(f"{name} holds {len(items)} values, at most {limit}", field=name)
-    return [number(name, item, integer=integer) for item in items]
+    return [in_range(name, number(name, item, integer=integer)) for item in items]

@@ -40,7 +40,7 @@ async function footer() {
   clear(document.getElementById('foot'),
     h('p', {}, t('foot.formula')),
     h('p', { class: 'muted' }, t('foot.local', { version: info.version }), ' · ',
-      h('a', { href: '/api/meta' }, 'JSON API')));
+      h('a', { href: '/api/meta' }, 'JSON API'), ' · ', h('a', { href: '/api/openapi.json' }, 'OpenAPI')));
 }
 
 let running = null;
