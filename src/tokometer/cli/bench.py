@@ -110,7 +110,7 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.bench.render import render_run
+    from tokometer.report.bench import render_run
     from tokometer.bench.runner import BenchConfig
     from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
@@ -209,7 +209,7 @@ def runs() -> None:
 @json_option
 def runs_list(limit: int, model: str | None, as_json: bool) -> None:
     """The most recent runs, newest first."""
-    from tokometer.bench.render import render_list
+    from tokometer.report.bench import render_list
     from tokometer.report.text import to_json
     from tokometer.store import open_store
 
@@ -224,7 +224,7 @@ def runs_list(limit: int, model: str | None, as_json: bool) -> None:
 @json_option
 def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
     """One run in full: summary, levels, prediction, grade, flags."""
-    from tokometer.bench.render import render_run
+    from tokometer.report.bench import render_run
     from tokometer.report.text import to_json
     from tokometer.store import open_store
     from tokometer.usecases.benchmark import load_run
@@ -239,7 +239,7 @@ def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
 @json_option
 def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
     """Runs side by side, with each one's change against the first."""
-    from tokometer.bench.render import compare_table, render_compare
+    from tokometer.report.bench import compare_table, render_compare
     from tokometer.report.text import to_json
     from tokometer.store import open_store
 
@@ -263,7 +263,7 @@ def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
 @json_option
 def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: int, output: Path | None, as_json: bool) -> None:
     """Runs as JSON (everything, timestamps included) or CSV."""
-    from tokometer.bench.render import to_csv
+    from tokometer.report.bench import to_csv
     from tokometer.report.text import to_json
     from tokometer.store import open_store
 
