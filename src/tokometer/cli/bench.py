@@ -110,8 +110,8 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.report.bench import render_run
     from tokometer.bench.runner import BenchConfig
+    from tokometer.report.bench import render_run
     from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
     from tokometer.runrecord import RunSummary
