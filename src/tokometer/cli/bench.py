@@ -355,13 +355,9 @@ def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -
     utilisation through NVML or torch), and the probe repeats until two idle measurements agree.
     A profile measured under load is not saved without --force. --quick gives a lower bound.
     """
-    from tokometer.bench.probe import (
-        CPU_BUSY_LIMIT,
-        GPU_BUSY_LIMIT,
-        probe_checked,
-        profile_entry,
-        save_local_profile,
-    )
+    from tokometer.bench.local_profile import profile_entry, save_local_profile
+    from tokometer.bench.machine_load import CPU_BUSY_LIMIT, GPU_BUSY_LIMIT
+    from tokometer.bench.probe import probe_checked
     from tokometer.report.text import num, to_json
 
     if not as_json:
