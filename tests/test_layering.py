@@ -13,6 +13,7 @@ does no I/O.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,7 +30,7 @@ LAYERS = {
     "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
     "usecases": USECASES,
     "report": REPORT,
-    "cli": ENTRY, "web": ENTRY, "__main__": ENTRY, "__init__": ENTRY,
+    "cli": ENTRY, "web": ENTRY, "api": ENTRY, "__main__": ENTRY, "__init__": ENTRY,
 }
 # (importer package, imported package) pairs refused even where the layers would allow them
 FORBIDDEN = {("web", "costmodel"), ("catalog", "costmodel"), ("catalog", "usecases"), ("store", "bench")}
@@ -218,6 +219,21 @@ def test_no_import_against_the_layer_order() -> None:
 def test_every_package_has_a_layer() -> None:
     packages = {package_of(m) for m in NAMES}
     assert packages - set(LAYERS) == set(), "give each new package a layer in LAYERS"
+
+
+def architecture_packages(text: str) -> list[str]:
+    """The packages docs/ARCHITECTURE.md describes: each bullet that opens with a `name`:."""
+    return re.findall(r"^- `([A-Za-z_]+)`:", text, flags=re.MULTILINE)
+
+
+def test_architecture_lists_every_package() -> None:
+    listed = architecture_packages((SRC.parents[1] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    assert len(listed) == len(set(listed)), "a package is described twice"
+    assert sorted(listed) == sorted(LAYERS), "docs/ARCHITECTURE.md and LAYERS list different packages"
+
+
+def test_the_architecture_check_sees_a_missing_package() -> None:
+    assert architecture_packages("- `cli`: the command.\n- `web`: pages.\n  - `x`: nested\n") == ["cli", "web"]
 
 
 def test_the_package_check_sees_an_injected_cycle() -> None:
