@@ -64,21 +64,18 @@ def render_serving_report(rep: dict[str, Any], title: str) -> str:
 
 
 def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
-    from tokometer.report.text import num, table, to_json
-    from tokometer.usecases.serving_fit import validate_serving
+    from tokometer.api import validate as run_validate
+    from tokometer.report.text import num, table
 
     if baseline or loho:
         raise click.UsageError(
             f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {cases.name} has serving columns "
             "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
         )
-    rep = validate_serving(cases, loso=lso)
-    rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(cases)}
-    rows = rep.pop("results")
+    scored = run_validate(cases, lso=lso, rows=show_rows)
+    rep, rows = dict(scored.report), scored.rows
     if as_json:
-        if show_rows:
-            rep["results"] = rows
-        click.echo(to_json(rep))
+        click.echo(scored.to_json())
         return
     title = f"{cases}: serving rows through the simulator" + (" (with leave-one-source-out)" if lso else "")
     click.echo(render_serving_report(rep, title))
@@ -121,11 +118,8 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
-    from tokometer.report.text import to_json
-    from tokometer.usecases.calibration import leave_one_hardware_out, leave_one_source_out
+    from tokometer.api import validate as run_validate
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
-    from tokometer.usecases.validation import read_cases, report
-    from tokometer.usecases.validation import validate as run
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
@@ -137,18 +131,11 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
     if loho and lso:
         raise click.UsageError("--loho and --lso are two different hold-outs: choose one")
-    rows = read_cases(cases)
-    if loho:
-        results = leave_one_hardware_out(rows)
-    elif lso:
-        results = leave_one_source_out(rows)
-    else:
-        results = run(rows, baseline=baseline)
-    rep = report(results)
-    held_out = "hardware" if loho else ("source" if lso else None)
-    rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(cases)}
+    scored = run_validate(cases, baseline=baseline, loho=loho, lso=lso, rows=show_rows)
+    rep = dict(scored.report)
+    held_out = rep["mode"]["held_out"]
     if as_json:
-        click.echo(to_json(rep))
+        click.echo(scored.to_json())
         return
     title = f"{cases}: " + (
         f"baseline {baseline}"
@@ -180,19 +167,12 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
 
 
 def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
-    from tokometer.catalog.serving import (
-        clear_serving_efficiency_table,
-        user_serving_efficiency_file,
-    )
-    from tokometer.report.text import to_json
-    from tokometer.usecases.serving_fit import calibrate_serving
+    from tokometer.api import calibrate as run_calibrate
 
-    target = out or user_serving_efficiency_file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = calibrate_serving(cases, target)
-    clear_serving_efficiency_table()
+    fitted = run_calibrate(cases, out=out)
+    data, target = fitted.to_dict(), fitted.written
     if as_json:
-        click.echo(to_json({"written": str(target), **data}))
+        click.echo(fitted.to_json())
         return
     for key, e in data["entries"].items():
         q = e.get("prefill_fraction_max")
@@ -207,26 +187,15 @@ USED_FROM_NOW = "; later commands use it (`tokometer calibrate --reset` goes bac
 
 def _reset(serving: bool, as_json: bool) -> None:
     """Remove the user's fit from the tokometer home, so the shipped one applies again."""
-    from tokometer.catalog.efficiency import (
-        EFFICIENCY_FILE,
-        clear_fitted_table,
-        user_efficiency_file,
-    )
-    from tokometer.catalog.serving import (
-        SERVING_EFFICIENCY_FILE,
-        clear_serving_efficiency_table,
-        user_serving_efficiency_file,
-    )
-    from tokometer.report.text import to_json
+    from tokometer.api import calibrate as run_calibrate
+    from tokometer.catalog.efficiency import user_efficiency_file
+    from tokometer.catalog.serving import user_serving_efficiency_file
 
-    user, shipped = (user_serving_efficiency_file(), SERVING_EFFICIENCY_FILE) if serving else (user_efficiency_file(), EFFICIENCY_FILE)
-    removed = user.is_file()
-    if removed:
-        user.unlink()
-    clear_fitted_table()
-    clear_serving_efficiency_table()
+    user = user_serving_efficiency_file() if serving else user_efficiency_file()
+    reset = run_calibrate(serving=serving, reset=True)
+    removed, shipped = reset.data["removed"] is not None, reset.data["active"]
     if as_json:
-        click.echo(to_json({"removed": str(user) if removed else None, "active": str(shipped)}))
+        click.echo(reset.to_json())
     elif removed:
         click.echo(f"removed {user}; the shipped fit applies again ({shipped})")
     else:
@@ -250,12 +219,9 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     serving_efficiency.json) and every later command uses it instead of the shipped one, until
     --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
-    from tokometer.catalog.efficiency import clear_fitted_table, user_efficiency_file
-    from tokometer.report.text import table, to_json
-    from tokometer.usecases.calibration import calibrate as fit
-    from tokometer.usecases.calibration import write_table
+    from tokometer.api import calibrate as run_calibrate
+    from tokometer.report.text import table
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
-    from tokometer.usecases.validation import read_cases
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
@@ -268,13 +234,10 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     if is_serving_file(cases):
         _calibrate_serving(cases, out, as_json)
         return
-    table_, meta, counts = fit(read_cases(cases), data_label=cases.name)
-    target = out or user_efficiency_file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_table(target, table_, meta, counts)
-    clear_fitted_table()
+    fitted = run_calibrate(cases, out=out)
+    table_, counts, target = fitted.table, fitted.counts, fitted.written
     if as_json:
-        click.echo(to_json({"written": str(target), "meta": meta, "entries": {k: v.to_dict() for k, v in table_.items()}}))
+        click.echo(fitted.to_json())
         return
     rows = [
         [
