@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BenchRun", "CalibrateResult", "CatalogListing", "EstimateResult", "FitResult", "PlanResult", "ProbeReport",
-    "SimulateResult", "SweepTable", "ValidateResult", "bench", "bench_async", "calibrate", "catalog", "estimate",
+    "SimulateResult", "SweepTable", "ValidateResult", "bench_async", "benchmark", "calibrate", "estimate", "list_catalog",
     "fit", "plan", "probe", "simulate", "sweep", "validate",
 ]
 
@@ -561,8 +561,10 @@ class BenchRun(_Json):
         return shown
 
 
-def bench(url: str, **options: Any) -> BenchRun:
+def benchmark(url: str, **options: Any) -> BenchRun:
     """Measure a running LLM server (`tokometer bench`), blocking until the run ends.
+
+    (Named `benchmark`, not `bench`: `tokometer.bench` is the package that talks to servers.)
 
     Options as the command's: `model` (the served name), `protocol`, `api_key`, `runs`, `warmup`,
     `max_tokens`, `prompt_tokens`, `depths`, `concurrency`, `rate_rps`, `duration_s`, `requests`,
@@ -613,8 +615,8 @@ def bench(url: str, **options: Any) -> BenchRun:
 
 
 async def bench_async(url: str, **options: Any) -> BenchRun:
-    """`bench` as a coroutine: the run goes on in a worker thread while the event loop stays free."""
-    return await asyncio.to_thread(bench, url, **options)
+    """`benchmark` as a coroutine (`tokometer bench`): the run goes on in a worker thread while the event loop stays free."""
+    return await asyncio.to_thread(benchmark, url, **options)
 
 
 @dataclass(frozen=True)
@@ -684,7 +686,7 @@ class CatalogListing(_Json):
         return dumps(self.to_dict()[self.kind])
 
 
-def catalog(kind: str, *, vendor: str | None = None, segment: str | None = None, sort: str = "id") -> CatalogListing:
+def list_catalog(kind: str, *, vendor: str | None = None, segment: str | None = None, sort: str = "id") -> CatalogListing:
     """The entries `tokometer <kind> list` shows, for `kind` in hardware, models, quants, engines.
 
     Hardware takes the command's filters (`vendor`, `segment`) and `sort` (id, bandwidth, memory,

@@ -110,7 +110,7 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.api import bench as run_bench
+    from tokometer.api import benchmark as run_bench
     from tokometer.report.bench import render_run
     from tokometer.runrecord import RunSummary
 

@@ -27,10 +27,10 @@ def hardware() -> None:
 @json_option
 def hardware_list(vendor: str | None, segment: str | None, sort_key: str, as_json: bool) -> None:
     """List hardware entries."""
-    from tokometer.api import catalog
+    from tokometer.api import list_catalog
     from tokometer.report.text import num, table
 
-    listing = catalog("hardware", vendor=vendor, segment=segment, sort=sort_key)
+    listing = list_catalog("hardware", vendor=vendor, segment=segment, sort=sort_key)
     items = listing.items
     rows = [
         [h.id, h.name, num(h.memory_gb), num(h.memory_bandwidth_gb_per_s), num(h.fp16_tflops), h.segment]
@@ -65,10 +65,10 @@ def models() -> None:
 @json_option
 def models_list(as_json: bool) -> None:
     """List model presets."""
-    from tokometer.api import catalog
+    from tokometer.api import list_catalog
     from tokometer.report.text import num, table
 
-    listing = catalog("models")
+    listing = list_catalog("models")
     rows = []
     for p in listing.items:
         spec = p.spec
@@ -108,10 +108,10 @@ def quants() -> None:
 @json_option
 def quants_list(as_json: bool) -> None:
     """List quantization formats."""
-    from tokometer.api import catalog
+    from tokometer.api import list_catalog
     from tokometer.report.text import table
 
-    listing = catalog("quants")
+    listing = list_catalog("quants")
     rows = [[q.id, q.name, f"{q.bits_per_weight:.4g}", q.usage, q.kind] for q in listing.items]
     _emit(listing.to_dict()["quants"], as_json, table(rows, ["id", "name", "bits/weight", "usage", "kind"]))
 
@@ -125,10 +125,10 @@ def engines() -> None:
 @json_option
 def engines_list(as_json: bool) -> None:
     """List engines with their default efficiency and the weight formats they run."""
-    from tokometer.api import catalog
+    from tokometer.api import list_catalog
     from tokometer.report.text import table
 
-    listing = catalog("engines")
+    listing = list_catalog("engines")
     items = listing.items
     rows = [
         [
