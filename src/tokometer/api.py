@@ -9,7 +9,6 @@ Errors a caller can cause are `TokometerError`s (`InputError.field` names the ar
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -616,6 +615,8 @@ def benchmark(url: str, **options: Any) -> BenchRun:
 
 async def bench_async(url: str, **options: Any) -> BenchRun:
     """`benchmark` as a coroutine (`tokometer bench`): the run goes on in a worker thread while the event loop stays free."""
+    import asyncio
+
     return await asyncio.to_thread(benchmark, url, **options)
 
 
