@@ -20,39 +20,39 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "BenchRun": "tokometer.api",
-    "CalibrateResult": "tokometer.api",
-    "CatalogListing": "tokometer.api",
+    "BenchRun": "tokometer.api.measure",
+    "CalibrateResult": "tokometer.api.measurements",
+    "CatalogListing": "tokometer.api.catalogs",
     "Estimate": "tokometer.usecases.estimate",
     "EstimateCurves": "tokometer.usecases.curves",
     "EstimateRequest": "tokometer.usecases.request",
-    "EstimateResult": "tokometer.api",
-    "FitResult": "tokometer.api",
+    "EstimateResult": "tokometer.api.predict",
+    "FitResult": "tokometer.api.explore",
     "InputError": "tokometer.errors",
-    "PlanResult": "tokometer.api",
-    "ProbeReport": "tokometer.api",
-    "SimulateResult": "tokometer.api",
-    "SweepTable": "tokometer.api",
+    "PlanResult": "tokometer.api.serving",
+    "ProbeReport": "tokometer.api.measure",
+    "SimulateResult": "tokometer.api.serving",
+    "SweepTable": "tokometer.api.explore",
     "TokometerError": "tokometer.errors",
     "UnknownEntryError": "tokometer.errors",
-    "ValidateResult": "tokometer.api",
-    "bench_async": "tokometer.api",
-    "benchmark": "tokometer.api",
-    "calibrate": "tokometer.api",
+    "ValidateResult": "tokometer.api.measurements",
+    "bench_async": "tokometer.api.measure",
+    "benchmark": "tokometer.api.measure",
+    "calibrate": "tokometer.api.measurements",
     "engine_catalog": "tokometer.catalog",
-    "estimate": "tokometer.api",
+    "estimate": "tokometer.api.predict",
     "estimate_curves": "tokometer.usecases.curves",
     "estimate_json": "tokometer.report.json",
-    "fit": "tokometer.api",
+    "fit": "tokometer.api.explore",
     "hardware_catalog": "tokometer.catalog",
-    "list_catalog": "tokometer.api",
+    "list_catalog": "tokometer.api.catalogs",
     "model_catalog": "tokometer.catalog",
-    "plan": "tokometer.api",
-    "probe": "tokometer.api",
+    "plan": "tokometer.api.serving",
+    "probe": "tokometer.api.measure",
     "quant_catalog": "tokometer.catalog",
-    "simulate": "tokometer.api",
-    "sweep": "tokometer.api",
-    "validate": "tokometer.api",
+    "simulate": "tokometer.api.serving",
+    "sweep": "tokometer.api.explore",
+    "validate": "tokometer.api.measurements",
 }
 
 __all__ = [
@@ -93,29 +93,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from tokometer.api import (
-        BenchRun,
-        CalibrateResult,
-        CatalogListing,
-        EstimateResult,
-        FitResult,
-        PlanResult,
-        ProbeReport,
-        SimulateResult,
-        SweepTable,
-        ValidateResult,
-        bench_async,
-        benchmark,
-        calibrate,
-        estimate,
-        fit,
-        list_catalog,
-        plan,
-        probe,
-        simulate,
-        sweep,
-        validate,
-    )
+    from tokometer.api.catalogs import CatalogListing, list_catalog
+    from tokometer.api.explore import FitResult, SweepTable, fit, sweep
+    from tokometer.api.measure import BenchRun, ProbeReport, bench_async, benchmark, probe
+    from tokometer.api.measurements import CalibrateResult, ValidateResult, calibrate, validate
+    from tokometer.api.predict import EstimateResult, estimate
+    from tokometer.api.serving import PlanResult, SimulateResult, plan, simulate
     from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
     from tokometer.errors import InputError, TokometerError, UnknownEntryError
     from tokometer.report.json import estimate_json

@@ -110,7 +110,7 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.api import benchmark as run_bench
+    from tokometer.api.measure import benchmark as run_bench
     from tokometer.report.bench import render_run
     from tokometer.runrecord import RunSummary
 
@@ -324,7 +324,7 @@ def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -
     utilisation through NVML or torch), and the probe repeats until two idle measurements agree.
     A profile measured under load is not saved without --force. --quick gives a lower bound.
     """
-    from tokometer.api import probe as run_probe
+    from tokometer.api.measure import probe as run_probe
     from tokometer.report.text import num
 
     if not as_json:

@@ -27,7 +27,7 @@ def hardware() -> None:
 @json_option
 def hardware_list(vendor: str | None, segment: str | None, sort_key: str, as_json: bool) -> None:
     """List hardware entries."""
-    from tokometer.api import list_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import num, table
 
     listing = list_catalog("hardware", vendor=vendor, segment=segment, sort=sort_key)
@@ -65,7 +65,7 @@ def models() -> None:
 @json_option
 def models_list(as_json: bool) -> None:
     """List model presets."""
-    from tokometer.api import list_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import num, table
 
     listing = list_catalog("models")
@@ -108,7 +108,7 @@ def quants() -> None:
 @json_option
 def quants_list(as_json: bool) -> None:
     """List quantization formats."""
-    from tokometer.api import list_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import table
 
     listing = list_catalog("quants")
@@ -125,7 +125,7 @@ def engines() -> None:
 @json_option
 def engines_list(as_json: bool) -> None:
     """List engines with their default efficiency and the weight formats they run."""
-    from tokometer.api import list_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import table
 
     listing = list_catalog("engines")

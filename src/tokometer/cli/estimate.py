@@ -49,7 +49,7 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
     The JSON always has `batching` (per-stream and aggregate vs batch, the ridge point) and
     `context` (decode speed as the KV cache fills) curves.
     """
-    from tokometer.api import estimate as run_estimate
+    from tokometer.api.predict import estimate as run_estimate
     from tokometer.report.estimate import render_estimate
 
     result = run_estimate(model, **options)

@@ -73,7 +73,7 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     \b
         tokometer fit --hw rtx-4090 --context 8192 --min-speed 10
     """
-    from tokometer.api import fit as run_fit
+    from tokometer.api.explore import fit as run_fit
     from tokometer.report.estimate import FIT_TOP_ROWS, render_fit
 
     hw = options.pop("hw")
@@ -116,7 +116,7 @@ def sweep(
         tokometer sweep --model llama-3.1-8b,qwen3-30b-a3b --hw rtx-4090,h100-sxm \\
             -q q4_k_m,q8_0 --context 0,32768 --batch 1,16 --format csv
     """
-    from tokometer.api import sweep as run_sweep
+    from tokometer.api.explore import sweep as run_sweep
     from tokometer.report.estimate import render_sweep_csv, render_sweep_table
 
     swept = run_sweep(

@@ -30,7 +30,7 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
     prefill pool and a decode pool, shown as P:D (e.g. 2P:6D); --no-disagg leaves the splits out."""
-    from tokometer.api import plan as make_plan
+    from tokometer.api.serving import plan as make_plan
     from tokometer.report.text import table
 
     planned = make_plan(

@@ -52,7 +52,7 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
     """
-    from tokometer.api import simulate as run_simulate
+    from tokometer.api.serving import simulate as run_simulate
     from tokometer.report.serving import plot_serving, render_curve, render_result
 
     sim = run_simulate(

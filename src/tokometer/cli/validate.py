@@ -64,7 +64,7 @@ def render_serving_report(rep: dict[str, Any], title: str) -> str:
 
 
 def _validate_serving(cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool) -> None:
-    from tokometer.api import validate as run_validate
+    from tokometer.api.measurements import validate as run_validate
     from tokometer.report.text import num, table
 
     if baseline or loho:
@@ -118,7 +118,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     tput_in, req_per_s and ttft/tpot/itl/e2e with a unit and statistic (ttft_ms_mean, itl_s_p99...),
     reported per metric and per scenario; rows it cannot simulate are listed with the reason.
     """
-    from tokometer.api import validate as run_validate
+    from tokometer.api.measurements import validate as run_validate
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
@@ -167,7 +167,7 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
 
 
 def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
-    from tokometer.api import calibrate as run_calibrate
+    from tokometer.api.measurements import calibrate as run_calibrate
 
     fitted = run_calibrate(cases, out=out)
     data, target = fitted.to_dict(), fitted.written
@@ -187,7 +187,7 @@ USED_FROM_NOW = "; later commands use it (`tokometer calibrate --reset` goes bac
 
 def _reset(serving: bool, as_json: bool) -> None:
     """Remove the user's fit from the tokometer home, so the shipped one applies again."""
-    from tokometer.api import calibrate as run_calibrate
+    from tokometer.api.measurements import calibrate as run_calibrate
     from tokometer.catalog.efficiency import user_efficiency_file
     from tokometer.catalog.serving import user_serving_efficiency_file
 
@@ -219,7 +219,7 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     serving_efficiency.json) and every later command uses it instead of the shipped one, until
     --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
-    from tokometer.api import calibrate as run_calibrate
+    from tokometer.api.measurements import calibrate as run_calibrate
     from tokometer.report.text import table
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
