@@ -12,16 +12,9 @@ import numpy as np
 import pytest
 
 from bench_fixtures import bench_home, run_cli  # noqa: F401
-from tokometer.bench.probe import (
-    LoadSample,
-    ProbeResult,
-    measure_cpu,
-    measure_torch,
-    probe,
-    profile_entry,
-    replace_table,
-    save_local_profile,
-)
+from tokometer.bench.local_profile import profile_entry, replace_table, save_local_profile
+from tokometer.bench.machine_load import LoadSample
+from tokometer.bench.probe import ProbeResult, measure_cpu, measure_torch, probe
 from tokometer.catalog import HARDWARE_SCHEMA, hardware_catalog, tokometer_home
 from tokometer.catalog.schema import check_entry
 from tokometer.errors import CatalogError, InputError

@@ -1,15 +1,19 @@
-"""Imports point down only, and never in a circle.
+"""Imports point down only, and never in a circle: between modules or between packages.
 
-Layers, top down: entry points (`cli`, `web`, `__main__`, the package's `__init__`) -> `report` ->
-`usecases` -> adapters (`bench`, `store`, `catalog`, `ingest`) -> `costmodel` (pure) -> `specs`,
-`units`, `errors`, `home`. A module may import its own layer or any layer below it, never above;
-`web` reaches the cost model only through the use-cases and reports; `catalog` never imports the cost
-model; no two modules import each other, directly or round a loop. The cost model does no I/O.
+`LAYERS` below is the one place the layer order is written (docs/ARCHITECTURE.md lists the same
+packages, and `test_architecture_lists_every_package` keeps the two equal). Layers, top down: entry
+points (`cli`, `web`, `__main__`, the package's `__init__`) -> `report` -> `usecases` -> adapters
+(`bench`, `store`, `catalog`, `ingest`) -> `costmodel` (pure) -> `specs`, `units`, `errors`, `home`.
+A module may import its own layer or any layer below it, never above; `web` reaches the cost model
+only through the use-cases and reports; `catalog` never imports the cost model; no two modules and no
+two packages import each other, directly or round a loop (a failure names the edge). The cost model
+does no I/O.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,9 +30,7 @@ LAYERS = {
     "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
     "usecases": USECASES, "fitting": USECASES,
     "report": REPORT,
-    # text tables and `to_json` are formatting with no knowledge of the model: the adapters may print
-    "report.text": BOTTOM,
-    "cli": ENTRY, "web": ENTRY, "__main__": ENTRY, "__init__": ENTRY,
+    "cli": ENTRY, "web": ENTRY, "api": ENTRY, "__main__": ENTRY, "__init__": ENTRY,
 }
 # (importer package, imported package) pairs refused even where the layers would allow them
 FORBIDDEN = {("web", "costmodel"), ("catalog", "costmodel"), ("catalog", "usecases"), ("store", "bench")}
@@ -161,7 +163,97 @@ def test_the_cycle_check_sees_a_cycle() -> None:
 def test_an_upward_import_is_caught() -> None:
     assert layer_of("tokometer.usecases.estimate") > layer_of("tokometer.costmodel.roofline")
     assert layer_of("tokometer.report.json") > layer_of("tokometer.usecases.estimate")
-    assert layer_of("tokometer.report.text") < layer_of("tokometer.bench.render")
+    assert layer_of("tokometer.bench.runner") < layer_of("tokometer.report.bench")
+
+
+def package_of(module: str) -> str:
+    """`tokometer.usecases.estimate` -> `usecases`; the package's own `__init__` is `__init__`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def package_graph(module_imports: dict[str, set[str]]) -> dict[str, dict[str, tuple[str, str]]]:
+    """package -> {package it imports: one (importing module, imported module) edge that shows it}."""
+    graph: dict[str, dict[str, tuple[str, str]]] = {}
+    for module, targets in sorted(module_imports.items()):
+        edges = graph.setdefault(package_of(module), {})
+        for target in sorted(targets):
+            reached = package_of(target)
+            if reached != package_of(module):
+                edges.setdefault(reached, (module, target))
+    return graph
+
+
+def package_cycle_edges(module_imports: dict[str, set[str]]) -> list[str]:
+    """Every import edge that lies on a loop between packages, as `a -> b (module imports module)`."""
+    graph = package_graph(module_imports)
+    found = []
+    for component in cycles({pkg: set(edges) for pkg, edges in graph.items()}):
+        members = set(component)
+        for pkg in component:
+            for reached, (module, target) in sorted(graph[pkg].items()):
+                if reached in members:
+                    found.append(f"{pkg} -> {reached} ({module} imports {target})")
+    return found
+
+
+def layer_violations(module_imports: dict[str, set[str]]) -> list[str]:
+    """Every import of a higher layer, as `module (layer n) imports target (layer m)`."""
+    return [
+        f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
+        for module, targets in sorted(module_imports.items())
+        for target in sorted(targets)
+        if layer_of(target) > layer_of(module)
+    ]
+
+
+def test_no_cycles_between_packages() -> None:
+    edges = package_cycle_edges(import_graph())
+    assert edges == [], "packages import each other round a loop:\n" + "\n".join(edges)
+
+
+def test_no_import_against_the_layer_order() -> None:
+    assert layer_violations(import_graph()) == []
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {package_of(m) for m in NAMES}
+    assert packages - set(LAYERS) == set(), "give each new package a layer in LAYERS"
+
+
+def architecture_packages(text: str) -> list[str]:
+    """The packages docs/ARCHITECTURE.md describes: each bullet that opens with a `name`:."""
+    return re.findall(r"^- `([A-Za-z_]+)`:", text, flags=re.MULTILINE)
+
+
+def test_architecture_lists_every_package() -> None:
+    listed = architecture_packages((SRC.parents[1] / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8"))
+    assert len(listed) == len(set(listed)), "a package is described twice"
+    assert sorted(listed) == sorted(LAYERS), "docs/ARCHITECTURE.md and LAYERS list different packages"
+
+
+def test_the_architecture_check_sees_a_missing_package() -> None:
+    assert architecture_packages("- `cli`: the command.\n- `web`: pages.\n  - `x`: nested\n") == ["cli", "web"]
+
+
+def test_the_package_check_sees_an_injected_cycle() -> None:
+    synthetic = {
+        "tokometer.usecases.benchmark": {"tokometer.bench.runner"},
+        "tokometer.bench.runner": {"tokometer.report.bench"},
+        "tokometer.report.bench": {"tokometer.usecases.estimate"},
+        "tokometer.usecases.estimate": {"tokometer.costmodel.roofline"},
+        "tokometer.costmodel.roofline": set(),
+    }
+    edges = package_cycle_edges(synthetic)
+    assert "bench -> report (tokometer.bench.runner imports tokometer.report.bench)" in edges
+    assert "report -> usecases (tokometer.report.bench imports tokometer.usecases.estimate)" in edges
+    assert "usecases -> bench (tokometer.usecases.benchmark imports tokometer.bench.runner)" in edges
+    assert not any(e.startswith("usecases -> costmodel") for e in edges)  # not on the loop
+    assert layer_violations(synthetic) == [
+        "tokometer.bench.runner (layer 2) imports tokometer.report.bench (layer 4)",
+    ]
+    synthetic["tokometer.bench.runner"] = set()
+    assert package_cycle_edges(synthetic) == []
 
 
 @pytest.mark.parametrize("path", sorted((SRC / "costmodel").glob("*.py")), ids=lambda p: p.name)

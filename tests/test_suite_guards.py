@@ -23,7 +23,7 @@ ROOT = TESTS.parent
 def _plant_local_profile(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What `tokometer probe` leaves in a user's home: a `local` hardware entry."""
     from test_bench_probe import fake_result
-    from tokometer.bench.probe import save_local_profile
+    from tokometer.bench.local_profile import save_local_profile
 
     monkeypatch.setenv("TOKOMETER_HOME", str(home))
     save_local_profile(fake_result(42.0), home)

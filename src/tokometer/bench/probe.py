@@ -20,27 +20,31 @@ they are installed), repeats until two idle measurements agree, and reports whet
 CLI refuses to save a profile measured under load unless `--force`. A `--quick` probe is a lower
 bound (smaller arrays, fewer repetitions) and is labelled so.
 
-`save_local_profile` writes entry `local` into `tokometer_home()/hardware.toml` (the user
+`local_profile.save_local_profile` writes entry `local` into `tokometer_home()/hardware.toml` (the user
 catalog, same schema as the shipped one; other entries in the file are kept) and clears the
 catalog caches, so `--hw local` predicts for this very machine.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 import time
-import tomllib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tokometer.errors import CatalogError
+from tokometer.bench.machine_load import (
+    AGREEMENT,
+    CPU_BUSY_LIMIT,
+    GPU_BUSY_LIMIT,
+    LoadSample,
+    LoadSource,
+    system_load,
+)
 
 DEFAULT_LLC_BYTES = 64 * 2**20
 
@@ -444,93 +448,6 @@ def probe(*, quick: bool = False, device: str = "auto") -> ProbeResult:
     return measure_cpu(quick=quick)
 
 
-# --- the machine's load, before and after ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoadSample:
-    """How busy the machine is: the share of all CPU time spent busy, and GPU utilisation (0-1,
-    None where nothing reports it)."""
-
-    cpu_busy_share: float | None
-    gpu_busy_share: float | None = None
-    source: str = ""
-
-    def busy(self, cpu_limit: float, gpu_limit: float) -> bool:
-        return (self.cpu_busy_share or 0.0) > cpu_limit or (self.gpu_busy_share or 0.0) > gpu_limit
-
-    def words(self) -> str:
-        parts = [f"CPU {self.cpu_busy_share:.0%} busy" if self.cpu_busy_share is not None else "CPU load unknown"]
-        if self.gpu_busy_share is not None:
-            parts.append(f"GPU {self.gpu_busy_share:.0%} utilised")
-        return ", ".join(parts)
-
-
-LoadSource = Callable[[], LoadSample]
-
-# a machine is busy above these shares; a STREAM probe under 25 % of the cores' load already reads low
-CPU_BUSY_LIMIT = 0.25
-GPU_BUSY_LIMIT = 0.10
-AGREEMENT = 0.10  # two idle measurements agree when bandwidth and matmul differ by at most 10 %
-
-
-def _proc_stat_times() -> tuple[int, int] | None:
-    """(idle, total) jiffies of all CPUs from /proc/stat (idle counts iowait too)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as handle:
-            fields = handle.readline().split()
-    except OSError:
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    values = [int(v) for v in fields[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)
-    return idle, sum(values[:8])
-
-
-def cpu_busy_share(interval_s: float = 0.5) -> float | None:
-    """Share of all cores' time spent busy over `interval_s` (/proc/stat), else the 1-minute load
-    average over the core count, else None."""
-    first = _proc_stat_times()
-    if first is not None:
-        time.sleep(interval_s)
-        second = _proc_stat_times()
-        if second is not None and second[1] > first[1]:
-            return max(0.0, min(1.0, 1.0 - (second[0] - first[0]) / (second[1] - first[1])))
-    try:
-        return min(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
-    except (OSError, AttributeError):
-        return None
-
-
-def gpu_busy_share() -> float | None:
-    """GPU 0's utilisation through NVML (pynvml), else torch's view of it; None without either."""
-    try:
-        import pynvml  # type: ignore[import-not-found, unused-ignore]
-
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            return float(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu) / 100.0
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:
-        pass
-    try:
-        import torch  # type: ignore[import-not-found, unused-ignore]
-
-        if torch.cuda.is_available():
-            return float(torch.cuda.utilization(0)) / 100.0
-    except Exception:
-        pass
-    return None
-
-
-def system_load() -> LoadSample:
-    """The machine's load now: CPU from /proc/stat (or the load average), GPU where a library reports it."""
-    return LoadSample(cpu_busy_share(), gpu_busy_share(), source="/proc/stat" if _proc_stat_times() else "loadavg")
-
-
 @dataclass(frozen=True)
 class Attempt:
     result: ProbeResult
@@ -617,102 +534,3 @@ def probe_checked(
     else:
         best = done[-1].result
     return CheckedProbe(best, tuple(done), idle=bool(calm_attempts), stable=stable)
-
-
-# --- the `local` profile ----------------------------------------------------------------------
-
-_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(round(value, 4))
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
-
-
-def profile_entry(result: ProbeResult, today: date | None = None) -> dict[str, Any]:
-    """The `local` hardware entry, in the shipped catalog's schema."""
-    day = (today or date.today()).isoformat()
-    entry: dict[str, Any] = {
-        "name": f"This machine: {result.name}" + (f" ({result.threads} threads)" if result.device == "cpu" else ""),
-        "vendor": result.vendor,
-        "kind": result.kind,
-        "segment": result.segment,
-        "backend": result.backend,
-        "memory_gb": float(result.memory_gb),
-        "memory_bandwidth_gb_per_s": round(result.memory_bandwidth_gb_per_s, 2),
-    }
-    if result.fp32_tflops:
-        entry["fp32_tflops"] = round(result.fp32_tflops, 4)
-    if result.fp16_tflops:
-        entry["fp16_tflops"] = round(result.fp16_tflops, 4)
-    if result.matrix_tflops.get("fp8"):
-        entry["fp8_tflops"] = round(result.matrix_tflops["fp8"], 4)
-    if result.matrix_tflops.get("int8"):
-        entry["int8_tops"] = round(result.matrix_tflops["int8"], 4)
-    entry["launch_year"] = (today or date.today()).year
-    entry["source"] = f"tokometer probe {day}"
-    entry["notes"] = (
-        f"Measured, not a datasheet: {result.device} copy {result.copy_gb_per_s:.1f} GB/s, triad "
-        f"{result.triad_gb_per_s:.1f} GB/s (best of {result.repetitions} passes over {result.array_bytes / 1e6:.0f} MB arrays"
-        + (f", {result.threads} threads" if result.device == "cpu" else "")
-        + ")"
-        + (f"; fp32 GEMM {result.fp32_tflops:.3f} TFLOPS" if result.fp32_tflops else "")
-        + (f"; fp16 GEMM {result.fp16_tflops:.2f} TFLOPS" if result.fp16_tflops else "")
-        + "".join(f"; {k} GEMM {v:.3g} {'TOPS' if k == 'int8' else 'TFLOPS'}" for k, v in result.matrix_tflops.items() if k not in ("fp16", "fp32"))
-        + (f"; {result.formats_note}" if result.formats_note else "")
-        + (" (quick probe: a lower bound, smaller arrays and fewer repetitions)" if result.quick else "")
-        + ". launch_year is the probe year."
-    )
-    return entry
-
-
-def render_entry(entry_id: str, entry: dict[str, Any]) -> str:
-    return f"[{entry_id}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in entry.items())
-
-
-def replace_table(text: str, entry_id: str, block: str) -> str:
-    """`text` with table `[entry_id]` (and its sub-tables) replaced by `block`, or `block` appended."""
-    out: list[str] = []
-    skipping = False
-    for line in text.splitlines(keepends=True):
-        match = _HEADER.match(line)
-        if match:
-            name = match.group(1).strip().strip('"')
-            skipping = name == entry_id or name.startswith(entry_id + ".")
-        if not skipping:
-            out.append(line)
-    kept = "".join(out).rstrip("\n")
-    return (kept + "\n\n" if kept else "") + block
-
-
-def save_local_profile(result: ProbeResult, home: Path | None = None, *, entry_id: str = "local") -> Path:
-    """Write/replace `[local]` in the user hardware catalog, validate it, clear the catalog caches."""
-    from tokometer.catalog import HARDWARE_SCHEMA, clear_caches, hardware_catalog, tokometer_home
-    from tokometer.catalog.schema import check_entry
-
-    path = (home or tokometer_home()) / "hardware.toml"
-    existing = ""
-    if path.is_file():
-        existing = path.read_text(encoding="utf-8")
-        try:
-            tomllib.loads(existing)
-        except tomllib.TOMLDecodeError as exc:
-            raise CatalogError(f"{path}: not valid TOML ({exc}); fix or move it before `tokometer probe` writes to it") from None
-    entry = profile_entry(result)
-    text = replace_table(existing, entry_id, render_entry(entry_id, entry))
-    parsed = tomllib.loads(text)
-    check_entry(path, entry_id, parsed[entry_id], HARDWARE_SCHEMA)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    clear_caches()
-    hardware_catalog().get(entry_id)  # fail loudly now, not at the next --hw local
-    return path

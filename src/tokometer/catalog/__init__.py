@@ -515,21 +515,25 @@ def _make_model(entry_id: str, raw: dict[str, Any], path: str) -> ModelPreset:
 
 @functools.cache
 def hardware_catalog(home: Path | None = None) -> Catalog[HardwareSpec]:
+    """Devices (`HardwareSpec`): the shipped hardware.toml and the user's, in the tokometer home (or `home`)."""
     return _build("hardware", "hardware.toml", HARDWARE_SCHEMA, _make_hardware, home, HARDWARE_NAME_PREFIXES)
 
 
 @functools.cache
 def quant_catalog(home: Path | None = None) -> Catalog[QuantFormat]:
+    """Weight and KV-cache formats (`QuantFormat`): the shipped quants.toml and the user's."""
     return _build("quantization", "quants.toml", QUANT_SCHEMA, _make_quant, home)
 
 
 @functools.cache
 def engine_catalog(home: Path | None = None) -> Catalog[EngineSpec]:
+    """Inference engines (`EngineSpec`): the shipped engines.toml and the user's."""
     return _build("engine", "engines.toml", ENGINE_SCHEMA, _make_engine, home)
 
 
 @functools.cache
 def model_catalog(home: Path | None = None) -> Catalog[ModelPreset]:
+    """Model presets (`ModelPreset`): the shipped models.toml and the user's."""
     return _build("model", "models.toml", MODEL_SCHEMA, _make_model, home)
 
 

@@ -110,49 +110,20 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.bench.render import render_run
-    from tokometer.bench.runner import BenchConfig
-    from tokometer.report.json import estimate_json
-    from tokometer.report.text import to_json
+    from tokometer.api.measure import benchmark as run_bench
+    from tokometer.report.bench import render_run
     from tokometer.runrecord import RunSummary
-    from tokometer.usecases.benchmark import Predictor, benchmark
-    from tokometer.usecases.request import mean_decode_depth
 
-    bench_keys = ("runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms", "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed")
-    settings = {k: options.pop(k) for k in bench_keys}
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
     if trace_file is not None:
         from tokometer.bench.trace import parse_trace, read_trace_text
 
-        settings["trace"] = parse_trace(read_trace_text(trace_file), trace_file.name)
-        settings["trace_name"] = trace_file.name
-    config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=key, **settings)
-    config.validate()
-    runner_factory = None
-    if workers > 1 or ray_address is not None:
-        from tokometer.bench.distributed import distributed_runner
-
-        runner_factory = distributed_runner(config, workers, ray_address)
-    predictor = Predictor(predict_model, options, to_json=estimate_json)
-    if predictor.wanted:
-        predictor.check_hardware()
-        if predict_model or options.get("params_b"):
-            # fail on a model or hardware the estimate refuses before measuring anything; the
-            # prediction itself is made once, for the workload measured, and printed with the run
-            prompt = config.prompt_tokens or 512
-            predictor.estimate(
-                prompt_tokens=prompt, output_tokens=config.max_tokens, batch=1,
-                context_tokens=int(mean_decode_depth(prompt, config.max_tokens)),
-            )
-    elif predict_model:
-        raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
-
+        options["trace"] = parse_trace(read_trace_text(trace_file), trace_file.name)
+        options["trace_name"] = trace_file.name
     progress = _progress()
     try:
-        if runner_factory is None:
-            outcome = benchmark(config, predictor, save=not no_save, progress=progress)
-        else:
-            outcome = benchmark(config, predictor, save=not no_save, progress=progress, runner=runner_factory)
+        outcome = run_bench(url, model=served_model, protocol=protocol, api_key=key, workers=workers, ray_address=ray_address,
+                            predict_model=predict_model, save=not no_save, progress=progress, **options)
     finally:
         _end_progress(progress)
     result, record, run_id = outcome.result, outcome.run, outcome.run_id
@@ -163,9 +134,7 @@ def bench(
             raise click.exceptions.Exit(stop_code)
         raise BenchError(f"nothing measured at {url}")
     if as_json:
-        shown = record.to_dict(requests=False)
-        shown["requests_recorded"] = len(record.requests)
-        click.echo(to_json(shown))
+        click.echo(outcome.to_json())
     else:
         click.echo(render_run(record))
         if run_id is not None:
@@ -180,7 +149,7 @@ def bench(
     if result.status == "deadline":
         kept = summary.requests_ok
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
-        raise BenchError(f"the run reached its deadline of {config.deadline_bound_s():g} s; {kept} completed request(s) kept{saved}")
+        raise BenchError(f"the run reached its deadline of {outcome.deadline_s:g} s; {kept} completed request(s) kept{saved}")
     if result.status == "failed":
         first = summary.first_error or next((r.get("error") for r in record.requests if r.get("error")), "no response")
         saved = f" (run #{run_id} saved)" if run_id is not None else ""
@@ -205,7 +174,7 @@ def runs() -> None:
 @json_option
 def runs_list(limit: int, model: str | None, as_json: bool) -> None:
     """The most recent runs, newest first."""
-    from tokometer.bench.render import render_list
+    from tokometer.report.bench import render_list
     from tokometer.report.text import to_json
     from tokometer.store import open_store
 
@@ -220,7 +189,7 @@ def runs_list(limit: int, model: str | None, as_json: bool) -> None:
 @json_option
 def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
     """One run in full: summary, levels, prediction, grade, flags."""
-    from tokometer.bench.render import render_run
+    from tokometer.report.bench import render_run
     from tokometer.report.text import to_json
     from tokometer.store import open_store
     from tokometer.usecases.benchmark import load_run
@@ -235,7 +204,7 @@ def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
 @json_option
 def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
     """Runs side by side, with each one's change against the first."""
-    from tokometer.bench.render import compare_table, render_compare
+    from tokometer.report.bench import compare_table, render_compare
     from tokometer.report.text import to_json
     from tokometer.store import open_store
 
@@ -259,7 +228,7 @@ def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
 @json_option
 def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: int, output: Path | None, as_json: bool) -> None:
     """Runs as JSON (everything, timestamps included) or CSV."""
-    from tokometer.bench.render import to_csv
+    from tokometer.report.bench import to_csv
     from tokometer.report.text import to_json
     from tokometer.store import open_store
 
@@ -351,14 +320,8 @@ def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -
     utilisation through NVML or torch), and the probe repeats until two idle measurements agree.
     A profile measured under load is not saved without --force. --quick gives a lower bound.
     """
-    from tokometer.bench.probe import (
-        CPU_BUSY_LIMIT,
-        GPU_BUSY_LIMIT,
-        probe_checked,
-        profile_entry,
-        save_local_profile,
-    )
-    from tokometer.report.text import num, to_json
+    from tokometer.api.measure import probe as run_probe
+    from tokometer.report.text import num
 
     if not as_json:
         click.echo("measuring memory bandwidth and matmul speed, with the machine's load before and after...", err=True)
@@ -367,17 +330,10 @@ def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -
             click.echo(f"  attempt {n} of at most {limit}: {num(attempt.result.memory_bandwidth_gb_per_s)} GB/s, "
                        f"{attempt.result.elapsed_s:.1f} s; before: {attempt.before.words()}; after: {attempt.after.words()}", err=True)
 
-    checked = probe_checked(quick=quick, device=device, on_attempt=told)
-    result = checked.result
-    if not checked.idle and not no_save and not force:
-        raise InputError(
-            f"not saved: {checked.verdict()} (busy means over {CPU_BUSY_LIMIT:.0%} CPU or {GPU_BUSY_LIMIT:.0%} GPU). "
-            "Stop the other work and run `tokometer probe` again, or pass --force to save these figures anyway"
-        )
-    path = None if no_save else save_local_profile(result)
+    measured = run_probe(quick=quick, device=device, save=not no_save, force=force, on_attempt=told)
+    checked, result, path = measured.load, measured.result, measured.saved_to
     if as_json:
-        click.echo(to_json({"probe": result.to_dict(), "load": checked.to_dict(), "profile": profile_entry(result),
-                            "lower_bound": quick, "saved_to": str(path) if path else None}))
+        click.echo(measured.to_json())
         return
     click.echo(f"{result.name}: {result.device}, {result.threads} thread(s), {num(result.memory_gb)} GB memory")
     click.echo(f"memory bandwidth  {num(result.memory_bandwidth_gb_per_s)} GB/s  (copy {num(result.copy_gb_per_s)}, triad {num(result.triad_gb_per_s)}; {result.array_bytes / 1e6:,.0f} MB arrays)")

@@ -27,23 +27,17 @@ def hardware() -> None:
 @json_option
 def hardware_list(vendor: str | None, segment: str | None, sort_key: str, as_json: bool) -> None:
     """List hardware entries."""
-    from tokometer.catalog import hardware_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import num, table
 
-    items = [h for h in hardware_catalog() if (not vendor or h.vendor == vendor.lower()) and (not segment or h.segment == segment.lower())]
-    keys = {
-        "id": lambda h: h.id,
-        "bandwidth": lambda h: -h.memory_bandwidth_gb_per_s,
-        "memory": lambda h: -h.memory_gb,
-        "year": lambda h: -(h.launch_year or 0),
-    }
-    items.sort(key=keys[sort_key])
+    listing = list_catalog("hardware", vendor=vendor, segment=segment, sort=sort_key)
+    items = listing.items
     rows = [
         [h.id, h.name, num(h.memory_gb), num(h.memory_bandwidth_gb_per_s), num(h.fp16_tflops), h.segment]
         for h in items
     ]
     _emit(
-        [h.to_dict() for h in items],
+        listing.to_dict()["hardware"],
         as_json,
         table(rows, ["id", "name", "memory GB", "bandwidth GB/s", "fp16 TFLOPS", "segment"]),
     )
@@ -71,30 +65,17 @@ def models() -> None:
 @json_option
 def models_list(as_json: bool) -> None:
     """List model presets."""
-    from tokometer.catalog import model_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import num, table
 
-    presets = list(model_catalog())
+    listing = list_catalog("models")
     rows = []
-    data = []
-    for p in presets:
+    for p in listing.items:
         spec = p.spec
         rows.append(
             [p.id, p.name, spec.architecture, num(spec.total_params / 1e9), num(spec.active_params() / 1e9), str(spec.max_context_tokens or "-")]
         )
-        data.append(
-            {
-                "id": p.id,
-                "name": p.name,
-                "hf_id": p.hf_id,
-                "architecture": spec.architecture,
-                "total_params": spec.total_params,
-                "active_params": spec.active_params(),
-                "max_context_tokens": spec.max_context_tokens,
-                "source": p.source,
-            }
-        )
-    _emit(data, as_json, table(rows, ["id", "name", "arch", "params B", "read/token B", "max ctx"]))
+    _emit(listing.to_dict()["models"], as_json, table(rows, ["id", "name", "arch", "params B", "read/token B", "max ctx"]))
 
 
 @models.command("show")
@@ -127,12 +108,12 @@ def quants() -> None:
 @json_option
 def quants_list(as_json: bool) -> None:
     """List quantization formats."""
-    from tokometer.catalog import quant_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import table
 
-    items = list(quant_catalog())
-    rows = [[q.id, q.name, f"{q.bits_per_weight:.4g}", q.usage, q.kind] for q in items]
-    _emit([q.to_dict() for q in items], as_json, table(rows, ["id", "name", "bits/weight", "usage", "kind"]))
+    listing = list_catalog("quants")
+    rows = [[q.id, q.name, f"{q.bits_per_weight:.4g}", q.usage, q.kind] for q in listing.items]
+    _emit(listing.to_dict()["quants"], as_json, table(rows, ["id", "name", "bits/weight", "usage", "kind"]))
 
 
 @click.group()
@@ -144,10 +125,11 @@ def engines() -> None:
 @json_option
 def engines_list(as_json: bool) -> None:
     """List engines with their default efficiency and the weight formats they run."""
-    from tokometer.catalog import engine_catalog
+    from tokometer.api.catalogs import list_catalog
     from tokometer.report.text import table
 
-    items = list(engine_catalog())
+    listing = list_catalog("engines")
+    items = listing.items
     rows = [
         [
             e.id,
@@ -161,7 +143,7 @@ def engines_list(as_json: bool) -> None:
         for e in items
     ]
     _emit(
-        [e.to_dict() for e in items],
+        listing.to_dict()["engines"],
         as_json,
         table(rows, ["id", "name", "bandwidth", "us/layer", "us/step", "KV", "weight formats"]),
     )

@@ -49,10 +49,8 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
     The JSON always has `batching` (per-stream and aggregate vs batch, the ridge point) and
     `context` (decode speed as the KV cache fills) curves.
     """
+    from tokometer.api.predict import estimate as run_estimate
     from tokometer.report.estimate import render_estimate
-    from tokometer.report.json import estimate_json
-    from tokometer.report.text import to_json
-    from tokometer.usecases.estimate import estimate as run_estimate
 
     result = run_estimate(model, **options)
     if plot_path:
@@ -60,4 +58,4 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
 
         written = plot_estimate(result, plot_path)
         click.echo(f"plot written to {written.resolve()}", err=True)
-    click.echo(to_json(estimate_json(result)) if as_json else render_estimate(result))
+    click.echo(result.to_json() if as_json else render_estimate(result))

@@ -73,14 +73,13 @@ def fit(as_json: bool, models: Sequence[str], quants: Sequence[str], **options: 
     \b
         tokometer fit --hw rtx-4090 --context 8192 --min-speed 10
     """
+    from tokometer.api.explore import fit as run_fit
     from tokometer.report.estimate import FIT_TOP_ROWS, render_fit
-    from tokometer.report.text import to_json
-    from tokometer.usecases.fit import fit as run_fit
 
     hw = options.pop("hw")
-    report = run_fit(hw, models=_split(models) or None, quants=_split(quants) or None, **options)
+    result = run_fit(hw, model=_split(models) or None, quant=_split(quants) or None, **options)
     limit = None if options.get("include_all") else FIT_TOP_ROWS
-    click.echo(to_json(report.to_dict()) if as_json else render_fit(report, limit=limit))
+    click.echo(result.to_json() if as_json else render_fit(result.report, limit=limit))
 
 
 @click.command()
@@ -117,18 +116,18 @@ def sweep(
         tokometer sweep --model llama-3.1-8b,qwen3-30b-a3b --hw rtx-4090,h100-sxm \\
             -q q4_k_m,q8_0 --context 0,32768 --batch 1,16 --format csv
     """
+    from tokometer.api.explore import sweep as run_sweep
     from tokometer.report.estimate import render_sweep_csv, render_sweep_table
-    from tokometer.report.text import to_json
-    from tokometer.usecases.sweep import sweep as run_sweep
 
-    result = run_sweep(
-        _split(models) or None,
-        _split(hardware) or None,
-        _split(quants) or None,
-        _ints("--context", contexts) or (512,),
-        _ints("--batch", batches) or (1,),
+    swept = run_sweep(
+        model=_split(models) or None,
+        hw=_split(hardware) or None,
+        quant=_split(quants) or None,
+        context=_ints("--context", contexts) or (512,),
+        batch=_ints("--batch", batches) or (1,),
         **options,
     )
+    result = swept.result
     if plot_path:
         from tokometer.report.plots import plot_sweep
 
@@ -136,7 +135,7 @@ def sweep(
         click.echo(f"plot written to {written.resolve()}", err=True)
     if as_json:
         fmt = "json"
-    text = {"json": lambda: to_json(result.to_dict()), "csv": lambda: render_sweep_csv(result)}.get(
+    text = {"json": lambda: swept.to_json(), "csv": lambda: render_sweep_csv(result)}.get(
         fmt, lambda: render_sweep_table(result)
     )()
     if output_path:

@@ -3,28 +3,9 @@ decode pools) meeting p99 TTFT/TPOT objectives."""
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from tokometer.cli.options import json_option
-from tokometer.errors import InputError
-
-
-def parse_prices(values: tuple[str, ...]) -> dict[str, float]:
-    from tokometer.catalog import hardware_catalog
-
-    out: dict[str, float] = {}
-    for text in values:
-        name, sep, price = text.partition("=")
-        try:
-            value = float(price.strip().lstrip("$"))
-        except ValueError:
-            value = math.nan
-        if not sep or not (value > 0 and math.isfinite(value)):
-            raise InputError(f"--price takes HW=USD_PER_HOUR, e.g. h100-sxm=2.5, got {text!r}")
-        out[hardware_catalog().get(name.strip()).id] = value
-    return out
 
 
 @click.command()
@@ -49,30 +30,16 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
     prefill pool and a decode pool, shown as P:D (e.g. 2P:6D); --no-disagg leaves the splits out."""
-    from tokometer.report.progress import wrapper
-    from tokometer.report.text import table, to_json
-    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
-    from tokometer.usecases.plan import plan as make_plan
+    from tokometer.api.serving import plan as make_plan
+    from tokometer.report.text import table
 
-    hardware = tuple(h.strip() for h in hw_list.split(",")) if hw_list else DEFAULT_HARDWARE
-    quants = tuple(q.strip() for q in quant_list.split(",")) if quant_list else DEFAULT_QUANTS
-    result = make_plan(
-        model, rate=rate, prompt=prompt, output=output, slo_ttft_s=slo_ttft_p99 / 1e3, slo_tpot_s=slo_tpot_p99 / 1e3,
-        hardware=hardware, quants=quants, engine=engine, prices=parse_prices(prices), seed=seed, top=top,
-        disagg=disagg, progress=wrapper("simulating finalists", as_json=as_json),
+    planned = make_plan(
+        model, rate=rate, prompt=prompt, output=output, slo_ttft_p99=slo_ttft_p99, slo_tpot_p99=slo_tpot_p99,
+        hw=hw_list, quant=quant_list, engine=engine, price=prices, seed=seed, top=top, disagg=disagg, progress=not as_json,
     )
-    if not result.rows:
-        best = ", ".join(
-            f"{name} {value * 1e3:,.0f} ms" for name, value in (("p99 TTFT", result.best_ttft_p99_s), ("p99 TPOT", result.best_tpot_p99_s))
-            if value is not None
-        )
-        raise InputError(
-            f"no configuration among {result.considered} meets p99 TTFT <= {slo_ttft_p99:g} ms and p99 TPOT <= "
-            f"{slo_tpot_p99:g} ms at {rate:g} req/s" + (f"; the best achievable is {best}" if best else "")
-        )
-    dicts = [r.to_dict(rate, output) for r in result.rows]
+    result, dicts = planned.plan, planned.configs()
     if as_json:
-        click.echo(to_json({"configs": dicts, "considered": result.considered, "pruned": result.pruned}))
+        click.echo(planned.to_json())
         return
     rows = [
         [d["hardware"], d["quant"], str(d["tp"]), d["disagg"] or str(d["replicas"]), str(d["gpus"]), f"${d['usd_per_hour']:,.2f}",

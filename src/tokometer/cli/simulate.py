@@ -3,43 +3,9 @@ SLOs). Entry points only: the work is in `usecases/`."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
-from typing import Any
-
 import click
 
 from tokometer.cli.options import json_option
-from tokometer.errors import InputError
-from tokometer.usecases.serving_curve import MAX_REPLICAS
-
-LONG_RUN_REQUESTS = 20_000  # a run of this many requests or more shows a progress bar on a terminal
-
-
-def parse_rates(text: str) -> list[float]:
-    rates = []
-    for part in text.split(","):
-        try:
-            value = float(part.strip())
-        except ValueError:
-            raise InputError(f"--rate must be a positive number of requests per second (or a list like 1,2,4), got {part.strip()!r}") from None
-        if not (value > 0 and math.isfinite(value)):
-            raise InputError(f"--rate must be a positive number of requests per second, got {part.strip()!r}")
-        rates.append(value)
-    return rates
-
-
-def _ms(name: str, value: float | None) -> float | None:
-    if value is None:
-        return None
-    if not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{name} must be a positive number of milliseconds, got {value!r}")
-    return value / 1e3
-
-
-# Gamma arrivals of shape 1,000 space requests within about 3 % of the mean gap: constant arrivals
-# in all but name (--constant-rate). Far larger shapes only stall Python's gamma sampler (1e308 hung).
-MAX_BURSTINESS = 1000.0
 
 
 @click.command()
@@ -86,91 +52,39 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
     """
-    from tokometer.costmodel.serving import Workload
-    from tokometer.report.progress import Counter, wrapper
-    from tokometer.report.serving import curve_dict, plot_serving, render_curve, render_result
-    from tokometer.report.text import to_json
-    from tokometer.usecases.simulate import (
-        auto_rates,
-        deploy,
-        disaggregation,
-        knee,
-        parse_lengths,
-        read_trace,
-        run,
-        sweep_rates,
-    )
+    from tokometer.api.serving import simulate as run_simulate
+    from tokometer.report.serving import plot_serving, render_curve, render_result
 
-    chosen = [n for n, v in (("--rate", rate), ("--sweep-rate", sweep_rate or None), ("--concurrency", concurrency),
-                             ("--offline", offline), ("--trace", trace_file)) if v is not None]
-    if len(chosen) != 1:
-        raise InputError("give exactly one workload: --rate R, --sweep-rate, --concurrency N, --offline N or --trace FILE"
-                         + (f" (got {', '.join(chosen)})" if chosen else ""))
-    slo = (_ms("--slo-ttft", slo_ttft), _ms("--slo-tpot", slo_tpot))
-    if lengths:
-        parts = lengths.split(",")
-        if len(parts) != 2:
-            raise InputError("--lengths takes PROMPT_DIST,OUTPUT_DIST, e.g. lognormal:800:0.6,uniform:50:400")
-        prompt, output = parts
-    p_dist, o_dist = parse_lengths(prompt), parse_lengths(output)
-    n = offline if offline is not None else num_requests
-    if isinstance(n, int) and n < 1:
-        raise InputError(f"the number of requests must be at least 1, got {n}")
-    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
-                 max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
-                 prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
-    kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
-    if disagg is not None:
-        if replicas != 1:
-            raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
-        kwargs["disagg"] = disaggregation(dep, disagg, kv_link)
-    elif kv_link is not None:
-        raise InputError("--kv-link only applies with --disagg P:D")
-    if not 1 <= replicas <= MAX_REPLICAS:  # the simulator steps every replica: the web's bound, not a hang
-        raise InputError(f"--replicas must be from 1 to {MAX_REPLICAS}, got {replicas}")
-    if not (0 < burstiness <= MAX_BURSTINESS):
-        raise InputError(f"--burstiness must be above 0 and at most {MAX_BURSTINESS:g}, got {burstiness:g}")
-    arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
-    base = Workload("offline", n, p_dist, o_dist)
-    if rate is not None or sweep_rate:
-        rates = parse_rates(rate) if rate is not None else auto_rates(dep, base, **kwargs)
-        base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=burstiness)
-        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=burstiness)  # checks the inputs
-        if len(rates) > 1:
-            points = sweep_rates(dep, base, rates, progress=wrapper("request rates", as_json=as_json, unit="rate"), **kwargs)
-            k = knee(points)
-            if plot_file:
-                written = plot_serving(plot_file, points=points, slo_ttft_s=slo[0], slo_tpot_s=slo[1], knee=k, title=dep.label)
-                click.echo(f"plot written to {written.resolve()}", err=True)
-            if as_json:
-                click.echo(to_json({"deployment": dep.to_dict(), **curve_dict(points, k)}))
-            else:
-                click.echo(dep.label)
-                click.echo(render_curve(points, k, slo=slo))
-            return
-        workload = base
-    elif concurrency is not None:
-        workload = Workload("closed", n, p_dist, o_dist, concurrency=concurrency, think_s=think_s)
-    elif trace_file is not None:
-        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(trace_file))
-    else:
-        workload = base
-    if workload.total_requests >= LONG_RUN_REQUESTS and disagg is None:
-        with Counter("simulating", workload.total_requests, as_json=as_json, unit="req") as bar:
-            result = run(dep, workload, check=bar.tick if bar.enabled else None, **kwargs)
-    else:
-        result = run(dep, workload, **kwargs)
+    sim = run_simulate(
+        model, hw, quant=quant, engine=engine, kv_dtype=kv_dtype, tp=tp, pp=pp, replicas=replicas, disagg=disagg, kv_link=kv_link,
+        router=router, rate=rate, sweep_rate=sweep_rate, burstiness=burstiness, constant_rate=constant_rate, concurrency=concurrency,
+        think_s=think_s, offline=offline, trace=trace_file, prompt=prompt, output=output, lengths=lengths, num_requests=num_requests,
+        slo_ttft=slo_ttft, slo_tpot=slo_tpot, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        memory_fraction=memory_fraction, prefix_cache_hit=prefix_cache_hit, scheduler_steps=scheduler_steps, seed=seed,
+        progress=not as_json,
+    )
+    dep, workload, slo = sim.deployment, sim.workload, (sim.slo_ttft_s, sim.slo_tpot_s)
+    if sim.points:
+        points, k = list(sim.points), sim.knee
+        if plot_file:
+            written = plot_serving(plot_file, points=points, slo_ttft_s=slo[0], slo_tpot_s=slo[1], knee=k, title=dep.label)
+            click.echo(f"plot written to {written.resolve()}", err=True)
+        if as_json:
+            click.echo(sim.to_json())
+        else:
+            click.echo(dep.label)
+            click.echo(render_curve(points, k, slo=slo))
+        return
+    result = sim.result
     if plot_file:
         written = plot_serving(plot_file, result=result, title=dep.label)
         click.echo(f"plot written to {written.resolve()}", err=True)
     if as_json:
-        click.echo(to_json({"deployment": dep.to_dict(), "workload": workload.to_dict() | {"trace": len(workload.trace)},
-                            "result": result.to_dict(), "binding": result.binding}
-                           | ({"disagg": kwargs["disagg"].to_dict()} if disagg is not None else {})))
+        click.echo(sim.to_json())
     else:
         click.echo(render_result(dep, result, slo=slo))
-        if disagg is not None:
-            pools = kwargs["disagg"]
+        pools = sim.disagg
+        if pools is not None:
             click.echo(
                 f"disaggregated: {pools.prefill_replicas} prefill + {pools.decode_replicas} decode replicas; "
                 f"each prompt's KV crosses a {pools.link_bytes_per_s / 1e9:,.0f} GB/s link "

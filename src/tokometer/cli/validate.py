@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -82,23 +83,18 @@ def render_serving_report(rep: dict[str, Any], title: str) -> str:
 def _validate_serving(
     cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool, time_limit_s: float
 ) -> None:
-    from tokometer.report.progress import wrapper
-    from tokometer.report.text import num, table, to_json
-    from tokometer.usecases.serving_fit import validate_serving
+    from tokometer.api.measurements import validate as run_validate
+    from tokometer.report.text import num, table
 
     if baseline or loho:
         raise click.UsageError(
             f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {cases.name} has serving columns "
             "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
         )
-    rep = validate_serving(cases, loso=lso, time_limit_s=time_limit_s, progress=lambda label: wrapper(label, as_json=as_json))
-    rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(cases),
-                   "time_limit_s": time_limit_s}
-    rows = rep.pop("results")
+    scored = run_validate(cases, lso=lso, rows=show_rows, time_limit_s=time_limit_s, progress=not as_json)
+    rep, rows = dict(scored.report), scored.rows
     if as_json:
-        if show_rows:
-            rep["results"] = rows
-        click.echo(to_json(rep))
+        click.echo(scored.to_json())
         return
     title = f"{cases}: serving rows through the simulator" + (" (with leave-one-source-out)" if lso else "")
     click.echo(render_serving_report(rep, title))
@@ -149,15 +145,7 @@ def validate(
     Static-batch aggregates of a single-stream file (tg_agg, pp_agg, tput_out at batch > 1 or a
     "max" batch) go through the simulator too. A bar shows progress on stderr when it is a terminal.
     """
-    import math
-
-    from tokometer.fitting.evidence import read_evidence
-    from tokometer.fitting.families import family_report
-    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
-    from tokometer.fitting.validation import read_cases, report
-    from tokometer.fitting.validation import validate as run
-    from tokometer.report.progress import wrapper
-    from tokometer.report.text import to_json
+    from tokometer.api.measurements import validate as run_validate
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
@@ -173,19 +161,12 @@ def validate(
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
     if loho and lso:
         raise click.UsageError("--loho and --lso are two different hold-outs: choose one")
-    rows = read_evidence() if shipped else read_cases(cases)
-    if loho:
-        results = leave_one_hardware_out(rows)
-    elif lso:
-        results = leave_one_source_out(rows)
-    else:
-        results = run(rows, baseline=baseline, time_limit_s=time_limit_s, progress=wrapper("validating rows", as_json=as_json))
-    rep = report(results)
-    rep["families"] = family_report(results)
-    held_out = "hardware" if loho else ("source" if lso else None)
-    rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(cases)}
+    scored = run_validate(None if shipped else cases, baseline=baseline, loho=loho, lso=lso, rows=show_rows, time_limit_s=time_limit_s,
+                          progress=not as_json)
+    rep = dict(scored.report)
+    held_out = rep["mode"]["held_out"]
     if as_json:
-        click.echo(to_json(rep))
+        click.echo(scored.to_json())
         return
     title = f"{cases}: " + (
         f"baseline {baseline}"
@@ -217,20 +198,12 @@ def validate(
 
 
 def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
-    from tokometer.catalog.serving import (
-        clear_serving_efficiency_table,
-        user_serving_efficiency_file,
-    )
-    from tokometer.report.progress import wrapper
-    from tokometer.report.text import to_json
-    from tokometer.usecases.serving_fit import calibrate_serving
+    from tokometer.api.measurements import calibrate as run_calibrate
 
-    target = out or user_serving_efficiency_file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = calibrate_serving(cases, target, progress=wrapper("recording runs", as_json=as_json))
-    clear_serving_efficiency_table()
+    fitted = run_calibrate(cases, out=out, progress=not as_json)
+    data, target = fitted.to_dict(), fitted.written
     if as_json:
-        click.echo(to_json({"written": str(target), **data}))
+        click.echo(fitted.to_json())
         return
     for key, e in data["entries"].items():
         q = e.get("prefill_fraction_max")
@@ -245,26 +218,15 @@ USED_FROM_NOW = "; later commands use it (`tokometer calibrate --reset` goes bac
 
 def _reset(serving: bool, as_json: bool) -> None:
     """Remove the user's fit from the tokometer home, so the shipped one applies again."""
-    from tokometer.catalog.efficiency import (
-        EFFICIENCY_FILE,
-        clear_fitted_table,
-        user_efficiency_file,
-    )
-    from tokometer.catalog.serving import (
-        SERVING_EFFICIENCY_FILE,
-        clear_serving_efficiency_table,
-        user_serving_efficiency_file,
-    )
-    from tokometer.report.text import to_json
+    from tokometer.api.measurements import calibrate as run_calibrate
+    from tokometer.catalog.efficiency import user_efficiency_file
+    from tokometer.catalog.serving import user_serving_efficiency_file
 
-    user, shipped = (user_serving_efficiency_file(), SERVING_EFFICIENCY_FILE) if serving else (user_efficiency_file(), EFFICIENCY_FILE)
-    removed = user.is_file()
-    if removed:
-        user.unlink()
-    clear_fitted_table()
-    clear_serving_efficiency_table()
+    user = user_serving_efficiency_file() if serving else user_efficiency_file()
+    reset = run_calibrate(serving=serving, reset=True)
+    removed, shipped = reset.data["removed"] is not None, reset.data["active"]
     if as_json:
-        click.echo(to_json({"removed": str(user) if removed else None, "active": str(shipped)}))
+        click.echo(reset.to_json())
     elif removed:
         click.echo(f"removed {user}; the shipped fit applies again ({shipped})")
     else:
@@ -288,12 +250,8 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     serving_efficiency.json) and every later command uses it instead of the shipped one, until
     --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
-    from tokometer.catalog.efficiency import clear_fitted_table, user_efficiency_file
-    from tokometer.fitting.evidence import evidence_label, read_evidence
-    from tokometer.fitting.model import calibrate as fit
-    from tokometer.fitting.tablefile import write_table
-    from tokometer.fitting.validation import read_cases
-    from tokometer.report.text import table, to_json
+    from tokometer.api.measurements import calibrate as run_calibrate
+    from tokometer.report.text import table
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
@@ -308,18 +266,10 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     if is_serving_file(cases):
         _calibrate_serving(cases, out, as_json)
         return
-    from tokometer.report.progress import wrapper
-
-    measured = read_evidence() if shipped else read_cases(cases)
-    table_, meta, counts = fit(
-        measured, data_label=evidence_label() if shipped else cases.name, progress=wrapper("reading rows", as_json=as_json)
-    )
-    target = out or user_efficiency_file()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_table(target, table_, meta, counts)
-    clear_fitted_table()
+    fitted = run_calibrate(None if shipped else cases, out=out, progress=not as_json)
+    table_, counts, target = fitted.table, fitted.counts, fitted.written
     if as_json:
-        click.echo(to_json({"written": str(target), "meta": meta, "entries": {k: v.to_dict() for k, v in table_.items()}}))
+        click.echo(fitted.to_json())
         return
     rows = [
         [

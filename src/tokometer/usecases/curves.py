@@ -33,7 +33,8 @@ from tokometer.costmodel.memory import (
 )
 from tokometer.costmodel.roofline import Prefill, Step
 from tokometer.units import GB
-from tokometer.usecases.estimate import Estimate, OffloadPlan
+from tokometer.usecases.estimate import Estimate
+from tokometer.usecases.explain import OffloadPlan
 from tokometer.usecases.placement import cpu_offload
 
 CURVE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)

@@ -2,7 +2,8 @@
 
 `estimate()` resolves names and numbers into specs (`resolve.py`), applies the product defaults
 (`policy.py`), lays the model out on its devices (`placement.py`), runs the pure cost model and gathers
-the result.
+the result; what the memory holds and what a draft buys are `explain.py`, what to do instead when it
+offloads or does not fit is `advice.py`.
 It prints nothing and serialises nothing: `report/json.py` owns the JSON shape, what it warns about
 is typed (`notices.py`) and worded by `report/notices.py`, and the curves around the setup are
 `curves.estimate_curves`, computed when asked for.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
@@ -21,19 +22,11 @@ from tokometer.costmodel.curves import compute_bound_batch
 from tokometer.costmodel.layout import (
     Layout,
     LeverStep,
-    Offload,
     Setup,
-    kv_shards,
     layout_prefill,
 )
 from tokometer.costmodel.memory import (
     MemoryPlan,
-    add_weights,
-    kv_cache_bytes,
-    kv_view,
-    memory_plan,
-    split_experts,
-    split_weights,
     weight_bytes,
 )
 from tokometer.costmodel.roofline import (
@@ -43,7 +36,6 @@ from tokometer.costmodel.roofline import (
     interval,
     prefill,
 )
-from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
 from tokometer.errors import InputError
 from tokometer.ingest.architecture import bare_spec
 from tokometer.specs import (
@@ -57,6 +49,8 @@ from tokometer.specs import (
     Workload,
 )
 from tokometer.units import BILLION, GB
+from tokometer.usecases.advice import QuantAdvice, quant_advice
+from tokometer.usecases.explain import Draft, OffloadPlan, draft_for, memory_held
 from tokometer.usecases.formats import (
     check_file,
     check_format,
@@ -66,12 +60,10 @@ from tokometer.usecases.formats import (
 )
 from tokometer.usecases.notices import (
     AssumedAcceptance,
-    CpuSideShort,
     DoesNotFit,
     FormatSubstituted,
     MacosWorkingSet,
     Notice,
-    PastContextLimit,
 )
 from tokometer.usecases.placement import build_layout, layout_notes
 from tokometer.usecases.policy import (
@@ -83,7 +75,6 @@ from tokometer.usecases.policy import (
     default_quant,
     engine_for_hardware,
     gpu_memory_gb,
-    quant_runs,
 )
 from tokometer.usecases.request import EstimateRequest
 from tokometer.usecases.resolve import (
@@ -92,74 +83,11 @@ from tokometer.usecases.resolve import (
     resolve_hardware,
     resolve_model,
     resolve_quant,
-    setup_for_format,
     variant_note,
 )
 
 if TYPE_CHECKING:
     from tokometer.usecases.remedies import Remedy
-
-
-@dataclass(frozen=True)
-class Draft:
-    """The draft model of speculative decoding and what it buys.
-
-    `speculation` is at the workload's context depth (the decode rows); `tpot_s` is the time per
-    token at the mean decode depth, E[pass time] / E[tokens per pass], which replaces the plain
-    step in TPOT, end-to-end and the feel verdict: one speculative rate for every line.
-    """
-
-    model: ModelSpec
-    quant: QuantFormat | None
-    weights: ParamGroups
-    setup: Setup
-    speculation: Speculation
-    tpot_s: float
-
-
-@dataclass(frozen=True)
-class QuantAdvice:
-    """What to do instead of offloading or overflowing memory; `report/json.py` words it.
-
-    `no-offload-needed`: the model fits whole, all layers on the GPU run at `advised_tok_s`.
-    `drop-quant`: `quant_name` (`weights_gb`) fits whole and decodes at `advised_tok_s`.
-    `current_tok_s` is this setup's speed; `gpu_layers` its layers on the GPU when offloading layers,
-    `expert_layers` the layers whose experts sit in system RAM when offloading experts.
-    """
-
-    kind: Literal["no-offload-needed", "drop-quant"]
-    hardware_name: str
-    n_layers: int
-    gpu_layers: int | None
-    advised_tok_s: float
-    current_tok_s: float
-    quant_name: str | None = None
-    weights_gb: float | None = None
-    expert_layers: int | None = None
-
-
-@dataclass(frozen=True)
-class OffloadPlan:
-    """Where the layers of a partially offloaded model sit, and what each side needs."""
-
-    offload: Offload
-    n_layers: int
-    gpu_weights_gb: float
-    cpu_weights_gb: float
-    gpu_kv_gb: float
-    cpu_kv_gb: float
-    cpu_available_gb: float
-    gpu_only_tok_s: float
-    cpu_only_tok_s: float
-    advice: QuantAdvice | None
-
-    @property
-    def cpu_memory_gb(self) -> float:
-        return self.cpu_weights_gb + self.cpu_kv_gb
-
-    @property
-    def fits_cpu(self) -> bool:
-        return self.cpu_memory_gb <= self.cpu_available_gb
 
 
 @dataclass(frozen=True)
@@ -291,7 +219,7 @@ def estimate(
 
     draft_info = None
     if req.draft is not None:
-        draft_info = _draft(
+        draft_info = draft_for(
             spec, req.draft, req.draft_quant, fmt, setup, eng,
             acceptance=DEFAULT_ACCEPTANCE if req.acceptance is None else req.acceptance,
             draft_tokens=DEFAULT_DRAFT_TOKENS if req.draft_tokens is None else req.draft_tokens,
@@ -305,9 +233,9 @@ def estimate(
 
     plan_context = int(max(depth, prompt_tokens + output_tokens))
     n_sessions = int(req.sessions or batch)
-    plan, offload_plan, kv_model = _memory(setup, eng, draft_info, plan_context, n_sessions, int(batch), depth, warnings)
+    plan, offload_plan, kv_model = memory_held(setup, eng, draft_info, plan_context, n_sessions, int(batch), depth, warnings)
     advice = (
-        _quant_advice(spec, setup, eng, plan_context, n_sessions, int(batch), depth, plan.fits, estimate_tok_s)
+        quant_advice(spec, setup, eng, plan_context, n_sessions, int(batch), depth, plan.fits, estimate_tok_s)
         if req.advise
         else None
     )
@@ -393,51 +321,6 @@ def _latency(req: EstimateRequest, setup: Setup) -> tuple[Prefill | None, float 
     return pre, ttft, tpot_step, e2e
 
 
-def _memory(
-    setup: Setup,
-    eng: EngineSpec,
-    draft_info: Draft | None,
-    plan_context: int,
-    n_sessions: int,
-    batch: int,
-    depth: float,
-    warnings: list[Notice | str],
-) -> tuple[MemoryPlan, OffloadPlan | None, ModelSpec]:
-    """What the setup holds: the GPU side's memory plan (weights left on the GPU, the draft, KV for the
-    planned context and sessions), the offload plan when layers or experts sit in system RAM, and the
-    KV view of the model those plans priced (docs/PHYSICS.md section 7)."""
-    spec, weights, hardware, layout, kv_el = setup.model, setup.weights, setup.hardware, setup.layout, setup.kv_bytes_per_element
-    if spec.max_context_tokens is not None and plan_context > spec.max_context_tokens:
-        warnings.append(PastContextLimit(plan_context, spec.name, spec.max_context_tokens))
-    off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
-    gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
-    resident = weights
-    if off is not None and off.expert_layers:
-        resident, _ = split_experts(weights, off.expert_share(spec.n_layers))
-    elif off is not None:
-        resident, _ = split_weights(weights, off.gpu_layers / spec.n_layers, off.mode == "stream")
-    extras = [draft_info.model] if draft_info else []
-    kv_model = kv_view(
-        spec, layers_share=gpu_share, copies=max(1, round(layout.tp / kv_shards(spec, layout.tp))), extra=extras
-    )
-    plan = memory_plan(
-        kv_model,
-        add_weights(resident, *([draft_info.weights] if draft_info else [])),
-        gpu_memory_gb(hardware) * layout.devices,
-        usable_fraction=eng.usable_memory_fraction,
-        runtime_overhead_gb=eng.runtime_overhead_gb * layout.devices,
-        context_tokens=plan_context,
-        sessions=n_sessions,
-        kv_bytes_per_element=kv_el,
-    )
-    offload_plan: OffloadPlan | None = None
-    if off is not None:
-        offload_plan = _offload_plan(setup, off, plan_context, n_sessions, eng, batch, depth)
-        if not offload_plan.fits_cpu:
-            warnings.append(CpuSideShort(offload_plan.cpu_memory_gb, offload_plan.cpu_available_gb, off.cpu.name))
-    return plan, offload_plan, kv_model
-
-
 def _model_and_weights(
     req: EstimateRequest, hardware: HardwareSpec, engine: EngineSpec | None
 ) -> tuple[ModelSpec, QuantFormat | None, ParamGroups]:
@@ -509,128 +392,3 @@ def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, l
         spread = max(spread, multi_device_log_sd() or spread)
     band = interval(estimate_tok_s, spread)
     return Interval(low=band.low, high=min(band.high, ceiling_tok_s), coverage=band.coverage)
-
-
-def _draft(
-    target: ModelSpec,
-    name: str | ModelSpec,
-    quant: str | None,
-    target_fmt: QuantFormat | None,
-    setup: Setup,
-    engine: EngineSpec,
-    *,
-    acceptance: float,
-    draft_tokens: int,
-    batch: int,
-    depth: float,
-    mean_depth: float,
-) -> Draft:
-    """The draft on the same devices and engine; its tokenizer must be the target's."""
-    check_speculation(acceptance, draft_tokens)
-    spec = name if isinstance(name, ModelSpec) else resolve_model(name)
-    if target.tokenizer and spec.tokenizer and target.tokenizer != spec.tokenizer:
-        raise InputError(
-            f"draft {spec.name} uses the {spec.tokenizer} tokenizer but {target.name} uses {target.tokenizer}: "
-            "speculative decoding needs the same tokenizer",
-            field="draft",
-        )
-    same = quant_catalog().find(target_fmt.id) if target_fmt is not None and quant is None else None
-    fmt = same if same is not None else resolve_quant(quant, None, spec)
-    if fmt is not None and quant is not None:
-        check_format(engine, fmt, field="draft_quant")
-    weights = weight_bytes(spec, fmt.bits_per_weight if fmt else None, fmt.unquantized if fmt else ())
-    draft_setup = setup_for_format(spec, fmt, weights, setup, engine, replace(setup.layout, offload=None))
-    speculation = speculate(
-        setup, draft_setup, acceptance=acceptance, draft_tokens=draft_tokens, batch=batch, depth_tokens=depth
-    )
-    mean = speculate(
-        setup, draft_setup, acceptance=acceptance, draft_tokens=draft_tokens, batch=batch, depth_tokens=mean_depth
-    ) if mean_depth != depth else speculation
-    return Draft(
-        model=spec, quant=fmt, weights=weights, setup=draft_setup, speculation=speculation,
-        tpot_s=mean.pass_time_s / mean.tokens_per_pass,
-    )
-
-
-def _offload_plan(
-    setup: Setup, off: Offload, context: int, sessions: int, engine: EngineSpec, batch: int, depth: float
-) -> OffloadPlan:
-    """Both sides of a partial offload: what each holds, and the speed at the two extremes.
-
-    Expert offload keeps every layer and the whole KV cache on the GPU; system RAM holds the experts.
-    """
-    spec = setup.model
-    share = off.gpu_layers / spec.n_layers
-    if off.expert_layers:
-        gpu, cpu = split_experts(setup.weights, off.expert_share(spec.n_layers))
-    else:
-        gpu, cpu = split_weights(setup.weights, share, off.mode == "stream")
-    kv = kv_cache_bytes(spec, context, setup.kv_bytes_per_element) * sessions
-    gpu_kv = kv if off.mode == "stream" or off.expert_layers else kv * share
-    return OffloadPlan(
-        offload=off,
-        n_layers=spec.n_layers,
-        gpu_weights_gb=gpu.total / GB,
-        cpu_weights_gb=cpu.total / GB,
-        gpu_kv_gb=gpu_kv / GB,
-        cpu_kv_gb=(kv - gpu_kv) / GB,
-        cpu_available_gb=off.cpu.memory_gb * engine.usable_memory_fraction,
-        gpu_only_tok_s=1.0 / setup.with_expert_layers(0).step(batch, depth).time_s,
-        cpu_only_tok_s=1.0 / setup.with_expert_layers(0).with_gpu_layers(0).step(batch, depth).time_s,
-        advice=None,
-    )
-
-
-def _quant_advice(
-    spec: ModelSpec,
-    setup: Setup,
-    engine: EngineSpec,
-    context: int,
-    sessions: int,
-    batch: int,
-    depth: float,
-    fits: bool,
-    tok_s: float,
-) -> QuantAdvice | None:
-    """'Drop a quant step rather than offload' (docs/PHYSICS.md, section 7), when a smaller quant of the
-    same model fits entirely on the device and decodes faster than this setup; or 'no need to offload'
-    when the model fits as it is."""
-    off = setup.layout.offload
-    offloading = off is not None and off.active(spec.n_layers)
-    hardware = setup.hardware
-    if (fits and not offloading) or setup.layout.devices > 1 or not math.isfinite(hardware.memory_gb):
-        return None
-    def fits_whole(weights: ParamGroups) -> bool:
-        return memory_plan(
-            spec,
-            weights,
-            gpu_memory_gb(hardware),
-            usable_fraction=engine.usable_memory_fraction,
-            runtime_overhead_gb=engine.runtime_overhead_gb,
-            context_tokens=context,
-            sessions=sessions,
-            kv_bytes_per_element=setup.kv_bytes_per_element,
-        ).fits
-
-    experts = off.expert_layers if offloading and off is not None and off.expert_layers else None
-    gpu_layers = off.gpu_layers if offloading and off is not None and not experts else None
-    if (gpu_layers is not None or experts) and fits_whole(setup.weights):
-        whole = 1.0 / setup.with_expert_layers(0).step(batch, depth).time_s
-        return QuantAdvice("no-offload-needed", hardware.name, spec.n_layers, gpu_layers, whole, tok_s, expert_layers=experts)
-    bits = setup.weights.total * 8.0 / spec.total_params if spec.total_params else math.inf
-    for quant_id in ADVICE_LADDER:
-        candidate = quant_catalog().get(quant_id)
-        if candidate.bits_per_weight >= bits - 1e-9 or not quant_runs(candidate, hardware, engine):
-            continue
-        weights = weight_bytes(spec, candidate.bits_per_weight, candidate.unquantized)
-        if not fits_whole(weights):
-            continue
-        smaller = setup_for_format(spec, candidate, weights, setup, engine)
-        speed = 1.0 / smaller.step(batch, depth).time_s
-        if speed <= tok_s:
-            return None
-        return QuantAdvice(
-            "drop-quant", hardware.name, spec.n_layers, gpu_layers, speed, tok_s, candidate.name, weights.total / GB,
-            expert_layers=experts,
-        )
-    return None

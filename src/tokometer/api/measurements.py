@@ -1,0 +1,179 @@
+"""`tokometer.validate` (score predictions on measured rows) and `tokometer.calibrate` (fit them)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokometer.api.result import JsonResult
+from tokometer.errors import InputError
+
+
+@dataclass(frozen=True)
+class ValidateResult(JsonResult):
+    """Prediction errors per metric (and per scenario for serving rows), with every row's outcome."""
+
+    report: Mapping[str, Any]
+    serving: bool
+    file: Path
+    rows: tuple[Mapping[str, Any], ...] = ()  # serving rows; single-stream rows are `report["rows"]`
+    show_rows: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `tokometer validate --json` shape (serving rows only with `rows=True`, as `--rows`)."""
+        data = dict(self.report)
+        if self.serving and self.show_rows:
+            data["results"] = list(self.rows)
+        return data
+
+
+def _cases(cases: str | Path | None, serving: bool) -> Path:
+    from tokometer.calibration_data import MEASUREMENTS_CSV
+    from tokometer.usecases.serving_validate import default_data_path
+
+    if serving and cases is not None:
+        raise InputError("give a CASES file or --serving, not both", field="serving")
+    return default_data_path() if serving else Path(cases) if cases is not None else Path(MEASUREMENTS_CSV)
+
+
+def validate(
+    cases: str | Path | None = None,
+    *,
+    serving: bool = False,
+    baseline: str | None = None,
+    loho: bool = False,
+    lso: bool = False,
+    rows: bool = False,
+    time_limit_s: float | None = None,
+    progress: bool = False,
+) -> ValidateResult:
+    """Predict every row of a measurements CSV and score the error per metric (`tokometer validate`).
+
+    `cases` defaults to the shipped measurements.csv (`serving=True`: the shipped serving.csv); a file
+    with serving columns goes through the serving simulator. `baseline` scores a peer formula,
+    `loho`/`lso` hold out each device or each source. Without `cases` the single-stream rows are the
+    shipped evidence: measurements.csv and every published/*.csv (never outside.csv). A simulated run
+    past `time_limit_s` leaves its rows unscored with that reason; `progress=True` draws a bar on a terminal.
+    """
+    from tokometer.report.progress import wrapper
+    from tokometer.usecases.serving_validate import is_serving_file
+
+    if time_limit_s is not None and not (time_limit_s > 0 and math.isfinite(time_limit_s)):
+        raise InputError(f"--time-limit must be a positive number of seconds, got {time_limit_s!r}", field="time_limit_s")
+    shipped = cases is None and not serving
+    path = _cases(cases, serving)
+    if is_serving_file(path):
+        from tokometer.usecases.serving_fit import validate_serving
+
+        if baseline or loho:
+            raise InputError(
+                f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {path.name} has serving columns "
+                "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
+            )
+        rep = validate_serving(path, loso=lso, time_limit_s=time_limit_s, progress=lambda label: wrapper(label, as_json=not progress))
+        rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(path),
+                       "time_limit_s": time_limit_s}
+        results = rep.pop("results")
+        return ValidateResult(rep, True, path, tuple(results), rows)
+    from tokometer.fitting.evidence import read_evidence
+    from tokometer.fitting.families import family_report
+    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
+    from tokometer.fitting.validation import read_cases, report
+    from tokometer.fitting.validation import validate as run
+
+    if baseline and (loho or lso):
+        raise InputError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")
+    if loho and lso:
+        raise InputError("--loho and --lso are two different hold-outs: choose one")
+    measured = read_evidence() if shipped else read_cases(path)
+    if loho:
+        results = leave_one_hardware_out(measured)
+    elif lso:
+        results = leave_one_source_out(measured)
+    else:
+        results = run(measured, baseline=baseline, time_limit_s=time_limit_s, progress=wrapper("validating rows", as_json=not progress))
+    rep = report(results)
+    rep["families"] = family_report(results)
+    held_out = "hardware" if loho else ("source" if lso else None)
+    rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(path)}
+    return ValidateResult(rep, False, path, show_rows=rows)
+
+
+@dataclass(frozen=True)
+class CalibrateResult(JsonResult):
+    """A fitted efficiency table and where it was written (or, with `reset`, which fit applies now)."""
+
+    data: Mapping[str, Any]
+    written: Path | None = None
+    serving: bool = False
+    table: Mapping[str, Any] = field(default_factory=dict)  # single-stream fits: group -> Efficiency
+    counts: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `tokometer calibrate --json` shape."""
+        return dict(self.data)
+
+
+def calibrate(
+    cases: str | Path | None = None,
+    *,
+    serving: bool = False,
+    out: str | Path | None = None,
+    reset: bool = False,
+    progress: bool = False,
+) -> CalibrateResult:
+    """Fit engine efficiency on measured rows and write it (`tokometer calibrate`).
+
+    The fit goes to the tokometer home (or `out`) and every later prediction uses it, until
+    `reset=True` removes it. A file with serving columns (or `serving=True`) fits the serving simulator.
+    Without `cases` the single-stream fit reads the shipped evidence (measurements.csv and published/*.csv).
+    """
+    from tokometer.catalog.efficiency import clear_fitted_table
+    from tokometer.catalog.serving import clear_serving_efficiency_table
+    from tokometer.report.progress import wrapper
+
+    if reset:
+        from tokometer.catalog.efficiency import EFFICIENCY_FILE, user_efficiency_file
+        from tokometer.catalog.serving import SERVING_EFFICIENCY_FILE, user_serving_efficiency_file
+
+        if cases is not None or out is not None:
+            raise InputError("--reset takes no CASES file and no --out")
+        user, shipped = (user_serving_efficiency_file(), SERVING_EFFICIENCY_FILE) if serving else (user_efficiency_file(), EFFICIENCY_FILE)
+        removed = user.is_file()
+        if removed:
+            user.unlink()
+        clear_fitted_table()
+        clear_serving_efficiency_table()
+        return CalibrateResult({"removed": str(user) if removed else None, "active": str(shipped)}, serving=serving)
+    from tokometer.usecases.serving_validate import is_serving_file
+
+    from_evidence = cases is None and not serving
+    path = _cases(cases, serving)
+    if is_serving_file(path):
+        from tokometer.catalog.serving import user_serving_efficiency_file
+        from tokometer.usecases.serving_fit import calibrate_serving
+
+        target = Path(out) if out is not None else user_serving_efficiency_file()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = calibrate_serving(path, target, progress=wrapper("recording runs", as_json=not progress))
+        clear_serving_efficiency_table()
+        return CalibrateResult({"written": str(target), **data}, target, serving=True)
+    from tokometer.catalog.efficiency import user_efficiency_file
+    from tokometer.fitting.evidence import evidence_label, read_evidence
+    from tokometer.fitting.model import calibrate as run_fit
+    from tokometer.fitting.tablefile import write_table
+    from tokometer.fitting.validation import read_cases
+
+    measured = read_evidence() if from_evidence else read_cases(path)
+    table, meta, counts = run_fit(
+        measured, data_label=evidence_label() if from_evidence else path.name, progress=wrapper("reading rows", as_json=not progress)
+    )
+    target = Path(out) if out is not None else user_efficiency_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_table(target, table, meta, counts)
+    clear_fitted_table()
+    data = {"written": str(target), "meta": meta, "entries": {k: v.to_dict() for k, v in table.items()}}
+    return CalibrateResult(data, target, table=table, counts=counts)
