@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import sys, time
-from tokometer.usecases.serving_fit import validate_serving
-from tokometer.usecases.serving_validate import default_data_path
+from tokometer.fitting.serving_fit import validate_serving
+from tokometer.fitting.serving_validate import default_data_path
 start, cpu = time.perf_counter(), time.process_time()
 rep = validate_serving(default_data_path(), loso={loso})
 print(time.perf_counter() - start, time.process_time() - cpu, rep["scored"], rep["rows"])

@@ -30,8 +30,8 @@ HELD_OUT = (
 
 def report() -> dict[str, Any]:
     """`tokometer validate --serving --lso --json`, as data."""
-    from tokometer.usecases.serving_fit import validate_serving
-    from tokometer.usecases.serving_validate import default_data_path
+    from tokometer.fitting.serving_fit import validate_serving
+    from tokometer.fitting.serving_validate import default_data_path
 
     return validate_serving(default_data_path(), loso=True)
 

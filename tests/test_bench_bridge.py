@@ -8,7 +8,13 @@ import pytest
 
 from bench_fixtures import bench_home, run_cli, synthetic  # noqa: F401
 from tokometer.costmodel.serving import Workload, fixed
-from tokometer.runrecord import SIMULATED_METRICS, Level, MetricCheck, RunSummary, SimulatedGrade
+from tokometer.domain.runrecord import (
+    SIMULATED_METRICS,
+    Level,
+    MetricCheck,
+    RunSummary,
+    SimulatedGrade,
+)
 from tokometer.usecases.bench_bridge import choose_engine, level_workload
 from tokometer.usecases.simulate import deploy, run
 

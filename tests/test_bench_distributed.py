@@ -131,7 +131,7 @@ def test_ray_workers_write_each_request_into_the_live_run(tmp_path: Path) -> Non
     """The rows reach the database through the actor on this node before the run is merged and finished."""
     if os.environ.get("CI") != "true":
         pytest.importorskip("ray")
-    from tokometer.runrecord import RunRecord
+    from tokometer.domain.runrecord import RunRecord
     from tokometer.store.writer import RunWriter
     from tokometer.usecases.benchmark import LiveRun
 

@@ -92,7 +92,7 @@ def test_sigterm_and_sighup_finish_the_run_like_ctrl_c(signum: int) -> None:
 def test_an_incomplete_run_is_summarised_on_the_web_too() -> None:
     from starlette.testclient import TestClient
 
-    from tokometer.runrecord import RunRecord
+    from tokometer.domain.runrecord import RunRecord
     from tokometer.web.app import create_app
 
     with synthetic(tok_s=400.0, ttft_s=0.005) as server:

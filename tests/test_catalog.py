@@ -17,8 +17,8 @@ from tokometer.catalog import (
     model_catalog,
     quant_catalog,
 )
+from tokometer.domain.specs import HardwareSpec
 from tokometer.errors import CatalogError, UnknownEntryError
-from tokometer.specs import HardwareSpec
 
 
 def test_hardware_catalog_is_large_and_sourced() -> None:

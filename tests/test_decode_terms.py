@@ -17,11 +17,11 @@ from tokometer.costmodel.roofline import (
     decode_step,
     unhidden_alu_time_s,
 )
+from tokometer.domain.specs import Efficiency
+from tokometer.domain.units import GB, TFLOP
 from tokometer.errors import CatalogError
 from tokometer.fitting.calibration import fit_decode
 from tokometer.fitting.features import Features, predicted_time
-from tokometer.specs import Efficiency
-from tokometer.units import GB, TFLOP
 
 LLAMA_70B = model_catalog().get("llama-3-70b").spec
 BASE = replace(IDEAL, bandwidth_fraction=0.8)

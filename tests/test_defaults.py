@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from tokometer.catalog import hardware_catalog, quant_catalog
 from tokometer.cli import cli
+from tokometer.domain.units import GB
 from tokometer.report.json import estimate_warnings
-from tokometer.units import GB
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.policy import (
     APPLE_WORKING_SET_LARGE,

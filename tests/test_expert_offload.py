@@ -9,10 +9,10 @@ import pytest
 
 from tokometer.cli import main
 from tokometer.costmodel.layout import expert_layer_count
+from tokometer.domain.jsontext import to_json
+from tokometer.domain.units import GB
 from tokometer.errors import InputError
 from tokometer.report.json import estimate_json, estimate_warnings
-from tokometer.report.text import to_json
-from tokometer.units import GB
 from tokometer.usecases.curves import estimate_curves
 from tokometer.usecases.estimate import estimate
 

@@ -12,8 +12,8 @@ from tokometer.catalog.efficiency import efficiency_for
 from tokometer.catalog.serving import serving_engine
 from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import Peak, decode_step, host_sampling_time_s
+from tokometer.domain.units import NS
 from tokometer.errors import CatalogError
-from tokometer.units import NS
 from tokometer.usecases.estimate import estimate
 
 

@@ -189,8 +189,8 @@ def test_bare_counts_carry_the_one_named_sentinel() -> None:
     """`--params` models are marked by `specs.BARE_ARCHITECTURE`, the constant the memory rule checks; no
     module spells the sentinel as a string of its own."""
     import tokometer
+    from tokometer.domain.specs import BARE_ARCHITECTURE
     from tokometer.ingest.architecture import bare_spec
-    from tokometer.specs import BARE_ARCHITECTURE
 
     assert bare_spec(8e9).architecture == BARE_ARCHITECTURE
     assert bare_spec(47e9, active_params=13e9).architecture == BARE_ARCHITECTURE

@@ -11,10 +11,10 @@ import pytest
 
 from tokometer.catalog import model_catalog, quant_catalog
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes, weight_bytes
+from tokometer.domain.units import GB
 from tokometer.errors import IngestError
 from tokometer.ingest.architecture import spec_from_config
 from tokometer.ingest.hf_config import default_quant, spec_from_hf
-from tokometer.units import GB
 from tokometer.usecases.estimate import estimate
 
 

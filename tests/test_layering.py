@@ -24,8 +24,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tokometer"
 BOTTOM, COSTMODEL, ADAPTERS, USECASES, REPORT, ENTRY = range(6)
 # a dotted key overrides its package's layer
 LAYERS = {
-    "units": BOTTOM, "errors": BOTTOM, "home": BOTTOM, "specs": BOTTOM, "serving_specs": BOTTOM, "runrecord": BOTTOM,
-    "heldbatch": BOTTOM, "guard": BOTTOM,
+    "domain": BOTTOM, "errors": BOTTOM, "home": BOTTOM, "guard": BOTTOM,
     "costmodel": COSTMODEL,
     "catalog": ADAPTERS, "ingest": ADAPTERS, "bench": ADAPTERS, "store": ADAPTERS, "calibration_data": ADAPTERS,
     "usecases": USECASES, "fitting": USECASES,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from tokometer.domain.units import GB
 from tokometer.errors import InputError
 from tokometer.report.json import estimate_json
-from tokometer.units import GB
 from tokometer.usecases.curves import batch_points
 from tokometer.usecases.estimate import estimate
 

@@ -28,9 +28,9 @@ from tokometer.costmodel.links import (
 from tokometer.costmodel.memory import kv_cache_bytes, kv_view, split_weights
 from tokometer.costmodel.roofline import decode_step
 from tokometer.costmodel.speculative import tokens_per_pass
+from tokometer.domain.units import GB, US
 from tokometer.errors import InputError
 from tokometer.report.json import estimate_json
-from tokometer.units import GB, US
 from tokometer.usecases.estimate import estimate
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokometer.catalog import model_catalog
-from tokometer.usecases.model_words import find_model, precision_in_name
+from tokometer.fitting.model_words import find_model, precision_in_name
 
 NAMES = [
     ("meta-llama/Llama-3.3-70B-Instruct", "Llama-3.3-70B-Instruct", None),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokometer.errors import InputError
-from tokometer.usecases.parallelism import Parallelism, parse_parallelism
+from tokometer.fitting.parallelism import Parallelism, parse_parallelism
 
 SPELLINGS = [
     # cell, n_devices, (tp, pp, ep, dp, n_gpus, nodes)

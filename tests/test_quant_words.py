@@ -6,7 +6,7 @@ import pytest
 
 from tokometer.catalog import hardware_catalog, quant_catalog
 from tokometer.errors import InputError
-from tokometer.usecases.quant_words import read_precision, weights_format
+from tokometer.fitting.quant_words import read_precision, weights_format
 
 B200 = hardware_catalog().get("b200")
 H100 = hardware_catalog().get("h100-sxm")

@@ -6,7 +6,7 @@ import pytest
 
 from bench_fixtures import bench_home, synthetic  # noqa: F401
 from tokometer.bench.runner import BenchConfig, Runner
-from tokometer.runrecord import FAILURE_KINDS, RunRecord
+from tokometer.domain.runrecord import FAILURE_KINDS, RunRecord
 from tokometer.store import StoreError, open_store
 
 
@@ -40,7 +40,7 @@ def test_every_failure_kind_the_client_names_is_in_the_closed_set() -> None:
 def test_summary_and_levels_are_typed_and_write_back_the_shape_they_were_read_from() -> None:
     """Every key the summariser writes (SLO goodput, throughput, per-level aggregate) has a typed home,
     and `to_dict()` gives back the same keys in the same order."""
-    from tokometer.runrecord import Level, RunSummary
+    from tokometer.domain.runrecord import Level, RunSummary
 
     with synthetic(tok_s=400.0, ttft_s=0.002) as server:
         config = BenchConfig(server.url, max_tokens=6, concurrency=(1, 2), runs=1, slo_ttft_ms=500.0)
@@ -58,7 +58,7 @@ def test_summary_and_levels_are_typed_and_write_back_the_shape_they_were_read_fr
 
 
 def test_unknown_token_sources_and_levels_are_refused() -> None:
-    from tokometer.runrecord import Level, RunSummary
+    from tokometer.domain.runrecord import Level, RunSummary
 
     with pytest.raises(ValueError, match="unknown output token source 'guess'"):
         RunSummary.from_dict({"output_tokens_source": "guess"})

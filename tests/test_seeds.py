@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokometer.units import GB
+from tokometer.domain.units import GB
 from tokometer.usecases.estimate import estimate
 
 

@@ -11,14 +11,14 @@ import pytest
 
 from tokometer.catalog.serving import SERVING_EFFICIENCY_FILE
 from tokometer.costmodel.serving import ServingEfficiency
-from tokometer.usecases.serving_fit import (
+from tokometer.fitting.serving_fit import (
     Recording,
     calibrate_serving,
     file_sha256,
     fit,
     record_run,
 )
-from tokometer.usecases.serving_validate import (
+from tokometer.fitting.serving_validate import (
     default_data_path,
     group_runs,
     predict,

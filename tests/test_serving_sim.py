@@ -20,8 +20,8 @@ from tokometer.costmodel.serving import (
     step_cost,
 )
 from tokometer.costmodel.serving.engine import StepRecord
+from tokometer.domain.units import TFLOP
 from tokometer.errors import InputError
-from tokometer.units import TFLOP
 from tokometer.usecases.estimate import estimate
 
 EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, layer_step_overhead_us=30.0)

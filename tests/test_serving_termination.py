@@ -47,8 +47,8 @@ from tokometer.costmodel.serving.policies import (
     StaticBatch,
     kv_rule,
 )
+from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.errors import SimulationStalled, TokometerError
-from tokometer.serving_specs import SchedulerPolicy
 from tokometer.usecases.estimate import estimate
 
 ENGINES = sorted(serving_engines())

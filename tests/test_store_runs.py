@@ -11,7 +11,7 @@ import pytest
 from bench_fixtures import bench_home, synthetic  # noqa: F401
 from tokometer.bench.runner import BenchConfig, Runner
 from tokometer.catalog import tokometer_home
-from tokometer.runrecord import Stats
+from tokometer.domain.runrecord import Stats
 from tokometer.store import RunNotFound, StoreError, default_path, open_store
 from tokometer.store.migrations import MIGRATIONS, applied, migrate
 from tokometer.usecases.benchmark import recompute
@@ -115,7 +115,7 @@ def test_stored_timestamps_recompute_the_same_summary() -> None:
 
 
 def test_the_writer_stores_each_request_and_flush_waits_for_it(tmp_path: Path) -> None:
-    from tokometer.runrecord import RunRecord
+    from tokometer.domain.runrecord import RunRecord
     from tokometer.store.writer import RunWriter
 
     path = tmp_path / "live.db"
@@ -135,7 +135,7 @@ def test_the_writer_holds_parsing_while_requests_are_in_flight(tmp_path: Path) -
     """Open-loop runs: a finished stream is parsed in a quiet moment, or once BATCH_MAX rows wait."""
     import threading
 
-    from tokometer.runrecord import RunRecord
+    from tokometer.domain.runrecord import RunRecord
     from tokometer.store.writer import BATCH_MAX, RunWriter
 
     writer = RunWriter(tmp_path / "live.db", RunRecord(started_at="2025-01-01T00:00:00+00:00", mode="rate"))

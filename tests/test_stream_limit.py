@@ -15,6 +15,7 @@ from tokometer.catalog import hardware_catalog, make_efficiency, model_catalog
 from tokometer.catalog.efficiency import fitted_table
 from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import Peak, decode_step
+from tokometer.domain.specs import HardwareSpec
 from tokometer.errors import CatalogError
 from tokometer.fitting.calibration import UNIT_BANDWIDTH_GRID, fit_decode
 from tokometer.fitting.features import Features, features, predicted_time, stream_scale
@@ -24,7 +25,6 @@ from tokometer.fitting.validation import (
     read_cases,
     resolve_case_hardware,
 )
-from tokometer.specs import HardwareSpec
 from tokometer.usecases.estimate import EstimateRequest, estimate
 
 LLAMA_8B = model_catalog().get("llama-3-8b").spec

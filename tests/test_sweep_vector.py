@@ -15,8 +15,8 @@ from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, q
 from tokometer.costmodel.memory import kv_cache_bytes, weight_bytes
 from tokometer.costmodel.roofline import Peak, alu_peak_tflops, decode_step
 from tokometer.costmodel.vector import ModelArrays, decode_grid
+from tokometer.domain.specs import Efficiency, ModelSpec
 from tokometer.ingest.architecture import bare_spec
-from tokometer.specs import Efficiency, ModelSpec
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.formats import engine_support
 from tokometer.usecases.sweep import sweep

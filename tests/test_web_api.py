@@ -122,8 +122,8 @@ def test_gpu_layers_as_a_number_or_as_typed(client: TestClient, number: float, t
 
 
 def test_advise_switches_the_quant_advice_off(client: TestClient) -> None:
+    from tokometer.domain.jsontext import to_json
     from tokometer.report.json import estimate_json
-    from tokometer.report.text import to_json
     from tokometer.usecases.estimate import estimate
 
     setup = {"model": "llama-3.1-70b", "hw": "rtx-4090", "quant": "q4-k-m", "gpu_layers": 24}

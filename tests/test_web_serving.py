@@ -162,12 +162,12 @@ class OverlayStore:
     """A run store holding a rate run, a concurrency run and a speed run (the runs page's overlay)."""
 
     def list_runs(self, limit: int = 50) -> list[Any]:
-        from tokometer.runrecord import ListedRun
+        from tokometer.domain.runrecord import ListedRun
 
         return [ListedRun.from_dict({"source": "tokometer", **run}) for run in OVERLAY_RUNS[:limit]]
 
     def get_run(self, run_id: int, **kwargs: Any) -> Any:
-        from tokometer.runrecord import RunRecord
+        from tokometer.domain.runrecord import RunRecord
 
         found = next((r for r in OVERLAY_RUNS if r["id"] == run_id), None)
         if found is None:

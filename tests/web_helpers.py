@@ -56,12 +56,12 @@ class FakeStore:
     """Typed reads, as `RunStore` gives them (`ListedRun`, `RunRecord`); an unknown id is a LookupError."""
 
     def list_runs(self, limit: int = 50) -> list[Any]:
-        from tokometer.runrecord import ListedRun
+        from tokometer.domain.runrecord import ListedRun
 
         return [ListedRun.from_dict({"source": "tokometer", **run}) for run in RUNS[:limit]]
 
     def get_run(self, run_id: int, *, requests_limit: int | None = None, requests_offset: int = 0) -> Any:
-        from tokometer.runrecord import RunRecord
+        from tokometer.domain.runrecord import RunRecord
 
         run = next((r for r in RUNS if r["id"] == run_id), None)
         if run is None:

@@ -10,7 +10,7 @@ from tokometer.api.result import JsonResult
 from tokometer.api.serving import names
 
 if TYPE_CHECKING:
-    from tokometer.specs import HardwareSpec
+    from tokometer.domain.specs import HardwareSpec
     from tokometer.usecases.fit import FitReport
     from tokometer.usecases.sweep import SweepResult
 

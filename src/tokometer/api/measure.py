@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from tokometer.bench.machine_load import LoadSample
     from tokometer.bench.probe import CheckedProbe, ProbeResult
     from tokometer.bench.runner import BenchResult
-    from tokometer.runrecord import RunRecord
+    from tokometer.domain.runrecord import RunRecord
 
 
 @dataclass(frozen=True)

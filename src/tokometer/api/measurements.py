@@ -32,7 +32,7 @@ class ValidateResult(JsonResult):
 
 def _cases(cases: str | Path | None, serving: bool) -> Path:
     from tokometer.calibration_data import MEASUREMENTS_CSV
-    from tokometer.usecases.serving_validate import default_data_path
+    from tokometer.fitting.serving_validate import default_data_path
 
     if serving and cases is not None:
         raise InputError("give a CASES file or --serving, not both", field="serving")
@@ -58,15 +58,15 @@ def validate(
     shipped evidence: measurements.csv and every published/*.csv (never outside.csv). A simulated run
     past `time_limit_s` leaves its rows unscored with that reason; `progress=True` draws a bar on a terminal.
     """
+    from tokometer.fitting.serving_validate import is_serving_file
     from tokometer.report.progress import wrapper
-    from tokometer.usecases.serving_validate import is_serving_file
 
     if time_limit_s is not None and not (time_limit_s > 0 and math.isfinite(time_limit_s)):
         raise InputError(f"--time-limit must be a positive number of seconds, got {time_limit_s!r}", field="time_limit_s")
     shipped = cases is None and not serving
     path = _cases(cases, serving)
     if is_serving_file(path):
-        from tokometer.usecases.serving_fit import validate_serving
+        from tokometer.fitting.serving_fit import validate_serving
 
         if baseline or loho:
             raise InputError(
@@ -148,13 +148,13 @@ def calibrate(
         clear_fitted_table()
         clear_serving_efficiency_table()
         return CalibrateResult({"removed": str(user) if removed else None, "active": str(shipped)}, serving=serving)
-    from tokometer.usecases.serving_validate import is_serving_file
+    from tokometer.fitting.serving_validate import is_serving_file
 
     from_evidence = cases is None and not serving
     path = _cases(cases, serving)
     if is_serving_file(path):
         from tokometer.catalog.serving import user_serving_efficiency_file
-        from tokometer.usecases.serving_fit import calibrate_serving
+        from tokometer.fitting.serving_fit import calibrate_serving
 
         target = Path(out) if out is not None else user_serving_efficiency_file()
         target.parent.mkdir(parents=True, exist_ok=True)

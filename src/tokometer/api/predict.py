@@ -9,7 +9,7 @@ from tokometer.api.result import JsonResult
 from tokometer.usecases.estimate import Estimate
 
 if TYPE_CHECKING:
-    from tokometer.specs import HardwareSpec, ModelSpec
+    from tokometer.domain.specs import HardwareSpec, ModelSpec
     from tokometer.usecases.request import EstimateRequest
 
 

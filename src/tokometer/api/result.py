@@ -7,7 +7,7 @@ from typing import Any
 
 def dumps(data: Any) -> str:
     """The CLI's JSON text of `data` (`report.text.to_json`: indented, NaN as null)."""
-    from tokometer.report.text import to_json
+    from tokometer.domain.jsontext import to_json
 
     return to_json(data)
 

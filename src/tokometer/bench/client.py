@@ -30,7 +30,7 @@ from tokometer.bench.metrics import RequestMetrics, Trace, request_metrics
 from tokometer.bench.plausibility import implausible
 from tokometer.bench.protocols import Parsed, Protocol, server_counts
 from tokometer.bench.sse import Chunk, parse_stream
-from tokometer.runrecord import FailureKind, Phase
+from tokometer.domain.runrecord import FailureKind, Phase
 
 Clock = Callable[[], float]
 DONE_DRAIN_S = 2.0  # after the end marker, wait at most this long for the stream to close

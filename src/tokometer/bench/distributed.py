@@ -45,9 +45,9 @@ from tokometer.bench.client import Exchange, RequestRecord
 from tokometer.bench.detect import Endpoint, detect
 from tokometer.bench.plan import concurrency_label, rate_label, round_key
 from tokometer.bench.runner import STOP_SIGNALS, BenchConfig, BenchResult, Runner
+from tokometer.domain.heldbatch import STOP, HeldQueue, stopped
+from tokometer.domain.runrecord import RunStatus
 from tokometer.errors import BenchError, InputError
-from tokometer.heldbatch import STOP, HeldQueue, stopped
-from tokometer.runrecord import RunStatus
 
 Barrier = Callable[[str], Awaitable[None]]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from tokometer.bench.plausibility import implausible_speed
 from tokometer.costmodel.utilisation import mbu, mfu, placement
-from tokometer.units import GB, TFLOP
+from tokometer.domain.units import GB, TFLOP
 
 CLIENT_SERVER_GAP = 0.10  # client vs server decode disagreement worth a flag
 HIGH_SPREAD = 0.20  # (max - min) / median across runs

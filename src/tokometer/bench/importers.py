@@ -266,7 +266,7 @@ def check_run(run: Any, where: str) -> None:
         for key, types in (("event_times_s", (int, float)), ("event_tokens", (int,))):
             for j, item in enumerate(row.get(key) or []):
                 _typed(item, types, f"{here}.{key}[{j}]")
-    from tokometer.runrecord import RunRecord
+    from tokometer.domain.runrecord import RunRecord
 
     try:
         RunRecord.from_dict(run).to_dict()

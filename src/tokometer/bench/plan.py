@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokometer.bench.trace import TraceRequest
+from tokometer.domain.runrecord import RunMode
 from tokometer.errors import InputError
-from tokometer.runrecord import RunMode
 
 
 @dataclass(frozen=True)

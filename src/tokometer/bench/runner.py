@@ -54,8 +54,8 @@ from tokometer.bench.protocols import GenerationRequest
 from tokometer.bench.schedule import LanePool, Progress, Schedule, Sender, Stop
 from tokometer.bench.summary import summarize_levels, summarize_records
 from tokometer.bench.wire import Lane
+from tokometer.domain.runrecord import Phase, RunRecord, RunStatus
 from tokometer.errors import BenchError
-from tokometer.runrecord import Phase, RunRecord, RunStatus
 
 COLD_MAX_TOKENS = 32
 LONG_PROMPT_TOKENS = 2048  # from here, the wait for the first byte may exceed --timeout (prompt / 20 tok/s)

@@ -31,7 +31,7 @@ from tokometer.bench import prompts
 from tokometer.bench.client import Exchange
 from tokometer.bench.plan import BenchConfig, level_label, level_rounds, round_key
 from tokometer.bench.wire import Lane
-from tokometer.runrecord import Phase
+from tokometer.domain.runrecord import Phase
 
 TTFT_MAX_TOKENS = 4
 DEFAULT_RATE_DURATION_S = 60.0

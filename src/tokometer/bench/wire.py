@@ -36,7 +36,7 @@ from tokometer.bench.client import (
 )
 from tokometer.bench.protocols import Protocol
 from tokometer.bench.sse import Chunk
-from tokometer.runrecord import FailureKind, Phase
+from tokometer.domain.runrecord import FailureKind, Phase
 
 MAX_HEAD_BYTES = 64 * 1024
 ERROR_BODY_BYTES = 300

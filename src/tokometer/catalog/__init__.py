@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
-from tokometer.errors import CatalogError, InputError, TokometerError, UnknownEntryError
-from tokometer.home import tokometer_home
-from tokometer.specs import (
+from tokometer.domain.specs import (
     HARDWARE_KINDS,
     SEGMENTS,
     Efficiency,
@@ -26,6 +24,8 @@ from tokometer.specs import (
     ModelSpec,
     QuantFormat,
 )
+from tokometer.errors import CatalogError, InputError, TokometerError, UnknownEntryError
+from tokometer.home import tokometer_home
 
 DATA_DIR = Path(__file__).parent / "data"
 T = TypeVar("T")

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency, tokometer_home
 from tokometer.catalog.cache import load_parsed
+from tokometer.domain.specs import Efficiency, EngineSpec, HardwareSpec
 from tokometer.errors import CatalogError
-from tokometer.specs import Efficiency, EngineSpec, HardwareSpec
 
 EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"  # the shipped fit
 USER_EFFICIENCY_NAME = "efficiency.toml"  # the user's fit, in the tokometer home

@@ -19,9 +19,9 @@ from typing import Any
 
 from tokometer.catalog import DATA_DIR, engine_catalog, tokometer_home
 from tokometer.catalog.schema import BOOL, INT, NUM, STR, Field, Schema, check_entry
+from tokometer.domain.serving_specs import MEMORY_OF, SchedulerPolicy, ServingEfficiency
+from tokometer.domain.specs import EngineSpec
 from tokometer.errors import CatalogError, InputError, UnknownEntryError
-from tokometer.serving_specs import MEMORY_OF, SchedulerPolicy, ServingEfficiency
-from tokometer.specs import EngineSpec
 
 SERVING_ENGINES_FILE = DATA_DIR / "serving_engines.toml"
 SERVING_EFFICIENCY_FILE = DATA_DIR / "serving_efficiency.json"  # the shipped fit

@@ -111,8 +111,8 @@ def bench(
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
     from tokometer.api.measure import benchmark as run_bench
+    from tokometer.domain.runrecord import RunSummary
     from tokometer.report.bench import render_run
-    from tokometer.runrecord import RunSummary
 
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
     if trace_file is not None:
@@ -174,8 +174,8 @@ def runs() -> None:
 @json_option
 def runs_list(limit: int, model: str | None, as_json: bool) -> None:
     """The most recent runs, newest first."""
+    from tokometer.domain.jsontext import to_json
     from tokometer.report.bench import render_list
-    from tokometer.report.text import to_json
     from tokometer.store import open_store
 
     with open_store() as store:
@@ -189,8 +189,8 @@ def runs_list(limit: int, model: str | None, as_json: bool) -> None:
 @json_option
 def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
     """One run in full: summary, levels, prediction, grade, flags."""
+    from tokometer.domain.jsontext import to_json
     from tokometer.report.bench import render_run
-    from tokometer.report.text import to_json
     from tokometer.store import open_store
     from tokometer.usecases.benchmark import load_run
 
@@ -204,8 +204,8 @@ def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
 @json_option
 def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
     """Runs side by side, with each one's change against the first."""
+    from tokometer.domain.jsontext import to_json
     from tokometer.report.bench import compare_table, render_compare
-    from tokometer.report.text import to_json
     from tokometer.store import open_store
 
     if len(run_ids) < 2:
@@ -228,8 +228,8 @@ def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
 @json_option
 def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: int, output: Path | None, as_json: bool) -> None:
     """Runs as JSON (everything, timestamps included) or CSV."""
+    from tokometer.domain.jsontext import to_json
     from tokometer.report.bench import to_csv
-    from tokometer.report.text import to_json
     from tokometer.store import open_store
 
     if as_json:
@@ -255,7 +255,7 @@ def runs_import(files: tuple[Path, ...], as_json: bool) -> None:
     """Import `llama-bench -o json`, `vllm bench serve` JSON or a tokometer export."""
     from tokometer.bench.grading import grade
     from tokometer.bench.importers import import_file
-    from tokometer.report.text import to_json
+    from tokometer.domain.jsontext import to_json
     from tokometer.store import open_store
 
     loaded = []
@@ -294,7 +294,7 @@ def runs_delete(run_id: int, yes: bool) -> None:
 @json_option
 def runs_path(as_json: bool) -> None:
     """Where the runs database lives ($TOKOMETER_HOME/runs.db)."""
-    from tokometer.report.text import to_json
+    from tokometer.domain.jsontext import to_json
     from tokometer.store import default_path
 
     path = default_path()

@@ -10,7 +10,7 @@ from tokometer.cli.options import json_option
 
 
 def _emit(data: Any, as_json: bool, text: str) -> None:
-    from tokometer.report.text import to_json
+    from tokometer.domain.jsontext import to_json
 
     click.echo(to_json(data) if as_json else text)
 

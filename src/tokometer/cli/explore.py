@@ -18,8 +18,8 @@ from tokometer.cli.options import (
     plot_option,
     workload_options,
 )
+from tokometer.domain.specs import BACKENDS
 from tokometer.errors import InputError
-from tokometer.specs import BACKENDS
 
 
 @click.command()
@@ -45,9 +45,9 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
     \b
         tokometer utilization llama-3.1-8b --hw rtx-4090 -q q4_k_m --measured-decode 45
     """
+    from tokometer.domain.jsontext import to_json
     from tokometer.report.estimate import render_utilization
     from tokometer.report.json import utilization_dict
-    from tokometer.report.text import to_json
     from tokometer.usecases.utilization import utilization as run_utilization
 
     report = run_utilization(model, **options)

@@ -11,7 +11,7 @@ import click
 from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.cli.options import json_option
 
-DEFAULT_TIME_LIMIT_S = 10.0  # usecases.serving_validate.DEFAULT_TIME_LIMIT_S (not imported: keeps `--help` quick)
+DEFAULT_TIME_LIMIT_S = 10.0  # fitting.serving_validate.DEFAULT_TIME_LIMIT_S (not imported: keeps `--help` quick)
 
 
 def _fmt(value: float | None, pct: bool = True) -> str:
@@ -146,7 +146,7 @@ def validate(
     "max" batch) go through the simulator too. A bar shows progress on stderr when it is a terminal.
     """
     from tokometer.api.measurements import validate as run_validate
-    from tokometer.usecases.serving_validate import default_data_path, is_serving_file
+    from tokometer.fitting.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
@@ -251,8 +251,8 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
     from tokometer.api.measurements import calibrate as run_calibrate
+    from tokometer.fitting.serving_validate import default_data_path, is_serving_file
     from tokometer.report.text import table
-    from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")

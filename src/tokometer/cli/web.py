@@ -77,7 +77,7 @@ def feel(rates: str, text_file: Path | None, lang: str, seconds: float, animate:
     People read about 5-10 tok/s; below about 2-3 tok/s a streamed answer feels broken.
     Columns use plain ANSI cursor moves; in a dumb terminal one ticker line is redrawn instead.
     """
-    from tokometer.report.text import to_json
+    from tokometer.domain.jsontext import to_json
     from tokometer.web.feel import animate as run_animation
     from tokometer.web.feel import feel_plan, parse_rates, render_plan, sample_text
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 from tokometer.costmodel.layout import Setup
 from tokometer.costmodel.roofline import Bound, Step
-from tokometer.specs import ModelSpec, _Plain
+from tokometer.domain.specs import ModelSpec, _Plain
 
 MAX_LAYER_POINTS = 256  # an offload curve visits every layer count up to this depth (the deepest catalog model has 126 layers)
 

@@ -37,9 +37,9 @@ from tokometer.costmodel.roofline import (
     decode_step,
     host_sampling_time_s,
 )
+from tokometer.domain.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
+from tokometer.domain.units import GB, TFLOP, US
 from tokometer.errors import InputError
-from tokometer.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
-from tokometer.units import GB, TFLOP, US
 
 OffloadMode = Literal["cpu", "stream"]  # offloaded layers computed on the CPU, or their weights streamed
 OFFLOAD_MODES: tuple[OffloadMode, ...] = ("cpu", "stream")

@@ -34,9 +34,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from tokometer.domain.specs import HardwareSpec, ModelSpec, _Plain
+from tokometer.domain.units import GB, US
 from tokometer.errors import InputError
-from tokometer.specs import HardwareSpec, ModelSpec, _Plain
-from tokometer.units import GB, US
 
 ACTIVATION_BYTES = 2.0
 LINK_EFFICIENCY = 0.8

@@ -9,8 +9,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tokometer.specs import BARE_ARCHITECTURE, ModelSpec, ParamGroups, _Plain
-from tokometer.units import GB
+from tokometer.domain.specs import BARE_ARCHITECTURE, ModelSpec, ParamGroups, _Plain
+from tokometer.domain.units import GB
 
 UNQUANTIZED_BITS = 16.0  # what a checkpoint keeps unquantized is stored in bf16/fp16
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tokometer.specs import AttentionKind
+from tokometer.domain.specs import AttentionKind
 
 HYBRID_ARCHITECTURES = (
     "qwen3_next",

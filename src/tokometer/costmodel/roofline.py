@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tokometer.costmodel.memory import kv_read_bytes, kv_write_bytes, weight_bytes_read
-from tokometer.specs import (
+from tokometer.domain.specs import (
     ComputeDtype,
     Efficiency,
     HardwareSpec,
@@ -31,7 +31,7 @@ from tokometer.specs import (
     ParamGroups,
     _Plain,
 )
-from tokometer.units import GB, NS, TFLOP, US
+from tokometer.domain.units import GB, NS, TFLOP, US
 
 Z_80 = 1.2816  # two-sided 80 % interval of a normal in log space: Phi^-1(0.9)
 BAND_COVERAGE = 0.8  # the share of measurements the band is meant to hold

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tokometer.costmodel.layout import Setup
+from tokometer.domain.specs import _Plain
 from tokometer.errors import InputError
-from tokometer.specs import _Plain
 
 
 def tokens_per_pass(acceptance: float, draft_tokens: int) -> float:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tokometer.costmodel.roofline import Prefill, Step
-from tokometer.specs import Interval, _Plain
-from tokometer.units import GB, TFLOP
+from tokometer.domain.specs import Interval, _Plain
+from tokometer.domain.units import GB, TFLOP
 
 
 @dataclass(frozen=True, slots=True)

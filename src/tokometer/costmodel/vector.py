@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tokometer.costmodel.memory import embedding_row_bytes, head_bytes
-from tokometer.specs import ModelSpec, ParamGroups
-from tokometer.units import GB, NS, TFLOP, US
+from tokometer.domain.specs import ModelSpec, ParamGroups
+from tokometer.domain.units import GB, NS, TFLOP, US
 
 Array = NDArray[np.float64]
 

@@ -251,7 +251,7 @@ def resolve_engine(name: str, source: str = "*") -> str | None:
 def backend_from_text(text: str, source: str = "*") -> Resolution | None:
     """A printed backend as a catalog backend: RESOLVE.toml, else its first word ("Vulkan (RADV)",
     "ROCm 7.2 (HIP)", "CUDA (MLX CUDA backend)"), else a backend named inside parentheses ("MLX (Metal)")."""
-    from tokometer.specs import BACKENDS
+    from tokometer.domain.specs import BACKENDS
 
     listed = resolve_table().lookup("backend", source, text)
     if listed is not None:

@@ -15,6 +15,8 @@ from tokometer.costmodel.roofline import (
     decode_score_elements,
     prefill_score_elements,
 )
+from tokometer.domain.specs import Efficiency, stream_bandwidth_share
+from tokometer.domain.units import GB
 from tokometer.errors import TokometerError
 from tokometer.fitting.validation import (
     Case,
@@ -23,8 +25,6 @@ from tokometer.fitting.validation import (
     unfused_decode_attention,
     unsupported_setup,
 )
-from tokometer.specs import Efficiency, stream_bandwidth_share
-from tokometer.units import GB
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from typing import Any
 
 from tokometer.catalog.efficiency import multi_device_log_sd
 from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
+from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
+from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
 from tokometer.fitting import aliases
 from tokometer.fitting.bands import percentile
-from tokometer.specs import BACKENDS, Efficiency, HardwareSpec
-from tokometer.units import GB, GIB
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
 
 REQUIRED_COLUMNS = ("metric", "value")
@@ -550,7 +550,7 @@ def predict_case(
 
 def _predict_static(case: Case, hardware: HardwareSpec, result: CaseResult, time_limit_s: float | None) -> CaseResult:
     """A batch > 1 aggregate through the serving simulator (`static_batch`), not one decode step."""
-    from tokometer.usecases.static_batch import simulate_static
+    from tokometer.fitting.static_batch import simulate_static
 
     value = simulate_static(
         case.metric, None if case.batch_max else case.batch, max(1, case.prompt_tokens), max(1, generated_tokens(case)),

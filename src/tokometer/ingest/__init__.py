@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tokometer.domain.specs import ModelSpec
 from tokometer.errors import IngestError
-from tokometer.specs import ModelSpec
 
 __all__ = ["GGUF_SOURCE_PREFIX", "load_model"]
 

@@ -12,8 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tokometer.costmodel.mixers import HYBRID_ARCHITECTURES, Layer, hybrid_layers
+from tokometer.domain.specs import (
+    BARE_ARCHITECTURE,
+    AttentionGroup,
+    AttentionKind,
+    ModelSpec,
+    ParamGroups,
+)
 from tokometer.errors import IngestError, InputError
-from tokometer.specs import BARE_ARCHITECTURE, AttentionGroup, AttentionKind, ModelSpec, ParamGroups
 
 KNOWN_ARCHITECTURES = (
     "llama",

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tokometer.domain.specs import AttentionGroup, ModelSpec
 from tokometer.errors import IngestError
 from tokometer.ingest import GGUF_SOURCE_PREFIX
 from tokometer.ingest.weights import Tally, disagreement
-from tokometer.specs import AttentionGroup, ModelSpec
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

@@ -27,11 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tokometer.domain.specs import ModelSpec
 from tokometer.errors import IngestError
 from tokometer.ingest.architecture import MAX_LAYERS, spec_from_config, typical_layer_count
 from tokometer.ingest.safetensors_header import FLOAT_DTYPES, TensorEntry, read_json_file
 from tokometer.ingest.weights import READ_CLASSES, RESIDENT, Tally, disagreement
-from tokometer.specs import ModelSpec
 
 MAX_CONFIG_BYTES = 5_000_000
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tokometer.domain.specs import ModelSpec
 from tokometer.errors import IngestError
 from tokometer.ingest.hf_config import read_config, spec_from_hf
 from tokometer.ingest.safetensors_header import (
@@ -26,7 +27,6 @@ from tokometer.ingest.safetensors_header import (
     read_shards,
     tensor_entries,
 )
-from tokometer.specs import ModelSpec
 
 _PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
 HUB_ID = re.compile(rf"^(?P<repo>{_PART}/{_PART})(?:@(?P<revision>[A-Za-z0-9][A-Za-z0-9._/-]{{0,199}}))?$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tokometer.specs import ParamGroups
+from tokometer.domain.specs import ParamGroups
 
 READ_CLASSES = ("embedding", "lm_head", "dense", "routed_experts")
 RESIDENT = "resident"  # held in memory, not read per text token (vision tower, MTP layers)

@@ -7,8 +7,8 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tokometer.domain.runrecord import Level, ListedRun, RunRecord, RunSummary
 from tokometer.report.text import num, table
-from tokometer.runrecord import Level, ListedRun, RunRecord, RunSummary
 
 
 def _pct(value: float | None) -> str:

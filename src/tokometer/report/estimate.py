@@ -8,9 +8,9 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from tokometer.domain.units import GB
 from tokometer.report.json import estimate_json, estimate_warnings, explanation, utilization_dict
 from tokometer.report.text import num, table
-from tokometer.units import GB
 
 if TYPE_CHECKING:  # annotations only: `tokometer estimate` need not load fit, sweep or utilization
     from tokometer.usecases.estimate import Estimate

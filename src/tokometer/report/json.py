@@ -22,8 +22,8 @@ from tokometer.costmodel.links import (
 )
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
 from tokometer.costmodel.roofline import Prefill
+from tokometer.domain.units import BILLION, GB
 from tokometer.report.notices import notice_text
-from tokometer.units import BILLION, GB
 from tokometer.usecases.advice import QuantAdvice
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
 from tokometer.usecases.estimate import Estimate

@@ -11,8 +11,8 @@ from tokometer.costmodel.memory import (
     weight_bytes,
     weight_bytes_read,
 )
+from tokometer.domain.specs import ModelSpec, QuantFormat
 from tokometer.report.text import num
-from tokometer.specs import ModelSpec, QuantFormat
 
 
 def model_report(spec: ModelSpec, kv_dtype: QuantFormat, weight_format: QuantFormat | None = None) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokometer.domain.units import GB, TFLOP
 from tokometer.errors import InputError
-from tokometer.units import GB, TFLOP
 from tokometer.usecases.curves import batch_points, context_points, offload_points
 
 if TYPE_CHECKING:

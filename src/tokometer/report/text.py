@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from typing import Any
 
 
 def num(value: float | None, digits: int = 3) -> str:
@@ -34,16 +32,3 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) ->
     return "\n".join(lines)
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
-def to_json(data: Any) -> str:
-    """The one JSON rendering: non-finite floats become null, keys keep their order."""
-    return json.dumps(_clean(data), indent=2, ensure_ascii=False)

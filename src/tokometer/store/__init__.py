@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tokometer.domain.runrecord import ListedRun, RunRecord
 from tokometer.errors import TokometerError
 from tokometer.guard import MAX_INT64
-from tokometer.runrecord import ListedRun, RunRecord
 from tokometer.store.migrations import migrate, transaction
 
 T = TypeVar("T")

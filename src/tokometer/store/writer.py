@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tokometer.heldbatch import BATCH_MAX, HOLD_MAX_S, STOP, HeldQueue, stopped
-from tokometer.runrecord import RunRecord
+from tokometer.domain.heldbatch import BATCH_MAX, HOLD_MAX_S, STOP, HeldQueue, stopped
+from tokometer.domain.runrecord import RunRecord
 from tokometer.store import RunStore, StoreError
 
 RowThunk = Callable[[], Mapping[str, Any]]

@@ -12,8 +12,8 @@ from typing import Literal
 from tokometer.catalog import quant_catalog
 from tokometer.costmodel.layout import Setup
 from tokometer.costmodel.memory import memory_plan, weight_bytes
-from tokometer.specs import EngineSpec, ModelSpec, ParamGroups
-from tokometer.units import GB
+from tokometer.domain.specs import EngineSpec, ModelSpec, ParamGroups
+from tokometer.domain.units import GB
 from tokometer.usecases.policy import ADVICE_LADDER, gpu_memory_gb, quant_runs
 from tokometer.usecases.resolve import setup_for_format
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tokometer.costmodel.serving import ServingResult, Workload, fixed
+from tokometer.domain.runrecord import MetricCheck, RunSummary, SimulatedGrade
 from tokometer.errors import TokometerError, UnknownEntryError
-from tokometer.runrecord import MetricCheck, RunSummary, SimulatedGrade
 
 DEFAULT_ENGINE = "vllm"
 LEVEL_KINDS = ("rate", "concurrency")

@@ -21,8 +21,8 @@ from tokometer.bench.client import Exchange, RequestRecord
 from tokometer.bench.detect import Endpoint
 from tokometer.bench.runner import BenchConfig, BenchResult, Progress, Runner
 from tokometer.bench.summary import summarize_records
+from tokometer.domain.runrecord import RunRecord, RunSummary
 from tokometer.errors import InputError
-from tokometer.runrecord import RunRecord, RunSummary
 from tokometer.store import RunStore, StoreError, default_path
 from tokometer.store.writer import RunWriter
 from tokometer.usecases.request import mean_decode_depth
@@ -232,7 +232,7 @@ def save_fallback(run: RunRecord, started: str, folders: Sequence[Path] | None =
     the current directory, else the temporary folder. None when neither does."""
     import tempfile
 
-    from tokometer.report.text import to_json
+    from tokometer.domain.jsontext import to_json
 
     name = "tokometer-run-" + "".join(c if c.isalnum() else "-" for c in started).strip("-") + ".json"
     text = to_json(run.to_dict())

@@ -32,7 +32,7 @@ from tokometer.costmodel.memory import (
     weight_bytes_read,
 )
 from tokometer.costmodel.roofline import Prefill, Step
-from tokometer.units import GB
+from tokometer.domain.units import GB
 from tokometer.usecases.estimate import Estimate
 from tokometer.usecases.explain import OffloadPlan
 from tokometer.usecases.placement import cpu_offload

@@ -36,9 +36,7 @@ from tokometer.costmodel.roofline import (
     interval,
     prefill,
 )
-from tokometer.errors import InputError
-from tokometer.ingest.architecture import bare_spec
-from tokometer.specs import (
+from tokometer.domain.specs import (
     Efficiency,
     EngineSpec,
     HardwareSpec,
@@ -48,7 +46,9 @@ from tokometer.specs import (
     QuantFormat,
     Workload,
 )
-from tokometer.units import BILLION, GB
+from tokometer.domain.units import BILLION, GB
+from tokometer.errors import InputError
+from tokometer.ingest.architecture import bare_spec
 from tokometer.usecases.advice import QuantAdvice, quant_advice
 from tokometer.usecases.explain import Draft, OffloadPlan, draft_for, memory_held
 from tokometer.usecases.formats import (

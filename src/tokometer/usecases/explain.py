@@ -24,9 +24,9 @@ from tokometer.costmodel.memory import (
     weight_bytes,
 )
 from tokometer.costmodel.speculative import Speculation, check_speculation, speculate
+from tokometer.domain.specs import EngineSpec, ModelSpec, ParamGroups, QuantFormat
+from tokometer.domain.units import GB
 from tokometer.errors import InputError
-from tokometer.specs import EngineSpec, ModelSpec, ParamGroups, QuantFormat
-from tokometer.units import GB
 from tokometer.usecases.advice import QuantAdvice
 from tokometer.usecases.formats import check_format
 from tokometer.usecases.notices import CpuSideShort, Notice, PastContextLimit

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokometer.catalog import engine_catalog, model_catalog, quant_catalog
+from tokometer.domain.specs import HardwareSpec
+from tokometer.domain.units import BILLION, GB
 from tokometer.errors import require_non_negative, require_positive
-from tokometer.specs import HardwareSpec
-from tokometer.units import BILLION, GB
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.policy import (
     QUANT_LADDER,

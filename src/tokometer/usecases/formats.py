@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Literal
 
 from tokometer.catalog import engine_catalog, quant_catalog
+from tokometer.domain.specs import EngineSpec, ModelSpec, QuantFormat
 from tokometer.errors import InputError
 from tokometer.ingest import GGUF_SOURCE_PREFIX
-from tokometer.specs import EngineSpec, ModelSpec, QuantFormat
 
 Support = Literal["yes", "experimental", "no"]
 GGUF = "gguf"

@@ -22,8 +22,8 @@ from tokometer.costmodel.layout import (
 )
 from tokometer.costmodel.links import Link, host_link, parse_link
 from tokometer.costmodel.roofline import compute_peak
+from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec
 from tokometer.errors import InputError
-from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec
 from tokometer.usecases.notices import (
     BareAllReduce,
     ExpertOffloadEngine,

@@ -7,7 +7,7 @@ Choices, not physics: they live apart from the model so that changing one is a v
 from __future__ import annotations
 
 from tokometer.catalog import engine_catalog, quant_catalog
-from tokometer.specs import EngineSpec, HardwareSpec, QuantFormat
+from tokometer.domain.specs import EngineSpec, HardwareSpec, QuantFormat
 from tokometer.usecases.formats import engine_support
 
 DEFAULT_MODEL = "llama-3.1-8b"

@@ -20,9 +20,9 @@ from typing import Any, Literal, Protocol
 from tokometer.catalog import quant_catalog
 from tokometer.costmodel.layout import Setup
 from tokometer.costmodel.memory import MemoryPlan
+from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups
+from tokometer.domain.units import GB
 from tokometer.errors import TokometerError
-from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups
-from tokometer.units import GB
 from tokometer.usecases.policy import ADVICE_LADDER, quant_runs
 from tokometer.usecases.request import EstimateRequest
 

@@ -12,8 +12,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
 from tokometer.costmodel.layout import OFFLOAD_MODES, OffloadMode
+from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec, ModelSpec
 from tokometer.errors import InputError, require_non_negative, require_positive
-from tokometer.specs import BACKENDS, Efficiency, HardwareSpec, ModelSpec
 
 # how a field is read from text (a form or a query string): a catalog name, free text, a number,
 # a whole number, a layer count or share, or a yes/no flag

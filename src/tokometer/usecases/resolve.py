@@ -18,8 +18,8 @@ from tokometer.catalog import (
 )
 from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import Peak, compute_peak
+from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
 from tokometer.errors import InputError, UnknownEntryError, require_positive
-from tokometer.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
 from tokometer.usecases.policy import DEFAULT_HARDWARE, FAMILY_VARIANTS
 
 

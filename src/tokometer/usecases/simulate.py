@@ -34,9 +34,9 @@ from tokometer.costmodel.serving import (
 )
 from tokometer.costmodel.serving.cost import kv_token_bytes_total
 from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_disagg
+from tokometer.domain.units import US
 from tokometer.errors import InputError
 from tokometer.guard import check_nesting
-from tokometer.units import US
 
 TP_CHOICES = (1, 2, 4, 8)
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for
+from tokometer.domain.specs import HardwareSpec, ModelSpec, QuantFormat
+from tokometer.domain.units import GB
 from tokometer.errors import InputError, require_non_negative, require_positive
-from tokometer.specs import HardwareSpec, ModelSpec, QuantFormat
-from tokometer.units import GB
 from tokometer.usecases.formats import check_format, engine_support, substitute_format
 from tokometer.usecases.policy import (
     ADVICE_LADDER,

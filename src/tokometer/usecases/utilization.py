@@ -15,8 +15,8 @@ from tokometer.costmodel.utilisation import Utilisation, utilisation
 from tokometer.costmodel.utilisation import mbu as mbu
 from tokometer.costmodel.utilisation import mfu as mfu
 from tokometer.costmodel.utilisation import placement as placement
+from tokometer.domain.specs import HardwareSpec, ModelSpec
 from tokometer.errors import InputError, require_positive
-from tokometer.specs import HardwareSpec, ModelSpec
 from tokometer.usecases.estimate import Estimate, estimate
 from tokometer.usecases.placement import cpu_offload
 

@@ -40,9 +40,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tokometer.domain.jsontext import to_json
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.guard import check_nesting, decode_text
-from tokometer.report.text import to_json
 from tokometer.usecases.request import request_schema
 from tokometer.web import compute, feel, serving
 from tokometer.web.aliases import aliases_for, canonical

@@ -22,9 +22,9 @@ from typing import Any
 
 from tokometer import __version__
 from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
+from tokometer.domain.units import GB, TFLOP
 from tokometer.errors import InputError, TokometerError, require_non_negative, require_positive
 from tokometer.report.json import estimate_json, estimate_sections
-from tokometer.units import GB, TFLOP
 from tokometer.usecases.curves import along, batch_points, prefill_bytes_moved
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.policy import DEFAULT_HARDWARE, DEFAULT_MODEL, DEFAULT_QUANT

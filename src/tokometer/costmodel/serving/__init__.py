@@ -1,6 +1,6 @@
 """Serving many streams: a step-level simulator of an engine's scheduler on the roofline (pure).
 
-The scheduler knobs and the fitted serving efficiency are value types in `tokometer.serving_specs`
+The scheduler knobs and the fitted serving efficiency are value types in `tokometer.domain.serving_specs`
 (the catalog builds them, so they sit below the cost model). `cost` is the time of one mixed step,
 `workload` the arrival processes and length distributions, `engine` one replica stepping through
 time, `simulate` the driver with replicas and a router, `stats` the bounded-memory statistics. No I/O: traces and files are read by the use-case layer.
@@ -10,7 +10,7 @@ from tokometer.costmodel.serving.cost import StepCost, kv_capacity_tokens, step_
 from tokometer.costmodel.serving.simulate import ROUTERS, ServingResult, simulate
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import LengthDist, Workload, fixed
-from tokometer.serving_specs import SchedulerPolicy, ServingEfficiency
+from tokometer.domain.serving_specs import SchedulerPolicy, ServingEfficiency
 
 __all__ = [
     "ROUTERS",

@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, TypeVar
 from tokometer.costmodel.layout import Setup, kv_shards
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
-from tokometer.serving_specs import ServingEfficiency
-from tokometer.specs import _Plain
-from tokometer.units import GB, TFLOP, US
+from tokometer.domain.serving_specs import ServingEfficiency
+from tokometer.domain.specs import _Plain
+from tokometer.domain.units import GB, TFLOP, US
 
 if TYPE_CHECKING:
     import numpy as np

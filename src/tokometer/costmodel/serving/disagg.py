@@ -42,9 +42,9 @@ from tokometer.costmodel.serving.simulate import (
     watch,
 )
 from tokometer.costmodel.serving.workload import Workload
+from tokometer.domain.serving_specs import SchedulerPolicy
+from tokometer.domain.specs import _Plain
 from tokometer.errors import InputError
-from tokometer.serving_specs import SchedulerPolicy
-from tokometer.specs import _Plain
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.policies import UNSERVABLE, kv_rule
 from tokometer.costmodel.serving.stats import StreamStat, Trace
+from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.errors import SimulationStalled
-from tokometer.serving_specs import SchedulerPolicy
 
 BIG_BUDGET = 1 << 60
 STALL_STEPS = 1000  # empty steps in a row a bare replica tolerates (`simulate` sizes it to the workload)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from tokometer.serving_specs import SchedulerPolicy
+from tokometer.domain.serving_specs import SchedulerPolicy
 
 
 class Request(Protocol):

@@ -26,9 +26,9 @@ from tokometer.costmodel.serving.engine import Replica, StepRecord
 from tokometer.costmodel.serving.policies import TOO_LONG_FOR_MODEL, kv_rule
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
+from tokometer.domain.serving_specs import SchedulerPolicy
+from tokometer.domain.specs import _Plain
 from tokometer.errors import InputError
-from tokometer.serving_specs import SchedulerPolicy
-from tokometer.specs import _Plain
 
 ROUTERS = ("round-robin", "least-outstanding")
 CHECK_EVERY = 256  # event-loop passes between calls of a caller's `check` (cheap next to 256 steps)

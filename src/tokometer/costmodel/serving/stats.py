@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tokometer.specs import _Plain
+from tokometer.domain.specs import _Plain
 
 RATIO = 1.01
 _LOG_RATIO = math.log(RATIO)

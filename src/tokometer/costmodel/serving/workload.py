@@ -17,8 +17,8 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from tokometer.domain.specs import _Plain
 from tokometer.errors import InputError
-from tokometer.specs import _Plain
 
 LENGTH_KINDS = ("fixed", "uniform", "normal", "lognormal", "empirical")
 ARRIVAL_KINDS = ("offline", "poisson", "constant", "gamma", "closed", "trace")

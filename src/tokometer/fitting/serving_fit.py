@@ -50,7 +50,7 @@ import numpy as np
 
 from tokometer.costmodel.serving import ServingEfficiency
 from tokometer.costmodel.serving.engine import StepRecord
-from tokometer.usecases.serving_validate import (
+from tokometer.fitting.serving_validate import (
     DEFAULT_TIME_LIMIT_S,
     METRIC,
     UNIT_S,
@@ -63,7 +63,7 @@ from tokometer.usecases.serving_validate import (
     report,
     sized_workload,
 )
-from tokometer.usecases.time_limit import TimeLimitError, time_limit
+from tokometer.fitting.time_limit import TimeLimitError, time_limit
 
 PRIOR = ServingEfficiency()
 BARE = replace(PRIOR, layer_step_overhead_us=0.0, sequence_overhead_us=0.0)  # records runs without the fitted overheads
@@ -336,7 +336,7 @@ def table_json(table: dict[str, ServingEfficiency], recs: Sequence[Recording], d
     return {
         "data": "calibration_data/serving.csv",
         "data_sha256": file_sha256(data),
-        "method": "tokometer.usecases.serving_fit: offline and static-batch runs (tput_out; static ttft mean and itl p50), "
+        "method": "tokometer.fitting.serving_fit: offline and static-batch runs (tput_out; static ttft mean and itl p50), "
         "Cauchy loss of log errors (scale 0.35), coarse grid over four parameters, a line search over the prefill plateau (per engine; "
         "the pooled entry keeps single-stream prefill physics), then a finer grid around the best",
         "entries": entries,

@@ -53,11 +53,11 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
+from tokometer.fitting.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
+from tokometer.fitting.quantity import Quantity, is_throughput, read_quantity
+from tokometer.fitting.static_batch import STATIC_ENGINES
+from tokometer.fitting.time_limit import TimeLimitError, time_limit
 from tokometer.fitting.validation import MAX_BATCH, Cells
-from tokometer.usecases.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
-from tokometer.usecases.quantity import Quantity, is_throughput, read_quantity
-from tokometer.usecases.static_batch import STATIC_ENGINES
-from tokometer.usecases.time_limit import TimeLimitError, time_limit
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
@@ -276,7 +276,7 @@ def _setup_reason(row: Row) -> str | None:
 
 def plan_run(rows: list[Row]) -> Run:
     from tokometer.catalog import hardware_catalog
-    from tokometer.usecases.model_words import find_model, precision_in_name
+    from tokometer.fitting.model_words import find_model, precision_in_name
 
     run = Run(rows)
     row = rows[0]
@@ -319,7 +319,7 @@ def plan_run(rows: list[Row]) -> Run:
             run.reason = f"n_devices {n_devices} is not a whole number of {par.n_gpus}-GPU groups ({row.text('parallelism')})"
             return run
         run.replicas = n_devices // par.n_gpus
-    from tokometer.usecases.quant_words import read_precision
+    from tokometer.fitting.quant_words import read_precision
 
     try:
         word = row.text("quant") or precision_in_name(row.text("model")) or ""  # a blank cell: the checkpoint's name

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from tokometer.units import BITS_PER_BYTE
+from tokometer.domain.units import BITS_PER_BYTE
 
 APPLE_ALUS_PER_CORE: Final = 128  # fp32 ALUs per Apple GPU core (M1-M5), as the catalog's derived peaks count them
 REFERENCE_UNIT_CLOCK_GHZ: Final = 1.278  # M1's GPU clock: Apple's b_unit is GB/s per core at this clock

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tokometer.specs import _Plain
+from tokometer.domain.specs import _Plain
 
 MEMORY_OF = ("total", "free")  # fraction of device memory, or of what is free after weights
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tokometer.errors import InputError, TokometerError
-from tokometer.usecases.time_limit import TimeLimitError, time_limit
+from tokometer.fitting.time_limit import TimeLimitError, time_limit
 
 if TYPE_CHECKING:
-    from tokometer.specs import HardwareSpec
+    from tokometer.domain.specs import HardwareSpec
 
 # Engines whose static-batch benchmark holds the batch until its longest request ends, the whole
 # batch's prompts in one context phase: TensorRT-LLM's gptSessionBenchmark (static batching, before
