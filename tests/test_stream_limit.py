@@ -18,12 +18,8 @@ from tokometer.costmodel.roofline import Peak, decode_step
 from tokometer.errors import CatalogError
 from tokometer.fitting.calibration import UNIT_BANDWIDTH_GRID, fit_decode
 from tokometer.fitting.features import Features, features, predicted_time, stream_scale
-from tokometer.fitting.validation import (
-    case_request,
-    predict_case,
-    read_cases,
-    resolve_case_hardware,
-)
+from tokometer.fitting.rows import read_cases
+from tokometer.fitting.validation import case_request, predict_case, resolve_case_hardware
 from tokometer.specs import HardwareSpec
 from tokometer.usecases.estimate import EstimateRequest, estimate
 

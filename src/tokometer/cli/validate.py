@@ -138,7 +138,8 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.families import family_report
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
-    from tokometer.fitting.validation import read_cases, report
+    from tokometer.fitting.rows import read_cases
+    from tokometer.fitting.validation import report
     from tokometer.fitting.validation import validate as run
     from tokometer.report.text import to_json
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
@@ -231,8 +232,8 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
     from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
     from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.model import calibrate as fit
+    from tokometer.fitting.rows import read_cases
     from tokometer.fitting.tablefile import write_table
-    from tokometer.fitting.validation import read_cases
     from tokometer.report.text import table, to_json
     from tokometer.usecases.serving_validate import default_data_path, is_serving_file
 

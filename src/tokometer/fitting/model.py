@@ -17,8 +17,9 @@ from typing import Any
 from tokometer.fitting.bands import band_sd
 from tokometer.fitting.calibration import MIN_TG_ROWS, fit_with_bands, matches
 from tokometer.fitting.features import case_group, case_hardware_id, case_source, features
+from tokometer.fitting.rows import Case, CaseResult
 from tokometer.fitting.splits import leave_one_group_out
-from tokometer.fitting.validation import Case, CaseResult, predict_case, report
+from tokometer.fitting.validation import predict_case, report
 from tokometer.specs import Efficiency
 
 Fitter = Callable[..., dict[str, Efficiency]]

@@ -42,7 +42,7 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
-from tokometer.fitting.validation import Cells
+from tokometer.fitting.rows import Cells
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
