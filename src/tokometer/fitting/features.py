@@ -72,6 +72,8 @@ def features(case: Case) -> Features | None:
         return None
     if case.metric == "pp" and case.prompt_tokens <= 0:
         return None  # a prompt rate without its prompt length: nothing to fit
+    if case.metric == "tg" and not case.text("prompt_tokens") and not case.text("gen_tokens"):
+        return None  # decode at an unstated depth (a suite's aggregate): scored, not fitted
     try:
         hardware = resolve_case_hardware(case)
         request = case_request(case, hardware)
