@@ -1,16 +1,111 @@
 """Every test runs with its own empty tokometer home, so no test touches a user's data; the browser
-tests share one headless Chromium per module."""
+tests share one headless Chromium per module; a runaway test meets a memory ceiling.
+
+The home is moved twice. At import of this file (before pytest imports any test module, so before
+any case is built at collection time, e.g. tests/test_web_i18n.py's server lines), `TOKOMETER_HOME`
+points at a fresh temporary folder for the whole session: a `local` profile that `tokometer probe`
+saved in the user's real home can no longer change what is collected. Then each test gets its own
+empty home from the autouse `isolated_home` fixture.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+# before anything imports tokometer's catalogs: the session's home, never the user's
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="tokometer-session-home-"))
+os.environ["TOKOMETER_HOME"] = str(SESSION_HOME)
 
-from tokometer.catalog import clear_caches
+import pytest  # noqa: E402
+
+from tokometer.catalog import clear_caches  # noqa: E402
+
+# the memory ceiling of the test process (address space), generous: the suite's largest tests use
+# well under 2 GB; a runaway allocation fails with MemoryError in its own test instead of taking
+# the machine down. TOKOMETER_TEST_MEMORY_GB=0 turns it off (e.g. under a sanitizer).
+MEMORY_CEILING_GB = float(os.environ.get("TOKOMETER_TEST_MEMORY_GB", "8"))
+
+
+def _set_memory_ceiling(gigabytes: float) -> int | None:
+    """Lower RLIMIT_AS to `gigabytes` (never raise it); the new soft limit in bytes, or None where
+    the platform has no such limit (Windows, or macOS, where RLIMIT_AS is not enforced)."""
+    if gigabytes <= 0:
+        return None
+    try:
+        import resource
+    except ImportError:
+        return None
+    if not hasattr(resource, "RLIMIT_AS") or os.uname().sysname == "Darwin":
+        return None
+    wanted = int(gigabytes * 2**30)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft <= wanted:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+    except (ValueError, OSError):
+        return None
+    return wanted
+
+
+def _lift_memory_ceiling() -> tuple[int, int] | None:
+    """Raise the soft address-space limit back to the hard one; the old pair to restore, or None."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    if not hasattr(resource, "RLIMIT_AS"):
+        return None
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (old[1], old[1]))
+    except (ValueError, OSError):
+        return None
+    return old
+
+
+# a test marked slow or browser gets this limit when it names none itself: they build llama.cpp,
+# start servers and browsers; every other test gets pyproject's default `timeout`
+SLOW_TIMEOUT_S = 900
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _set_memory_ceiling(MEMORY_CEILING_GB)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("timeout") is None and (item.get_closest_marker("slow") or item.get_closest_marker("browser")):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Browsers, Ray and llama.cpp servers reserve far more address space than they use (V8 alone
+    reserves tens of GB): the tests marked browser or slow, and what they start, run without the
+    ceiling."""
+    lifted = None
+    if item.get_closest_marker("slow") or item.get_closest_marker("browser"):
+        lifted = _lift_memory_ceiling()
+    try:
+        yield
+    finally:
+        if lifted is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, lifted)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

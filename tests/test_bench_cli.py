@@ -146,3 +146,27 @@ def test_hw_without_a_model_uses_the_served_name_or_says_why_not() -> None:
         code, out, err = run_cli(["bench", server.url, "--max-tokens", "5", "--prompt-tokens", "0", "--runs", "1", "--hw", "rtx-4090", "-q", "q4_k_m", "--json"])
     assert code == 0, err
     assert json.loads(out)["prediction"]["model"] == "Llama 3.1 8B"
+
+
+def test_requests_sends_n_at_every_concurrency_level_and_the_prediction_prints_once() -> None:
+    """`--concurrency 4 --requests 40` sent 12 (3 rounds of 4): `--requests` now counts per level, as
+    `vllm bench serve --num-prompts` does; the prediction printed twice with different values."""
+    from tokometer.bench.plan import BenchConfig, level_rounds, planned_requests
+
+    assert planned_requests(BenchConfig("http://x", concurrency=(4,), requests=40, warmup=1)) == 41
+    assert level_rounds(BenchConfig("http://x", concurrency=(1, 4), requests=10), 1) == [4, 4, 2]
+    assert level_rounds(BenchConfig("http://x", concurrency=(4,)), 0) == [4, 4, 4]  # --runs rounds without it
+    with synthetic(tok_s=100.0, ttft_s=0.01, flavor="llamacpp") as server:
+        code, out, err = run_cli(["bench", server.url, "--concurrency", "1,2", "--requests", "5", "--max-tokens", "20",
+                                  "--predict-model", "llama-3.1-8b", "-q", "q4_k_m", "--hw", "rtx-4090"])
+        assert code == 0, err
+        assert (out + err).count("predicted for ") == 1
+        code, out, err = run_cli(["bench", server.url, "--concurrency", "1,2", "--requests", "5", "--max-tokens", "20", "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    levels = {lv["concurrency"]: lv["summary"] for lv in data["levels"]}
+    assert levels[1]["requests_total"] == 5 and levels[2]["requests_total"] == 5
+    assert data["requests_recorded"] == 10 + 1  # and the cold run
+    # concurrency 2: two streams at 100 tok/s each decode together; the partial last round is left out
+    assert levels[2]["aggregate_tps"]["n"] == 2
+    assert levels[2]["aggregate_tps"]["median"] == pytest.approx(2 * levels[2]["decode_tps"]["median"], rel=0.15)

@@ -89,3 +89,42 @@ def test_uniform_streams_recover_their_rate_and_scale_with_time(ttft: float, gap
     slower = request_metrics(Trace(0.0, tuple(t * scale for t in times)))
     assert slower.decode_tps == pytest.approx(m.decode_tps / scale, rel=1e-6)  # type: ignore[operator]
     assert m.tpot_ms * m.decode_tps == pytest.approx(1000.0, rel=1e-6)  # type: ignore[operator]
+
+
+def _record(seq: int, group: int, times: tuple[float, ...], *, tokens: int = 30, server_tps: float | None = None, label: str = "concurrency=2"):
+    from tokometer.bench.client import RequestRecord
+
+    return RequestRecord(seq=seq, phase="concurrency", label=label, ok=True, t0=0.0, group=group, event_times=times,
+                         output_tokens=tokens, server_decode_tps=server_tps, max_tokens=tokens)  # fmt: skip
+
+
+def test_a_stream_seen_at_one_instant_keeps_a_decode_rate_and_does_not_stand_in_for_the_round() -> None:
+    """Issue 28: against llama.cpp at concurrency 2, 3 of 6 requests had no decode rate and the
+    aggregate column equalled the decode column (90.4 = 90.4): the one stream with two token
+    instants set the round's "aggregate"."""
+    from tokometer.bench.summary import summarize_levels
+
+    streaming = tuple(0.1 + i / 100.0 for i in range(30))  # 100 tok/s
+    records = []
+    for group in range(3):
+        records.append(_record(2 * group, group, streaming))
+        records.append(_record(2 * group + 1, group, (0.5,), server_tps=95.0))  # all 30 tokens in one read
+    (level,) = summarize_levels(records)
+    summary = level["summary"]
+    assert summary["decode_tps"]["n"] == 6  # every request of >= 2 tokens has a rate
+    assert summary["decode_tps"]["median"] == pytest.approx(97.5)
+    # the round: 58 tokens after the first ones, from the first first token (0.1 s) to the last token (0.5 s)
+    assert summary["aggregate_tps"]["median"] == pytest.approx(58 / 0.4)
+    assert summary["aggregate_tps"]["median"] != pytest.approx(summary["decode_tps"]["median"], rel=0.1)
+
+
+def test_levels_are_summarised_from_their_own_requests() -> None:
+    from tokometer.bench.summary import summarize_levels
+
+    fast = tuple(0.1 + i / 200.0 for i in range(30))
+    slow = tuple(0.1 + i / 50.0 for i in range(30))
+    records = [_record(0, 0, fast, label="concurrency=1")] + [_record(1 + i, 0, slow) for i in range(2)]
+    one, two = summarize_levels(records)
+    assert one["summary"]["decode_tps"]["median"] == pytest.approx(200.0)
+    assert two["summary"]["decode_tps"]["median"] == pytest.approx(50.0)
+    assert two["summary"]["aggregate_tps"]["median"] == pytest.approx(100.0, rel=0.05)

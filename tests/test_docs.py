@@ -106,3 +106,32 @@ def test_readme_sample_output_is_what_estimate_prints() -> None:
     result = CliRunner().invoke(cli, ["estimate"])
     assert result.exit_code == 0, result.output
     assert sample.rstrip("\n") == result.output.rstrip("\n"), "README sample is stale: paste `tokometer estimate`"
+
+
+def test_readme_figures_are_what_the_commands_give() -> None:
+    """Each `<!-- figure:NAME -->` of the README (catalog counts, the bare-numbers example's ceiling and
+    estimate) is what `scripts/readme_figures.py` computes now; every figure it knows is used."""
+    spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "scripts" / "readme_figures.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    marked = dict(module.FIGURE.findall(readme))
+    assert set(marked) == set(module.FIGURES), "README.md and scripts/readme_figures.py name different figures"
+    computed = module.computed()
+    for name, text in marked.items():
+        assert text == computed[name], f"README figure {name} is {text!r}, the command gives {computed[name]!r}: run `python scripts/readme_figures.py`"
+    from tokometer.catalog import model_catalog
+
+    assert marked["model-presets"] == f"{len(model_catalog().ids):,}"
+    assert "ceiling of <!-- figure:bare-ceiling -->" in readme and "estimate of <!-- figure:bare-estimate -->" in readme
+
+
+def test_the_license_is_an_spdx_expression() -> None:
+    """setuptools >= 77 warns three times on the `project.license` table; the SPDX string is the current form."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["license"] == "Apache-2.0"
+    assert "setuptools>=77" in project["build-system"]["requires"]
+    assert not [c for c in project["project"].get("classifiers", []) if c.startswith("License ::")]

@@ -185,3 +185,13 @@ def test_a_model_too_small_for_a_finite_ceiling_is_one_error(client: TestClient)
     assert response.status_code == 422 and "no finite decode step" in response.json()["error"]
     code, out, err = run_in_process(["estimate", "--params", "2.225073858507203e-309", "--hw", "rtx-4090"])
     assert code == 2 and "no finite decode step" in err and "Traceback" not in err + out
+
+
+def test_an_absurd_parameter_count_is_refused_as_implausible(client: TestClient) -> None:
+    """`--params 1e30` (found by the property above) printed 30-digit figures; now one clear refusal."""
+    code, out, err = run_in_process(["estimate", "--params", "1e30", "--hw", "rtx-4090"])
+    assert code == 2 and "implausible" in err and "--params" in err and "Traceback" not in err + out
+    response = client.post("/api/estimate", json={"params_b": 1e30})
+    assert response.status_code == 422 and "implausible" in response.json()["error"]
+    code, out, err = run_in_process(["estimate", "--params", "2000", "--hw", "h100-sxm", "--tp", "8"])
+    assert code == 0, err  # the largest real models still pass

@@ -252,3 +252,24 @@ def test_utilization_far_below_on_a_cpu_names_a_cpus_culprits() -> None:
     assert "far below" in cpu.utilisation.verdict and "offloaded" not in cpu.utilisation.verdict
     assert "threads" in cpu.utilisation.verdict
     assert "offloaded" in gpu.utilisation.verdict
+
+
+def test_one_speculative_rate_feeds_every_line_that_follows(capsys: pytest.CaptureFixture[str]) -> None:
+    """70B on a 4090 with 40 layers offloaded and a 1B draft: the speculative row said 8.5 tok/s while
+    end-to-end (100 s) and the verdict ("too slow ... below 3 tok/s") came from the plain 2.6 tok/s."""
+    args = ("estimate", "llama-3.1-70b", "--hw", "rtx-4090", "--draft", "llama-3.2-1b", "--gpu-layers", "40")
+    data = as_json(capsys, *args)
+    spec, lat = data["speculative"], data["latency"]
+    assert spec["tok_s"] > 2 * data["decode"]["estimate_tok_s"]  # the draft pays off here
+    assert lat["tpot_s"] == pytest.approx(spec["tpot_s"]) and lat["e2e_s"] == pytest.approx(spec["e2e_s"])
+    assert lat["e2e_s"] == pytest.approx(lat["ttft_s"] + (lat["output_tokens"] - 1) * lat["tpot_s"])
+    assert 1 / lat["tpot_s"] == pytest.approx(spec["tok_s"], rel=0.05)  # mean decode depth vs the workload's
+    assert "too slow" not in lat["verdict"]
+    code, out, err = cli(capsys, *args)
+    assert code == 0, err
+    e2e_line = next(line for line in out.splitlines() if line.startswith("end-to-end"))
+    assert f"{lat['e2e_s']:.2f} s" in e2e_line
+    feel = next(line for line in out.splitlines() if line.startswith("feel"))
+    assert feel == f"feel: {lat['verdict']}"
+    plain = as_json(capsys, *args[:-4], "--gpu-layers", "40")
+    assert plain["latency"]["e2e_s"] > 2 * lat["e2e_s"] and "too slow" in plain["latency"]["verdict"]

@@ -105,9 +105,10 @@ def test_speculation_speeds_up_with_acceptance(model: str, hw: str, a1: float, a
 
 
 def test_an_absurdly_deep_bare_model_gets_a_bounded_offload_curve() -> None:
-    """`--params 1e30` assumes 1.6e11 layers: the offload curve visits 257 evenly spread layer counts,
-    0 and all layers included, instead of one point per layer (which hung the CLI property test)."""
-    e = estimate(None, "rtx-4090", params_b=1e30, gpu_layers=1, cpu_hw="ddr4-dual-channel", advise=False)
+    """`--params 1e30` assumed 1.6e11 layers (such counts are refused as implausible now, issue 28, but
+    `--layers` still takes any depth): the offload curve visits 257 evenly spread layer counts, 0 and
+    all layers included, instead of one point per layer (which hung the CLI property test)."""
+    e = estimate(None, "rtx-4090", params_b=1000, n_layers=10**11, gpu_layers=1, cpu_hw="ddr4-dual-channel", advise=False)
     n = e.setup.model.n_layers
     points = [p.gpu_layers for p in offload_points(e)]
     assert n > 10**10

@@ -214,7 +214,7 @@ def test_estimate_figures_are_valid_images(tmp_path: Path, options: dict) -> Non
         assert "<svg" in plot_estimate(e, tmp_path / "estimate.svg").read_text()
 
 
-def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
+def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tokometer.cli import main
     from tokometer.report.plots import plot_sweep
     from tokometer.usecases.sweep import sweep
@@ -229,6 +229,8 @@ def test_sweep_figures_and_the_cli_plot_flags(tmp_path: Path) -> None:
     _is_png(tmp_path / "cli.png")
     main(["sweep", "--context", "0,8192", "--plot", str(tmp_path / "cli-sweep.png")])
     _is_png(tmp_path / "cli-sweep.png")
+    told = capsys.readouterr().err  # each --plot says where it wrote its file
+    assert f"plot written to {(tmp_path / 'cli.png').resolve()}" in told and f"plot written to {(tmp_path / 'cli-sweep.png').resolve()}" in told
     with pytest.raises(InputError, match="must end in"):
         plot_sweep(single, tmp_path / "figure.gif")
 

@@ -4,6 +4,7 @@ line with exit code 2."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,42 @@ def test_estimate_batch_says_its_aggregate_is_one_decode_step(capsys: pytest.Cap
     decode = json.loads(out)["decode"]
     assert code == 0 and "one decode step" in decode["aggregate_basis"]
     assert decode["aggregate_tok_s"] == pytest.approx(decode["estimate_tok_s"] * 384)
+
+
+def test_a_sweep_with_objectives_is_rounded_headed_and_shows_goodput(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: rates printed as 2.333, 9.666, 16.999, a last column with no header, and no goodput
+    although --slo-ttft and --slo-tpot were given."""
+    code, out, err = cli(capsys, *SIM, "--sweep-rate", "-n", "300", "--slo-ttft", "500", "--slo-tpot", "50")
+    assert code == 0, err
+    lines = out.splitlines()
+    header, rule = lines[1], lines[2]
+    columns = [len(cell) for cell in rule.split("  ") if cell]
+    assert len(re.split(r"\s{2,}", header.strip())) == len(columns)  # every column has a heading
+    assert "goodput req/s" in header and "knee" in header and "TTFT p99 ms" in header
+    rows = lines[3:3 + 8]
+    offered = [row.split()[0] for row in rows]
+    assert all(re.fullmatch(r"\d+(\.\d{1,2})?", rate) and len(rate.replace(".", "").lstrip("0")) <= 3 for rate in offered), offered
+    assert any(line.startswith("goodput: at most ") and "TTFT <= 500 ms and TPOT <= 50 ms" in line for line in lines)
+    code, out, err = cli(capsys, *SIM, "--sweep-rate", "-n", "300", "--json")
+    rates = [p["rate_per_s"] for p in json.loads(out)["points"]]
+    assert all(float(f"{r:.2g}") == r for r in rates) and rates == sorted(rates)
+
+
+def test_the_rate_list_plot_has_a_title_a_knee_mark_and_says_where_it_went(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (figures.append(fig), close(fig)))
+    target = tmp_path / "curve.png"
+    code, out, err = cli(capsys, *SIM, "--rate", "2,10,40", "-n", "300", "--slo-ttft", "500", "--plot", str(target))
+    assert code == 0, err
+    assert target.is_file() and f"plot written to {target.resolve()}" in err
+    (ax, *_) = figures[-1].axes
+    assert "Llama 3.1 8B" in ax.get_title()
+    knee = re.search(r"knee: (\S+) req/s", out)
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert knee and f"knee: {knee.group(1)} req/s" in labels and "TTFT SLO" in labels

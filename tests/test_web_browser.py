@@ -130,7 +130,7 @@ def test_pages_fit_a_phone(browser: Any, server: str, page_name: str) -> None:
 
 def test_throughput_shows_the_cli_numbers(tab: Tab, home: Path) -> None:
     expected = cli_json(home, "estimate", "--params", "70", "--bits", "4", "--bandwidth", "3350")["decode"]
-    tab.open("/throughput")
+    tab.open("/throughput?mode=numbers")  # the page starts on the catalog setup, as the CLI does
     tab.page.fill("#f-params_b", "70")
     tab.page.fill("#f-bits", "4")
     tab.page.fill("#f-bandwidth_gb_per_s", "3350")
@@ -328,7 +328,7 @@ def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
 
 
 def test_language_switch_persists(tab: Tab) -> None:
-    tab.open("/throughput")
+    tab.open("/throughput?mode=numbers")
     assert tab.text("h1") == "Inference throughput"
     tab.page.click("button[data-lang=fr]")
     tab.page.wait_for_function("() => document.querySelector('h1').textContent === \"Débit d'inférence\"")
@@ -385,7 +385,7 @@ def test_speed_feel_rejects_bad_rates(tab: Tab) -> None:
 
 
 def test_bad_input_shows_a_message(tab: Tab) -> None:
-    tab.open("/throughput")
+    tab.open("/throughput?mode=numbers")
     tab.page.fill("#f-params_b", "-5")
     tab.page.fill("#f-bits", "abc")
     tab.page.click("[data-testid=calculate]")

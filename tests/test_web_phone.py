@@ -148,7 +148,8 @@ def test_french_pages_show_french_why_lines_and_units(phone: Page) -> None:
 
 
 def test_a_huge_number_stays_inside_its_card(desktop: Page) -> None:
-    page = desktop.open("/throughput?mode=numbers&params_b=1e30&bits=16&bandwidth_gb_per_s=1000")
+    # 1e30 B parameters are refused as implausible now (issue 28): the largest model on a very slow bus
+    page = desktop.open("/throughput?mode=numbers&params_b=100000&bits=16&bandwidth_gb_per_s=0.000001")
     text = page.inner_text("[data-testid=ceiling]")
     assert "10" in text and len(text) < 16, text
     spill = page.evaluate("() => [...document.querySelectorAll('.card')].map((c) => c.scrollWidth - c.clientWidth)")
@@ -214,3 +215,28 @@ def test_the_runs_table_and_detail_card_at_1280(browser: Any, monkeypatch: pytes
         assert "`" not in page.inner_text(".page-head")
         assert view.errors == []
         view.context.close()
+
+
+ACTIVE_TAB_BOX = """() => {
+  const bar = document.getElementById('nav').getBoundingClientRect();
+  const tab = document.querySelector('#nav a[aria-current=page]').getBoundingClientRect();
+  return { barLeft: bar.left, barRight: bar.right, tabLeft: tab.left, tabRight: tab.right };
+}"""
+
+
+@pytest.mark.parametrize("path", ["/runs", "/serving", "/runs?lang=fr", "/serving?lang=fr", "/hardware", "/feel"])
+def test_the_active_tab_is_in_view_on_a_phone(phone: Page, path: str) -> None:
+    """Issue 28: on a 390 px phone the Runs tab was scrolled off screen and Serving half cut."""
+    page = phone.page
+    phone.page.goto(phone.base + path)
+    page.wait_for_selector("body[data-ready=true]", timeout=15_000)
+    page.wait_for_timeout(300)  # fonts and the next frame: the bar is placed again once they settle
+    box = page.evaluate(ACTIVE_TAB_BOX)
+    assert box["tabLeft"] >= box["barLeft"] - 1 and box["tabRight"] <= box["barRight"] + 1, box
+
+
+def test_the_throughput_page_starts_on_the_clis_default_setup(desktop: Page) -> None:
+    """The page started on a bare 70B / 16-bit / 3,350 GB/s model; the CLI on Llama 3.1 8B on an RTX 4090."""
+    page = desktop.open("/throughput")
+    assert page.input_value("#f-model") == "llama-3.1-8b" and page.input_value("#f-hw") == "rtx-4090"
+    assert "Llama 3.1 8B" in page.text_content("[data-testid=result]") and "Q4_K_M" in page.text_content("[data-testid=result]")

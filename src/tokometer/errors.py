@@ -52,6 +52,30 @@ class UnknownEntryError(TokometerError):
         super().__init__(f"unknown {kind} {name!r}{hint} (see `tokometer {kind_command(kind)} list`)")
 
 
+class SimulationStalled(TokometerError):
+    """The serving simulator's scheduler ran step after step without progress (a simulator bug, never
+    a silent spin): names the engine, its memory rule, the scheduler's state and the workload."""
+
+    def __init__(
+        self, *, engine: str, rule: str, steps: int, clock_s: float, running: int, decoding: int, prefilling: int,
+        waiting: int, kv_used_tokens: float, kv_capacity_tokens: float, workload: str,
+    ) -> None:
+        self.engine = engine
+        self.rule = rule
+        self.steps = steps
+        self.running = running
+        self.waiting = waiting
+        self.kv_used_tokens = kv_used_tokens
+        self.kv_capacity_tokens = kv_capacity_tokens
+        self.workload = workload
+        super().__init__(
+            f"the {engine} scheduler ({rule}) made no progress in {steps:,} steps at t = {clock_s:.3f} s: "
+            f"{running} running ({decoding} decoding, {prefilling} prefilling), {waiting} waiting, "
+            f"KV cache {kv_used_tokens:,.0f} of {kv_capacity_tokens:,.0f} tokens in use; workload: {workload}. "
+            "This is a simulator bug: please report this line"
+        )
+
+
 class IngestError(TokometerError):
     """A model file or config could not be read (truncated GGUF, bad safetensors header, bad JSON)."""
 

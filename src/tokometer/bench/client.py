@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, cast
 
 import httpx
@@ -117,7 +117,15 @@ class RequestRecord:
         )
 
     def metrics(self) -> RequestMetrics:
-        return request_metrics(self.trace())
+        """The request's figures from its timestamps; a request of 2 or more tokens whose tokens the
+        client saw arrive at one instant (one event, or one read: a queued stream, a proxy that
+        buffers) has no client-side decode time, so its decode rate is the server's own, when the
+        server reported its timings (llama.cpp, vLLM's usage stats)."""
+        found = request_metrics(self.trace())
+        if found.decode_tps is None and found.output_tokens >= 2 and self.server_decode_tps:
+            rate = float(self.server_decode_tps)
+            return replace(found, decode_tps=rate, tpot_ms=1000.0 / rate)
+        return found
 
     @property
     def ended_early(self) -> bool:

@@ -153,7 +153,7 @@ def steady_state_tps(traces: Sequence[Trace]) -> float | None:
     Tokens whose events land inside the window, divided by its length (SGLang's one-batch
     steady state). None when the streams never all overlapped.
     """
-    live = [t for t in traces if len(t.event_times_s) >= 2]
+    live = [t for t in traces if len(set(t.event_times_s)) >= 2]  # tokens seen at two instants at least
     if not live:
         return None
     start = max(t.event_times_s[0] for t in live)
@@ -166,6 +166,28 @@ def steady_state_tps(traces: Sequence[Trace]) -> float | None:
         # the first event inside the window only opens it: count what arrives strictly after start
         tokens += sum(k for time, k in per_event if start < time <= end)
     return tokens / (end - start)
+
+
+def round_tps(traces: Sequence[Trace]) -> float | None:
+    """Aggregate decode rate of one round of simultaneous streams.
+
+    When every stream shows its tokens at two instants or more and all of them overlap, the
+    steady state (`steady_state_tps`). Otherwise (a server that queues the streams, or a stream whose
+    tokens arrived in one read) no window holds every stream, and the rate is the round's tokens
+    after each first one over the span from the first first token to the last token, never one
+    stream's own rate standing in for the round's.
+    """
+    timed = [t for t in traces if t.event_times_s]
+    if not timed:
+        return None
+    if all(len(set(t.event_times_s)) >= 2 for t in timed):
+        steady = steady_state_tps(timed)
+        if steady is not None:
+            return steady
+    start = min(t.event_times_s[0] for t in timed)
+    end = max(t.event_times_s[-1] for t in timed)
+    tokens = sum(max(0, t.n_out - 1) for t in timed)
+    return tokens / (end - start) if end > start and tokens else None
 
 
 def aggregate_output_tps(traces: Sequence[Trace]) -> float | None:

@@ -118,14 +118,14 @@ class BenchConfig:
         elif self.mode == "depth":
             slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
         elif self.mode == "concurrency":
-            slots = self.runs * len(self.concurrency) * self.request_bound_s()
+            slots = sum(len(level_rounds(self, i)) for i in range(len(self.concurrency))) * self.request_bound_s()
         elif self.mode == "trace":
             longest = max(self.request_bound_s(r.prompt_tokens, r.output_tokens) for r in self.trace)
             slots = self.trace[-1].arrival_s + longest
         else:
             duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
             slots = duration + self.request_bound_s()
-        if self.requests is not None and self.mode != "rate":
+        if self.requests is not None and self.mode not in ("rate", "concurrency"):
             slots = min(slots, (self.requests + 1) * self.request_bound_s(max(self.depths, default=self.prompt_tokens)))
         return warm + slots + 30.0  # + detection and the prompt-count pass
 
@@ -165,16 +165,37 @@ def planned_requests(config: BenchConfig) -> int | None:
     elif mode == "depth":
         total = config.runs * len(config.depths)
     elif mode == "concurrency":
-        total = config.runs * sum(config.concurrency)
+        total = sum(sum(level_rounds(config, i)) for i in range(len(config.concurrency)))
     elif mode == "trace":
         total = len(config.trace)
     else:
         total = config.requests or 0
         if not total:
             return None
-    if config.requests is not None:
+    if config.requests is not None and mode != "concurrency":  # concurrency: N at every level
         total = min(total, config.requests)
     return total + config.warmup
+
+
+def level_rounds(config: BenchConfig, index: int) -> list[int]:
+    """The streams this runner sends in each timed round of concurrency level `index`.
+
+    Without `--requests`: `runs` rounds of the level's c streams. With `--requests N`: N requests at
+    every level, as `vllm bench serve --num-prompts` and guidellm count them: N // c full rounds and
+    a last round of the remaining N % c streams (left out of the level's aggregate, since fewer
+    streams decode together). A worker of a split run (`level_names` give the whole run's level)
+    sends its share of whole rounds only: ceil(N / c) rounds, so every worker meets every barrier.
+    """
+    local = config.concurrency[index]
+    if config.requests is None:
+        return [local] * config.runs
+    name = level_label(config, index)
+    whole = int(name.partition("=")[2]) if name.startswith("concurrency=") else local
+    full, rest = divmod(config.requests, whole)
+    rounds = [local] * full
+    if rest:
+        rounds.append(rest if whole == local else local)
+    return rounds
 
 
 def concurrency_label(streams: int) -> str:
@@ -203,4 +224,4 @@ def round_key(level_index: int, round_index: int) -> str:
     return f"level{level_index}/round{round_index}"
 
 
-__all__ = ["BenchConfig", "concurrency_label", "level_label", "planned_requests", "rate_label", "round_key"]
+__all__ = ["BenchConfig", "concurrency_label", "level_label", "level_rounds", "planned_requests", "rate_label", "round_key"]

@@ -8,7 +8,17 @@ several repetitions. Bandwidth = bytes moved / seconds, decimal GB/s (docs/PHYSI
 Matmul: float32 GEMM `2 n^3` FLOPs / seconds, best over a few repetitions and sizes.
 
 GPU (when torch is installed and sees CUDA, ROCm or Apple MPS): device-to-device copy and triad
-on device tensors, fp16 and fp32 GEMM, synchronised before the clock stops.
+on device tensors, synchronised before the clock stops, and the matrix peak of each format the
+device runs: fp32, fp16, bf16, and where torch exposes them fp8 (`torch._scaled_mm`, e4m3) and int8
+(`torch._int_mm`). On the CPU, numpy multiplies fp32 and fp64 only: the low-precision formats are
+not measured there, and the profile says so.
+
+A probe on a busy machine measures the other work (a build once cut the bandwidth 7.3x), so
+`probe_checked` samples the machine's load before and after each measurement (`LoadSource`: the
+CPU busy share from /proc/stat or the load average, GPU utilisation through NVML or torch when
+they are installed), repeats until two idle measurements agree, and reports whether it could. The
+CLI refuses to save a profile measured under load unless `--force`. A `--quick` probe is a lower
+bound (smaller arrays, fewer repetitions) and is labelled so.
 
 `save_local_profile` writes entry `local` into `tokometer_home()/hardware.toml` (the user
 catalog, same schema as the shipped one; other entries in the file are kept) and clears the
@@ -55,6 +65,9 @@ class ProbeResult:
     elapsed_s: float
     quick: bool
     details: dict[str, Any] = field(default_factory=dict)
+    # matrix peak per format measured on this device, TFLOPS (int8: TOPS): fp64, fp32, fp16, bf16, fp8, int8
+    matrix_tflops: dict[str, float] = field(default_factory=dict)
+    formats_note: str = ""  # which formats could not be measured here, and why
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,6 +143,11 @@ def _is_laptop() -> bool:
 
 
 # --- CPU probe --------------------------------------------------------------------------------
+
+CPU_FORMATS_NOTE = (
+    "numpy on the CPU multiplies fp32 and fp64 only: fp16/bf16, fp8 and int8 matrix peaks are not "
+    "measured here (a GPU through torch measures them)"
+)
 
 
 def _best_rate(
@@ -227,6 +245,16 @@ def measure_cpu(*, quick: bool = False, threads: int | None = None, budget_s: fl
         gemm()  # warm-up (BLAS threads)
         rate, _ = _best_rate(gemm, 2.0 * m**3, 5 if quick else 8, gemm_deadline, min_repetitions=GEMM_MIN_REPS)
         flops_rate = max(flops_rate, rate)
+    fp64_rate = 0.0
+    m64 = sizes[0] if quick else sizes[1]
+    x64 = np.random.default_rng(2).random((m64, m64))
+    y64 = np.random.default_rng(3).random((m64, m64))
+
+    def gemm64() -> None:
+        x64 @ y64
+
+    gemm64()
+    fp64_rate, _ = _best_rate(gemm64, 2.0 * m64**3, 3, time.perf_counter() + (1.0 if quick else 4.0), min_repetitions=GEMM_MIN_REPS)
     name = cpu_name()
     memory = total_memory_gb() or 16.0
     return ProbeResult(
@@ -253,6 +281,8 @@ def measure_cpu(*, quick: bool = False, threads: int | None = None, budget_s: fl
             "rates_gb_per_s": results,
             "memory_gb_from_os": total_memory_gb() is not None,
         },
+        matrix_tflops={k: v / 1e12 for k, v in (("fp32", flops_rate), ("fp64", fp64_rate)) if v},
+        formats_note=CPU_FORMATS_NOTE,
     )
 
 
@@ -312,18 +342,18 @@ def measure_torch(*, quick: bool = False) -> ProbeResult | None:
 
     copy_rate, triad_rate, passes = stream()
     rates: dict[str, float] = {}
+    skipped: list[str] = []
     m = 2048 if quick else 8192
-    for dtype, key in ((torch.float16, "fp16"), (torch.float32, "fp32")):
-        x = torch.randn(m, m, dtype=dtype, device=device)
-        y = torch.randn(m, m, dtype=dtype, device=device)
-
-        def gemm(x: Any = x, y: Any = y) -> None:
-            x @ y
-
-        timed(gemm)()
+    for key, make_gemm in _torch_gemms(torch, device, m):
+        try:
+            gemm = make_gemm()
+            timed(gemm)()
+        except Exception as exc:  # a format this device, build or backend lacks: say so, measure the rest
+            skipped.append(f"{key} ({type(exc).__name__})")
+            continue
         rate, _ = _best_rate(timed(gemm), 2.0 * m**3, 3 if quick else 10, deadline + 10, min_repetitions=GEMM_MIN_REPS)
         rates[key] = rate / 1e12
-        del x, y
+        del gemm
     return ProbeResult(
         device=device,
         name=name,
@@ -343,7 +373,51 @@ def measure_torch(*, quick: bool = False) -> ProbeResult | None:
         elapsed_s=time.perf_counter() - start,
         quick=quick,
         details={"torch": str(torch.__version__), "gemm_n": m},
+        matrix_tflops=dict(rates),
+        formats_note=("not measured on this device: " + ", ".join(skipped)) if skipped else "",
     )
+
+
+def _torch_gemms(torch: Any, device: str, m: int) -> list[tuple[str, Callable[[], Callable[[], None]]]]:
+    """(format, a factory of one m x m x m GEMM) for every format torch may run on `device`.
+
+    fp8 multiplies e4m3 operands with `torch._scaled_mm` (Hopper, Ada, MI300 and newer); int8 with
+    `torch._int_mm` (int32 accumulate). A factory raises where the device or build lacks the format.
+    """
+
+    def plain(dtype_name: str) -> Callable[[], Callable[[], None]]:
+        def make() -> Callable[[], None]:
+            dtype = getattr(torch, dtype_name)
+            x = torch.randn(m, m, dtype=dtype, device=device)
+            y = torch.randn(m, m, dtype=dtype, device=device)
+
+            def gemm() -> None:
+                x @ y
+
+            return gemm
+
+        return make
+
+    def fp8() -> Callable[[], None]:
+        x = torch.randn(m, m, device=device).to(torch.float8_e4m3fn)
+        y = torch.randn(m, m, device=device).to(torch.float8_e4m3fn).t()  # column-major, as cuBLASLt wants
+        one = torch.tensor(1.0, device=device)
+
+        def gemm() -> None:
+            torch._scaled_mm(x, y, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        return gemm
+
+    def int8() -> Callable[[], None]:
+        x = torch.randint(-8, 8, (m, m), dtype=torch.int8, device=device)
+        y = torch.randint(-8, 8, (m, m), dtype=torch.int8, device=device)
+
+        def gemm() -> None:
+            torch._int_mm(x, y)
+
+        return gemm
+
+    return [("fp16", plain("float16")), ("bf16", plain("bfloat16")), ("fp32", plain("float32")), ("fp8", fp8), ("int8", int8)]
 
 
 def _gpu_segment(name: str) -> str:
@@ -368,6 +442,181 @@ def probe(*, quick: bool = False, device: str = "auto") -> ProbeResult:
 
             raise InputError("no GPU found: `tokometer probe --device gpu` needs torch with CUDA, ROCm or MPS")
     return measure_cpu(quick=quick)
+
+
+# --- the machine's load, before and after ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadSample:
+    """How busy the machine is: the share of all CPU time spent busy, and GPU utilisation (0-1,
+    None where nothing reports it)."""
+
+    cpu_busy_share: float | None
+    gpu_busy_share: float | None = None
+    source: str = ""
+
+    def busy(self, cpu_limit: float, gpu_limit: float) -> bool:
+        return (self.cpu_busy_share or 0.0) > cpu_limit or (self.gpu_busy_share or 0.0) > gpu_limit
+
+    def words(self) -> str:
+        parts = [f"CPU {self.cpu_busy_share:.0%} busy" if self.cpu_busy_share is not None else "CPU load unknown"]
+        if self.gpu_busy_share is not None:
+            parts.append(f"GPU {self.gpu_busy_share:.0%} utilised")
+        return ", ".join(parts)
+
+
+LoadSource = Callable[[], LoadSample]
+
+# a machine is busy above these shares; a STREAM probe under 25 % of the cores' load already reads low
+CPU_BUSY_LIMIT = 0.25
+GPU_BUSY_LIMIT = 0.10
+AGREEMENT = 0.10  # two idle measurements agree when bandwidth and matmul differ by at most 10 %
+
+
+def _proc_stat_times() -> tuple[int, int] | None:
+    """(idle, total) jiffies of all CPUs from /proc/stat (idle counts iowait too)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            fields = handle.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)
+    return idle, sum(values[:8])
+
+
+def cpu_busy_share(interval_s: float = 0.5) -> float | None:
+    """Share of all cores' time spent busy over `interval_s` (/proc/stat), else the 1-minute load
+    average over the core count, else None."""
+    first = _proc_stat_times()
+    if first is not None:
+        time.sleep(interval_s)
+        second = _proc_stat_times()
+        if second is not None and second[1] > first[1]:
+            return max(0.0, min(1.0, 1.0 - (second[0] - first[0]) / (second[1] - first[1])))
+    try:
+        return min(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except (OSError, AttributeError):
+        return None
+
+
+def gpu_busy_share() -> float | None:
+    """GPU 0's utilisation through NVML (pynvml), else torch's view of it; None without either."""
+    try:
+        import pynvml  # type: ignore[import-not-found, unused-ignore]
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            return float(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu) / 100.0
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    try:
+        import torch  # type: ignore[import-not-found, unused-ignore]
+
+        if torch.cuda.is_available():
+            return float(torch.cuda.utilization(0)) / 100.0
+    except Exception:
+        pass
+    return None
+
+
+def system_load() -> LoadSample:
+    """The machine's load now: CPU from /proc/stat (or the load average), GPU where a library reports it."""
+    return LoadSample(cpu_busy_share(), gpu_busy_share(), source="/proc/stat" if _proc_stat_times() else "loadavg")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    result: ProbeResult
+    before: LoadSample
+    after: LoadSample
+    idle: bool
+
+
+@dataclass(frozen=True)
+class CheckedProbe:
+    """The probe's best idle measurement (else its last), every attempt with its load, and whether
+    two idle attempts agreed."""
+
+    result: ProbeResult
+    attempts: tuple[Attempt, ...]
+    idle: bool  # the result was measured with the machine idle before and after
+    stable: bool  # two idle measurements agreed within AGREEMENT
+
+    def verdict(self) -> str:
+        n = len(self.attempts)
+        if not self.idle:
+            worst = max(self.attempts, key=lambda a: max(a.before.cpu_busy_share or 0, a.after.cpu_busy_share or 0, a.before.gpu_busy_share or 0, a.after.gpu_busy_share or 0))
+            return (f"the machine was busy in all {n} attempt(s) (before: {worst.before.words()}; after: {worst.after.words()}): "
+                    "the figures measure the other work too")
+        if not self.stable:
+            return f"idle, but {n} attempt(s) gave no two measurements within {AGREEMENT:.0%} of each other: treat the figures as rough"
+        return f"idle before and after, two measurements within {AGREEMENT:.0%} ({n} attempt(s))"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "idle": self.idle,
+            "stable": self.stable,
+            "verdict": self.verdict(),
+            "attempts": [
+                {"before": asdict(a.before), "after": asdict(a.after), "idle": a.idle,
+                 "memory_bandwidth_gb_per_s": a.result.memory_bandwidth_gb_per_s,
+                 "matrix_tflops": a.result.matrix_tflops}
+                for a in self.attempts
+            ],
+        }
+
+
+def _agree(a: ProbeResult, b: ProbeResult) -> bool:
+    def close(x: float | None, y: float | None) -> bool:
+        if not x or not y:
+            return x == y
+        return abs(x - y) <= AGREEMENT * max(x, y)
+
+    return close(a.memory_bandwidth_gb_per_s, b.memory_bandwidth_gb_per_s) and close(a.fp32_tflops, b.fp32_tflops) and close(a.fp16_tflops, b.fp16_tflops)
+
+
+def probe_checked(
+    *,
+    quick: bool = False,
+    device: str = "auto",
+    load: LoadSource | None = None,
+    attempts: int | None = None,
+    measure: Callable[[], ProbeResult] | None = None,
+    on_attempt: Callable[[int, int, Attempt], None] | None = None,
+) -> CheckedProbe:
+    """Measure, with the load sampled before and after each attempt, until two idle attempts agree
+    (at most `attempts`: 3, 2 when quick). The result is the best idle attempt (peaks are best-of),
+    else the last one. `on_attempt(n, limit, attempt)` is told after each attempt (the CLI's progress)."""
+    sample = load or system_load
+    run = measure or (lambda: probe(quick=quick, device=device))
+    limit = attempts or (2 if quick else 3)
+    done: list[Attempt] = []
+    stable = False
+    for _ in range(limit):
+        before = sample()
+        result = run()
+        after = sample()
+        idle = not before.busy(CPU_BUSY_LIMIT, GPU_BUSY_LIMIT) and not after.busy(CPU_BUSY_LIMIT, GPU_BUSY_LIMIT)
+        done.append(Attempt(result, before, after, idle))
+        if on_attempt is not None:
+            on_attempt(len(done), limit, done[-1])
+        calm = [a.result for a in done if a.idle]
+        if len(calm) >= 2 and any(_agree(calm[-1], other) for other in calm[:-1]):
+            stable = True
+            break
+    calm_attempts = [a for a in done if a.idle]
+    if calm_attempts:
+        best = max(calm_attempts, key=lambda a: a.result.memory_bandwidth_gb_per_s).result
+    else:
+        best = done[-1].result
+    return CheckedProbe(best, tuple(done), idle=bool(calm_attempts), stable=stable)
 
 
 # --- the `local` profile ----------------------------------------------------------------------
@@ -403,6 +652,10 @@ def profile_entry(result: ProbeResult, today: date | None = None) -> dict[str, A
         entry["fp32_tflops"] = round(result.fp32_tflops, 4)
     if result.fp16_tflops:
         entry["fp16_tflops"] = round(result.fp16_tflops, 4)
+    if result.matrix_tflops.get("fp8"):
+        entry["fp8_tflops"] = round(result.matrix_tflops["fp8"], 4)
+    if result.matrix_tflops.get("int8"):
+        entry["int8_tops"] = round(result.matrix_tflops["int8"], 4)
     entry["launch_year"] = (today or date.today()).year
     entry["source"] = f"tokometer probe {day}"
     entry["notes"] = (
@@ -412,7 +665,9 @@ def profile_entry(result: ProbeResult, today: date | None = None) -> dict[str, A
         + ")"
         + (f"; fp32 GEMM {result.fp32_tflops:.3f} TFLOPS" if result.fp32_tflops else "")
         + (f"; fp16 GEMM {result.fp16_tflops:.2f} TFLOPS" if result.fp16_tflops else "")
-        + (" (quick probe)" if result.quick else "")
+        + "".join(f"; {k} GEMM {v:.3g} {'TOPS' if k == 'int8' else 'TFLOPS'}" for k, v in result.matrix_tflops.items() if k not in ("fp16", "fp32"))
+        + (f"; {result.formats_note}" if result.formats_note else "")
+        + (" (quick probe: a lower bound, smaller arrays and fewer repetitions)" if result.quick else "")
         + ". launch_year is the probe year."
     )
     return entry

@@ -17,7 +17,8 @@ Several processes or machines can share one run (`bench.distributed`): each runs
 its share of the streams, waits at `barrier` before every timed round, and its times are re-based
 on that instant when the runs merge.
 
-`--requests` caps the measured requests of any mode. Ctrl-C, SIGTERM and SIGHUP stop the run and
+`--requests N` caps the measured requests of a run, except under `--concurrency`, where every
+level sends N (as `vllm bench serve --num-prompts` and guidellm count them). Ctrl-C, SIGTERM and SIGHUP stop the run and
 keep everything that completed (status `interrupted`); `on_exchange` hands each finished request
 to the caller as it ends (the use-case writes it to SQLite at once, so even SIGKILL loses nothing
 that completed). Each concurrent stream gets its own client and keep-alive
@@ -245,7 +246,8 @@ class Runner:
         group: int = 0,
     ) -> Exchange:
         if phase != "cold":
-            if self.config.requests is not None and self._measured >= self.config.requests:
+            # --requests caps the run, except in concurrency mode, where it is N at every level (the schedule's count)
+            if self.config.requests is not None and phase != "concurrency" and self._measured >= self.config.requests:
                 raise Stop
             self._measured += 1
         if phase in ("decode", "ttft", "depth"):  # one request at a time: nothing else may run meanwhile

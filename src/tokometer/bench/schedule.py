@@ -4,7 +4,8 @@ The runner owns the connections, the sending, the records and the run's limits; 
 only the order and timing of each mode's requests, so the five shapes of load read side by side:
 
 - `speed`, `depth`: one request at a time (the runner lets nothing else run while one is timed);
-- `concurrency`: closed loop, `runs` rounds of c simultaneous streams, one client per stream,
+- `concurrency`: closed loop, `runs` rounds of c simultaneous streams (with `--requests N`, N
+  requests at every level: `plan.level_rounds`), one client per stream,
   each round behind `sync` (the caller's writer settles; in a distributed run every worker waits
   at the barrier, then notes its own start instant under the round's key);
 - `rate`: open loop, Poisson arrivals at R requests/s until the duration or `--requests` ends;
@@ -28,7 +29,7 @@ import httpx
 
 from tokometer.bench import prompts
 from tokometer.bench.client import Exchange
-from tokometer.bench.plan import BenchConfig, level_label, round_key
+from tokometer.bench.plan import BenchConfig, level_label, level_rounds, round_key
 from tokometer.bench.wire import Lane
 from tokometer.runrecord import Phase
 
@@ -129,13 +130,13 @@ class Schedule:
 
     async def _concurrency(self, clients: list[Sender]) -> None:
         cfg = self.config
-        for index, level in enumerate(cfg.concurrency):
+        for index in range(len(cfg.concurrency)):
             label = level_label(cfg, index)
-            for round_index in range(cfg.runs):
+            for round_index, streams in enumerate(level_rounds(cfg, index)):
                 await self.sync(round_key(index, round_index))
                 batch = [
                     self.send(clients[i], "concurrency", label, prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
-                    for i in range(level)
+                    for i in range(streams)
                 ]
                 results = await asyncio.gather(*batch, return_exceptions=True)
                 if any(isinstance(r, Stop) for r in results):

@@ -15,9 +15,9 @@ from tokometer.bench.client import RequestRecord
 from tokometer.bench.metrics import (
     aggregate_output_tps,
     meets_slo,
+    round_tps,
     spread_fraction,
     stats,
-    steady_state_tps,
 )
 
 MEASURED_PHASES = ("decode", "ttft", "depth", "concurrency", "rate", "trace")
@@ -107,6 +107,25 @@ def summarize_records(
     return summary
 
 
+def _round_aggregates(group: Sequence[RequestRecord], streams: int | float | str) -> list[float | None]:
+    """The aggregate decode rate of each whole round of a concurrency level, from that round's own
+    requests: a round that sent fewer than the level's streams (the remainder of `--requests N`) is
+    left out, a round where one stream succeeded counts with that stream's rate."""
+    sent: dict[int, int] = {}
+    rounds: dict[int, list[RequestRecord]] = {}
+    for r in group:
+        sent[r.group] = sent.get(r.group, 0) + 1
+        if r.ok:
+            rounds.setdefault(r.group, []).append(r)
+    whole = streams if isinstance(streams, int) else 0
+    out: list[float | None] = []
+    for index, rs in rounds.items():
+        if sent[index] < whole:
+            continue
+        out.append(round_tps([r.trace() for r in rs]) if len(rs) > 1 else rs[0].metrics().decode_tps)
+    return out
+
+
 def summarize_levels(
     records: Sequence[RequestRecord],
     *,
@@ -125,12 +144,6 @@ def summarize_levels(
         key, _, value = label.partition("=")
         level: dict[str, Any] = {"label": label, key: _level_value(value), "summary": summary}
         if key == "concurrency":
-            rounds: dict[int, list[RequestRecord]] = {}
-            for r in group:
-                if r.ok:
-                    rounds.setdefault(r.group, []).append(r)
-            aggregates = [steady_state_tps([r.trace() for r in rs]) for rs in rounds.values() if len(rs) > 1]
-            single = [r.metrics().decode_tps for rs in rounds.values() if len(rs) == 1 for r in rs]
-            summary["aggregate_tps"] = stats([a for a in aggregates if a is not None] + single)
+            summary["aggregate_tps"] = stats(_round_aggregates(group, level[key]))
         levels.append(level)
     return levels

@@ -1,6 +1,9 @@
 """Fitted efficiency per engine x backend x hardware class (written by `tokometer calibrate`).
 
 `efficiency.toml` holds the fitted values with the date, the data and the method they came from.
+The package ships one; `tokometer calibrate` writes the user's own into the tokometer home
+(`$TOKOMETER_HOME/efficiency.toml`), which then takes precedence for every estimate until
+`calibrate --reset` removes it. Nothing ever writes into the installed package by default.
 Lookup falls back from the most specific key to the engine's documented default, so hardware the
 fit never saw still gets its class's values.
 """
@@ -13,12 +16,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency
+from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency, tokometer_home
 from tokometer.catalog.cache import load_parsed
 from tokometer.errors import CatalogError
 from tokometer.specs import Efficiency, EngineSpec, HardwareSpec
 
-EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"
+EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"  # the shipped fit
+USER_EFFICIENCY_NAME = "efficiency.toml"  # the user's fit, in the tokometer home
+
+
+def user_efficiency_file() -> Path:
+    """Where `tokometer calibrate` writes by default: the tokometer home, never the package."""
+    return tokometer_home() / USER_EFFICIENCY_NAME
+
+
+def active_efficiency_file() -> Path:
+    """The fit estimates use: the user's (from `tokometer calibrate`) when there is one, else the shipped one."""
+    user = user_efficiency_file()
+    return user if user.is_file() else EFFICIENCY_FILE
 ANY = "*"  # a key part that matches every engine, backend or hardware class
 
 
@@ -69,8 +84,21 @@ def _parse_toml(path: Path) -> dict[str, Any]:
         raise CatalogError(f"{path}: not valid TOML: {exc}") from None
 
 
+def fitted_table(path: Path | None = None) -> FittedTable:
+    """The fitted table in `path`, by default the active one (the user's fit, else the shipped one)."""
+    return _fitted_table(path or active_efficiency_file())
+
+
+def clear_fitted_table() -> None:
+    """Forget parsed fits (after `calibrate` writes or `--reset` removes one)."""
+    _fitted_table.cache_clear()
+
+
+fitted_table.cache_clear = clear_fitted_table  # type: ignore[attr-defined]  # callers of the old functools.cache API
+
+
 @functools.cache
-def fitted_table(path: Path = EFFICIENCY_FILE) -> FittedTable:
+def _fitted_table(path: Path) -> FittedTable:
     if not path.is_file():
         return FittedTable({}, {})
     raw = load_parsed(path, _parse_toml)

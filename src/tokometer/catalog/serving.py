@@ -4,7 +4,8 @@
 other catalogs: unknown keys and missing sources are errors naming the file and the key).
 `serving_efficiency.json` holds what `tokometer calibrate --serving` fitted on published serving
 data (`calibration_data/serving.csv`): per engine, the batched-compute efficiency curve and the
-per-step overhead, with the data and method they came from.
+per-step overhead, with the data and method they came from. `calibrate --serving` writes the user's
+own fit into the tokometer home, which then takes precedence (`calibrate --serving --reset` removes it).
 """
 
 from __future__ import annotations
@@ -16,14 +17,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tokometer.catalog import DATA_DIR, engine_catalog
+from tokometer.catalog import DATA_DIR, engine_catalog, tokometer_home
 from tokometer.catalog.schema import BOOL, INT, NUM, STR, Field, Schema, check_entry
 from tokometer.errors import CatalogError, InputError, UnknownEntryError
 from tokometer.serving_specs import MEMORY_OF, SchedulerPolicy, ServingEfficiency
 from tokometer.specs import EngineSpec
 
 SERVING_ENGINES_FILE = DATA_DIR / "serving_engines.toml"
-SERVING_EFFICIENCY_FILE = DATA_DIR / "serving_efficiency.json"
+SERVING_EFFICIENCY_FILE = DATA_DIR / "serving_efficiency.json"  # the shipped fit
+
+
+def user_serving_efficiency_file() -> Path:
+    """Where `tokometer calibrate --serving` writes by default: the tokometer home."""
+    return tokometer_home() / "serving_efficiency.json"
+
+
+def active_serving_efficiency_file() -> Path:
+    """The user's serving fit when there is one, else the shipped one."""
+    user = user_serving_efficiency_file()
+    return user if user.is_file() else SERVING_EFFICIENCY_FILE
 
 POLICY_SCHEMA: Schema = {
     "engine": Field(STR, True),
@@ -107,8 +119,21 @@ def serving_engine(name: str, **overrides: Any) -> ServingEngine:
     return found
 
 
+def serving_efficiency_table(path: Path | None = None) -> dict[str, Any]:
+    """The fitted serving table in `path`, by default the active one (the user's, else the shipped one)."""
+    return _serving_efficiency_table(path or active_serving_efficiency_file())
+
+
+def clear_serving_efficiency_table() -> None:
+    """Forget parsed serving fits (after `calibrate --serving` writes or `--reset` removes one)."""
+    _serving_efficiency_table.cache_clear()
+
+
+serving_efficiency_table.cache_clear = clear_serving_efficiency_table  # type: ignore[attr-defined]  # the old functools.cache API
+
+
 @functools.cache
-def serving_efficiency_table(path: Path = SERVING_EFFICIENCY_FILE) -> dict[str, Any]:
+def _serving_efficiency_table(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {"entries": {}}
     try:

@@ -59,7 +59,7 @@ def _end_progress(progress: object) -> None:
 @click.option("-m", "--model", "served_model", help="Model name to request (default: the server's first model).")
 @click.option("--protocol", type=click.Choice(["auto", "openai-chat", "openai-completions", "llamacpp", "ollama"]), default="auto", show_default=True, help="Wire protocol; auto probes the server.")
 @click.option("--api-key", help="Bearer token (default: $TOKOMETER_API_KEY, then $OPENAI_API_KEY); never stored or printed.")
-@click.option("--runs", type=int, default=3, show_default=True, help="Measured repetitions (rounds, in --concurrency mode).")
+@click.option("--runs", type=int, default=3, show_default=True, help="Measured repetitions (rounds of c streams, in --concurrency mode, unless --requests sets the count).")
 @click.option("--warmup", type=int, default=1, show_default=True, help="Cold runs sent first and dropped from the statistics.")
 @click.option("--max-tokens", type=int, default=200, show_default=True, help="Tokens to generate per request.")
 @click.option("--prompt-tokens", type=int, default=1024, show_default=True, help="Length of the long prompt that measures TTFT and prefill (0: skip).")
@@ -67,7 +67,7 @@ def _end_progress(progress: object) -> None:
 @click.option("--concurrency", callback=_int_list, help="Concurrent streams, e.g. 1,2,4: per-stream and aggregate speed.")
 @click.option("--rate", "rate_rps", type=float, help="Open-loop Poisson arrivals, requests per second.")
 @click.option("--duration", "duration_s", type=float, help="Seconds of arrivals for --rate (default 60).")
-@click.option("--requests", type=int, help="Stop after this many measured requests (any mode).")
+@click.option("--requests", type=int, help="Measured requests: with --concurrency, this many at every level (N // c rounds of c streams, then the rest), as vllm bench serve --num-prompts; in other modes, stop after this many.")
 @click.option("--slo-ttft", "slo_ttft_ms", type=float, help="Goodput SLO: time to first token, ms.")
 @click.option("--slo-tpot", "slo_tpot_ms", type=float, help="Goodput SLO: time per output token after the first, ms.")
 @click.option("--timeout", "stall_timeout_s", type=float, default=60.0, show_default=True, help="Seconds without data before a request counts as stalled (prompts over 2048 tokens get prompt/20 tok/s if longer).")
@@ -110,7 +110,7 @@ def bench(
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
     """
-    from tokometer.bench.render import render_prediction, render_run
+    from tokometer.bench.render import render_run
     from tokometer.bench.runner import BenchConfig
     from tokometer.report.json import estimate_json
     from tokometer.report.text import to_json
@@ -137,16 +137,13 @@ def bench(
     if predictor.wanted:
         predictor.check_hardware()
         if predict_model or options.get("params_b"):
-            # the depth rule the graded prediction uses (mean decode depth), so the two headlines agree
+            # fail on a model or hardware the estimate refuses before measuring anything; the
+            # prediction itself is made once, for the workload measured, and printed with the run
             prompt = config.prompt_tokens or 512
-            early = predictor.estimate(
+            predictor.estimate(
                 prompt_tokens=prompt, output_tokens=config.max_tokens, batch=1,
                 context_tokens=int(mean_decode_depth(prompt, config.max_tokens)),
             )
-            if not as_json:
-                from tokometer.bench.grading import prediction_headline
-
-                click.echo(render_prediction(prediction_headline(early)), err=True)
     elif predict_model:
         raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
 
@@ -340,35 +337,61 @@ def runs_path(as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="Smaller arrays and fewer repetitions (a few seconds).")
+@click.option("--quick", is_flag=True, help="Smaller arrays and fewer repetitions (a few seconds): a lower bound.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "gpu"]), default="auto", show_default=True, help="auto: the GPU through torch when present, else the CPU.")
 @click.option("--no-save", is_flag=True, help="Measure only; do not write the `local` profile.")
+@click.option("--force", is_flag=True, help="Save the profile even when the machine was busy while it was measured.")
 @json_option
-def probe(quick: bool, device: str, no_save: bool, as_json: bool) -> None:
+def probe(quick: bool, device: str, no_save: bool, force: bool, as_json: bool) -> None:
     """Measure this machine's memory bandwidth and matmul speed; save them as hardware `local`.
 
     Then `tokometer estimate MODEL --hw local` and `tokometer bench URL --hw local` predict for
     this very machine. The bandwidth is measured (STREAM-like copy and triad over arrays far
     larger than the caches, best of several passes), so it is what the memory really delivers,
-    not the datasheet peak.
+    not the datasheet peak. Each format's matrix peak the device runs is measured (a GPU: fp16,
+    bf16, fp32, fp8, int8 where torch has them; the CPU: fp32 and fp64).
+
+    The machine's load is sampled before and after each measurement (CPU busy share; GPU
+    utilisation through NVML or torch), and the probe repeats until two idle measurements agree.
+    A profile measured under load is not saved without --force. --quick gives a lower bound.
     """
-    from tokometer.bench.probe import probe as run_probe
-    from tokometer.bench.probe import profile_entry, save_local_profile
+    from tokometer.bench.probe import (
+        CPU_BUSY_LIMIT,
+        GPU_BUSY_LIMIT,
+        probe_checked,
+        profile_entry,
+        save_local_profile,
+    )
     from tokometer.report.text import num, to_json
 
     if not as_json:
-        click.echo("measuring memory bandwidth and matmul speed...", err=True)
-    result = run_probe(quick=quick, device=device)
+        click.echo("measuring memory bandwidth and matmul speed, with the machine's load before and after...", err=True)
+    def told(n: int, limit: int, attempt: Any) -> None:
+        if not as_json:
+            click.echo(f"  attempt {n} of at most {limit}: {num(attempt.result.memory_bandwidth_gb_per_s)} GB/s, "
+                       f"{attempt.result.elapsed_s:.1f} s; before: {attempt.before.words()}; after: {attempt.after.words()}", err=True)
+
+    checked = probe_checked(quick=quick, device=device, on_attempt=told)
+    result = checked.result
+    if not checked.idle and not no_save and not force:
+        raise InputError(
+            f"not saved: {checked.verdict()} (busy means over {CPU_BUSY_LIMIT:.0%} CPU or {GPU_BUSY_LIMIT:.0%} GPU). "
+            "Stop the other work and run `tokometer probe` again, or pass --force to save these figures anyway"
+        )
     path = None if no_save else save_local_profile(result)
     if as_json:
-        click.echo(to_json({"probe": result.to_dict(), "profile": profile_entry(result), "saved_to": str(path) if path else None}))
+        click.echo(to_json({"probe": result.to_dict(), "load": checked.to_dict(), "profile": profile_entry(result),
+                            "lower_bound": quick, "saved_to": str(path) if path else None}))
         return
     click.echo(f"{result.name}: {result.device}, {result.threads} thread(s), {num(result.memory_gb)} GB memory")
     click.echo(f"memory bandwidth  {num(result.memory_bandwidth_gb_per_s)} GB/s  (copy {num(result.copy_gb_per_s)}, triad {num(result.triad_gb_per_s)}; {result.array_bytes / 1e6:,.0f} MB arrays)")
-    if result.fp16_tflops:
-        click.echo(f"fp16 matmul       {num(result.fp16_tflops)} TFLOPS")
-    if result.fp32_tflops:
-        click.echo(f"fp32 matmul       {num(result.fp32_tflops)} TFLOPS")
-    click.echo(f"took {result.elapsed_s:.1f} s" + (" (quick)" if quick else ""))
+    peaks = result.matrix_tflops or {k: v for k, v in (("fp16", result.fp16_tflops), ("fp32", result.fp32_tflops)) if v}
+    for key, value in peaks.items():
+        click.echo(f"{key + ' matmul':<17} {num(value)} {'TOPS' if key == 'int8' else 'TFLOPS'}")
+    if result.formats_note:
+        click.echo(f"note: {result.formats_note}")
+    click.echo(f"load: {checked.verdict()}")
+    click.echo(f"took {result.elapsed_s:.1f} s per attempt" + (" (quick: a lower bound; run `tokometer probe` for the full figures)" if quick else ""))
     if path:
-        click.echo(f"saved as hardware `local` in {path}: try `tokometer estimate llama-3.1-8b -q q4_k_m --hw local`")
+        forced = " (measured under load: --force)" if not checked.idle else ""
+        click.echo(f"saved as hardware `local` in {path}{forced}: try `tokometer estimate llama-3.1-8b -q q4_k_m --hw local`")

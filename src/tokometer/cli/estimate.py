@@ -58,5 +58,6 @@ def estimate(model: str | None, as_json: bool, plot_path: str | None, **options:
     if plot_path:
         from tokometer.report.plots import plot_estimate
 
-        plot_estimate(result, plot_path)
+        written = plot_estimate(result, plot_path)
+        click.echo(f"plot written to {written.resolve()}", err=True)
     click.echo(to_json(estimate_json(result)) if as_json else render_estimate(result))

@@ -132,7 +132,8 @@ def sweep(
     if plot_path:
         from tokometer.report.plots import plot_sweep
 
-        plot_sweep(result, plot_path)
+        written = plot_sweep(result, plot_path)
+        click.echo(f"plot written to {written.resolve()}", err=True)
     if as_json:
         fmt = "json"
     text = {"json": lambda: to_json(result.to_dict()), "csv": lambda: render_sweep_csv(result)}.get(

@@ -127,12 +127,13 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
             points = sweep_rates(dep, base, rates, **kwargs)
             k = knee(points)
             if plot_file:
-                plot_serving(plot_file, points=points, slo_ttft_s=slo[0])
+                written = plot_serving(plot_file, points=points, slo_ttft_s=slo[0], slo_tpot_s=slo[1], knee=k, title=dep.label)
+                click.echo(f"plot written to {written.resolve()}", err=True)
             if as_json:
                 click.echo(to_json({"deployment": dep.to_dict(), **curve_dict(points, k)}))
             else:
                 click.echo(dep.label)
-                click.echo(render_curve(points, k))
+                click.echo(render_curve(points, k, slo=slo))
             return
         workload = base
     elif concurrency is not None:
@@ -143,7 +144,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         workload = base
     result = run(dep, workload, **kwargs)
     if plot_file:
-        plot_serving(plot_file, result=result)
+        written = plot_serving(plot_file, result=result, title=dep.label)
+        click.echo(f"plot written to {written.resolve()}", err=True)
     if as_json:
         click.echo(to_json({"deployment": dep.to_dict(), "workload": workload.to_dict() | {"trace": len(workload.trace)},
                             "result": result.to_dict(), "binding": result.binding}

@@ -199,13 +199,17 @@ def validate(cases: Path | None, serving: bool, baseline: str | None, loho: bool
 
 
 def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
-    from tokometer.catalog.serving import SERVING_EFFICIENCY_FILE, serving_efficiency_table
+    from tokometer.catalog.serving import (
+        clear_serving_efficiency_table,
+        user_serving_efficiency_file,
+    )
     from tokometer.report.text import to_json
     from tokometer.usecases.serving_fit import calibrate_serving
 
-    target = out or SERVING_EFFICIENCY_FILE
+    target = out or user_serving_efficiency_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
     data = calibrate_serving(cases, target)
-    serving_efficiency_table.cache_clear()
+    clear_serving_efficiency_table()
     if as_json:
         click.echo(to_json({"written": str(target), **data}))
         return
@@ -214,22 +218,58 @@ def _calibrate_serving(cases: Path, out: Path | None, as_json: bool) -> None:
         prefill = f"prefill {q:.2f}" if q is not None else "prefill from physics"
         click.echo(f"{key:14s} f_max {e['compute_fraction_max']:.2f}  T_half {e['compute_half_tokens']:g}  {prefill}  "
                    f"step overhead {e['layer_step_overhead_us']:g} us per layer + {e.get('sequence_overhead_us', 0.0):g} us per sequence  ({e['n_runs']} runs, rms log error {e['rms_log_error']:.3f})")
-    click.echo(f"wrote {target}")
+    click.echo(f"wrote {target}" + (USED_FROM_NOW if out is None else ""))
+
+
+USED_FROM_NOW = "; later commands use it (`tokometer calibrate --reset` goes back to the shipped fit)"
+
+
+def _reset(serving: bool, as_json: bool) -> None:
+    """Remove the user's fit from the tokometer home, so the shipped one applies again."""
+    from tokometer.catalog.efficiency import (
+        EFFICIENCY_FILE,
+        clear_fitted_table,
+        user_efficiency_file,
+    )
+    from tokometer.catalog.serving import (
+        SERVING_EFFICIENCY_FILE,
+        clear_serving_efficiency_table,
+        user_serving_efficiency_file,
+    )
+    from tokometer.report.text import to_json
+
+    user, shipped = (user_serving_efficiency_file(), SERVING_EFFICIENCY_FILE) if serving else (user_efficiency_file(), EFFICIENCY_FILE)
+    removed = user.is_file()
+    if removed:
+        user.unlink()
+    clear_fitted_table()
+    clear_serving_efficiency_table()
+    if as_json:
+        click.echo(to_json({"removed": str(user) if removed else None, "active": str(shipped)}))
+    elif removed:
+        click.echo(f"removed {user}; the shipped fit applies again ({shipped})")
+    else:
+        click.echo(f"no fit of yours at {user}; the shipped fit already applies ({shipped})")
 
 
 @click.command()
 @click.argument("cases", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--serving", is_flag=True, help="Fit the serving efficiency on the shipped serving.csv.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the fitted table [default: the shipped efficiency.toml, or serving_efficiency.json for serving rows].")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the fitted table [default: efficiency.toml, or serving_efficiency.json for serving rows, in the tokometer home, used from then on].")
+@click.option("--reset", is_flag=True, help="Remove your fit from the tokometer home (with --serving: the serving fit), so the shipped one applies again.")
 @json_option
-def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool) -> None:
+def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, as_json: bool) -> None:
     """Fit engine efficiency (bandwidth share, overheads, prefill efficiency) on measured rows.
 
     CASES defaults to the shipped measurements.csv and every published/*.csv (never outside.csv). A file with serving columns (or
     --serving) fits the serving simulator instead: per engine, the batched-compute efficiency curve
     and the step overheads (per layer, per sequence).
+
+    The fit goes to the tokometer home ($TOKOMETER_HOME: efficiency.toml or
+    serving_efficiency.json) and every later command uses it instead of the shipped one, until
+    --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
-    from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.catalog.efficiency import clear_fitted_table, user_efficiency_file
     from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.model import calibrate as fit
     from tokometer.fitting.rows import read_cases
@@ -239,6 +279,11 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
+    if reset:
+        if cases is not None or out is not None:
+            raise click.UsageError("--reset takes no CASES file and no --out")
+        _reset(serving, as_json)
+        return
     shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
     if is_serving_file(cases):
@@ -246,9 +291,10 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
         return
     measured = read_evidence() if shipped else read_cases(cases)
     table_, meta, counts = fit(measured, data_label=evidence_label() if shipped else cases.name)
-    target = out or EFFICIENCY_FILE
+    target = out or user_efficiency_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
     write_table(target, table_, meta, counts)
-    fitted_table.cache_clear()
+    clear_fitted_table()
     if as_json:
         click.echo(to_json({"written": str(target), "meta": meta, "entries": {k: v.to_dict() for k, v in table_.items()}}))
         return
@@ -267,4 +313,4 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, as_json: bool
         for key, e in table_.items()
     ]
     click.echo(table(rows, ["group", "bw plain", "bw quant", "us/layer", "us/step", "GB/s/unit", "prefill max", "log sd", "rows"]))
-    click.echo(f"\nwritten to {target}")
+    click.echo(f"\nwritten to {target}" + (USED_FROM_NOW if out is None else ""))

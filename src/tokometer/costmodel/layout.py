@@ -508,7 +508,9 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
         streamed += off.expert_share(model.n_layers) * setup.weights.routed_experts  # experts in RAM
         extra = pre.n_chunks * streamed / off.link.effective_bytes_per_s
         time_s = pre.time_s + extra
-        return replace(pre, memory_time_s=pre.memory_time_s + extra, time_s=time_s, tok_s=pre.prompt_tokens / time_s)
+        return replace(
+            pre, memory_time_s=pre.memory_time_s + extra, transfer_time_s=extra, time_s=time_s, tok_s=pre.prompt_tokens / time_s
+        )
     if lay.devices <= 1 or lay.link is None:
         return pre
     chunk = pre.prompt_tokens / max(1, pre.n_chunks)
@@ -527,6 +529,7 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
         compute_time_s=compute,
         memory_time_s=memory,
         overhead_time_s=overhead + comm,
+        comm_time_s=comm,
         time_s=time_s,
         tok_s=pre.prompt_tokens / time_s,
     )

@@ -296,6 +296,9 @@ def decode_step(
     )
 
 
+PrefillBinding = Literal["compute", "memory", "transfer", "communication", "overhead"]
+
+
 @dataclass(frozen=True, slots=True)
 class Prefill(_Plain):
     prompt_tokens: int
@@ -312,6 +315,27 @@ class Prefill(_Plain):
     bound: Literal["compute", "memory"]
     score_bytes: float = 0.0  # unfused attention's score-matrix traffic (0 under FlashAttention)
     score_time_s: float = 0.0  # that traffic at the datasheet bandwidth, inside compute_time_s
+    transfer_time_s: float = 0.0  # offloaded weights copied over PCIe once per chunk, inside memory_time_s
+    comm_time_s: float = 0.0  # tensor/pipeline parallel all-reduces and hops, inside overhead_time_s
+
+    @property
+    def binding(self) -> PrefillBinding:
+        """The term that takes the most of `time_s`, which the explanation words.
+
+        `time_s = max(compute, reads) + transfer + fixed costs + communication` (the transfer rides in
+        `memory_time_s`, the communication in `overhead_time_s`, `costmodel/layout.py`): `bound` says
+        which side of the device's roofline the prefill sits on; `binding` which of these terms is
+        largest, so a prefill that waits on PCIe or on all-reduces is not called compute- or
+        memory-bound by the numbers of the compute side.
+        """
+        terms: dict[PrefillBinding, float] = {
+            "compute": self.compute_time_s,
+            "memory": self.memory_time_s - self.transfer_time_s,
+            "transfer": self.transfer_time_s,
+            "communication": self.comm_time_s,
+            "overhead": self.overhead_time_s - self.comm_time_s,
+        }
+        return max(terms, key=lambda name: terms[name])
 
 
 def prefill(

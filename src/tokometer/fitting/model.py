@@ -172,12 +172,12 @@ def multi_device_spread(cases: list[Case], metric: str = "tg") -> float | None:
 def write_shipped_table(target: Path | None = None) -> tuple[Path, dict[str, Efficiency], dict[str, Any]]:
     """Fit the shipped evidence (measurements.csv + published/*.csv) and write the table to `target`
     (default: the shipped `efficiency.toml`). `scripts/calibrate_shipped.py` runs it."""
-    from tokometer.catalog.efficiency import EFFICIENCY_FILE, fitted_table
+    from tokometer.catalog.efficiency import EFFICIENCY_FILE, clear_fitted_table
     from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.tablefile import write_table
 
     path = target or EFFICIENCY_FILE
     table, meta, counts = calibrate(read_evidence(), data_label=evidence_label())
     write_table(path, table, meta, counts)
-    fitted_table.cache_clear()
+    clear_fitted_table()
     return path, table, meta

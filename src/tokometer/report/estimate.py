@@ -35,6 +35,15 @@ def _tokens(value: float | None) -> str:
     return f"{value / 1024:g}k" if value >= 1024 and value % 1024 == 0 else f"{value:,.0f}"
 
 
+def _depth_row(e: Estimate) -> list[str]:
+    """Time per token at the workload's context; with a draft, the speculative one (pass / tokens per pass)."""
+    label = f"decode at {e.step.depth_tokens:,.0f} tokens of context"
+    if e.draft is None:
+        return [label, "", f"{e.step.time_s * 1e3:.2f} ms/token"]
+    sp = e.draft.speculation
+    return [label + ", speculative", "", f"{sp.pass_time_s / sp.tokens_per_pass * 1e3:.2f} ms/token"]
+
+
 def render_estimate(e: Estimate) -> str:
     d = estimate_json(e)
     quant = e.quant.name if e.quant else "exact file sizes"
@@ -63,7 +72,7 @@ def render_estimate(e: Estimate) -> str:
             ]
         )
     rows += [
-        [f"decode at {e.step.depth_tokens:,.0f} tokens of context", "", f"{e.step.time_s * 1e3:.2f} ms/token"],
+        _depth_row(e),
         [f"prefill ({e.workload.prompt_tokens:,} tokens)", "", _tok(e.prefill.tok_s if e.prefill else None)],
         ["time to first token", "", _seconds(e.ttft_s)],
         [f"end-to-end ({e.workload.output_tokens:,} tokens out)", "", _seconds(e.e2e_s)],
@@ -141,7 +150,7 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
             f"batching: {_tok(top['aggregate_tok_s'])} aggregate at batch {top['batch']} "
             f"({_tok(top['per_stream_tok_s'])} each)"
             + (f"; compute-bound from batch {ridge:,}" if ridge else "")
-            + (f"; {bat['experts_touched']:.1f} of {bat['n_experts']} experts read per layer" if bat["n_experts"] else "")
+            + (f"; {top['experts_touched']:.1f} of {bat['n_experts']} experts read per layer at batch {top['batch']}" if bat["n_experts"] and top.get("experts_touched") else "")
             + " (one decode step, prefill not charged: `tokometer simulate --concurrency B` for the steady state)"
         )
     return lines

@@ -21,6 +21,7 @@ from tokometer.costmodel.links import (
     allreduce_time_s,
 )
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
+from tokometer.costmodel.roofline import Prefill
 from tokometer.report.notices import notice_text
 from tokometer.units import BILLION, GB
 from tokometer.usecases.curves import EstimateCurves, estimate_curves
@@ -138,13 +139,40 @@ def explanation(e: Estimate) -> list[str]:
             f"but memory holds them all"
         )
     if e.prefill is not None:
-        lines.append(
-            f"prefill of {e.prefill.prompt_tokens:,} tokens is {e.prefill.bound}-bound: "
-            f"{e.prefill.flops / 1e12:.1f} TFLOP at {e.prefill.efficiency:.0%} of the "
-            f"{e.peak.tflops:g} TFLOPS {e.peak.dtype} peak"
-        )
+        lines.append(prefill_line(e, e.prefill))
     lines += _lever_lines(e)
     return lines
+
+
+PREFILL_BOUND_WORDS = {"compute": "compute", "memory": "memory", "transfer": "PCIe", "communication": "communication", "overhead": "overhead"}
+
+
+def prefill_line(e: Estimate, pre: Prefill) -> str:
+    """Why prefill takes its time, worded from the term that takes most of it (`Prefill.binding`):
+    the compute side quotes FLOPs against the peak; any other bound names its own time first
+    (reads, the PCIe copies of offloaded weights, all-reduces and hops, fixed per-chunk costs) and
+    the compute time after it."""
+    lay = e.layout_setup.layout
+    devices = f", split over {lay.tp} devices" if lay.tp > 1 else ""
+    compute = f"{pre.flops / 1e12:.1f} TFLOP at {pre.efficiency:.0%} of the {e.peak.tflops:g} TFLOPS {e.peak.dtype} peak{devices}"
+    binding = pre.binding
+    head = f"prefill of {pre.prompt_tokens:,} tokens is {PREFILL_BOUND_WORDS[binding]}-bound: "
+    if binding == "compute":
+        return head + compute
+    if binding == "memory":
+        what, ms = "reading the weights and KV cache", pre.memory_time_s - pre.transfer_time_s
+    elif binding == "transfer":
+        link = lay.offload.link if lay.offload is not None else None
+        moved = pre.transfer_time_s / pre.n_chunks * (link.effective_bytes_per_s if link else 0.0) / GB
+        chunk = math.ceil(pre.prompt_tokens / pre.n_chunks)
+        what = f"copying {moved:.1f} GB of offloaded weights over {link.name if link else 'PCIe'} per chunk of {chunk:,} tokens"
+        ms = pre.transfer_time_s
+    elif binding == "communication":
+        what, ms = f"all-reduces and hops over {lay.link.name if lay.link else 'the link'}", pre.comm_time_s
+    else:
+        what, ms = "fixed per-chunk costs", pre.overhead_time_s - pre.comm_time_s
+    return head + f"{ms * 1e3:,.1f} ms {what}, {pre.compute_time_s * 1e3:,.1f} ms computing ({compute})"
+
 
 def _lever_lines(e: Estimate) -> list[str]:
     lines = []
@@ -269,7 +297,7 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
             "tpot_s": e.tpot_s,
             "e2e_s": e.e2e_s,
             "output_tokens": e.workload.output_tokens,
-            "verdict": reading_verdict(e.estimate_tok_s),
+            "verdict": reading_verdict(e.stream_tok_s),  # with a draft, the speculative rate, as TPOT and e2e
         },
         "memory": {
             "total_gb": m.total_gb,
@@ -305,7 +333,7 @@ def estimate_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:
 def _speculative_dict(e: Estimate) -> dict[str, Any]:
     d = e.draft
     sp = d.speculation if d else None
-    tpot = sp.pass_time_s / sp.tokens_per_pass if sp else None
+    tpot = e.tpot_s if sp else None  # the estimate's TPOT is the speculative one (usecases/estimate.py)
     return {
         "active": d is not None,
         "draft": (d.model.id or d.model.name) if d else None,
@@ -324,9 +352,7 @@ def _speculative_dict(e: Estimate) -> dict[str, Any]:
         "speedup": sp.speedup if sp else None,
         "break_even_acceptance": sp.break_even_acceptance if sp else None,
         "tpot_s": tpot,
-        "e2e_s": (e.ttft_s + (e.workload.output_tokens - 1) * tpot)
-        if tpot is not None and e.ttft_s is not None
-        else None,
+        "e2e_s": e.e2e_s if sp else None,
     }
 
 def _parallel_dict(e: Estimate) -> dict[str, Any]:

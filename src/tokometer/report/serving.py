@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokometer.report.plots import _pyplot
-from tokometer.report.text import table
+from tokometer.report.text import num, table
 
 if TYPE_CHECKING:
     from tokometer.costmodel.serving import ServingResult, Summary
@@ -33,7 +33,9 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
         + (f" · {r.replicas} replicas" if r.replicas > 1 else ""),
         "",
         f"requests: {r.completed:,} completed of {r.requests:,}"
-        + (f", {r.rejected:,} rejected (longer than the context or the KV cache)" if r.rejected else "")
+        + (f", {r.rejected:,} rejected ({'; '.join(f'{n:,} {why}' for why, n in r.rejected_by_reason.items())})"
+           if r.rejected else "")
+        + (f", {r.truncated:,} cut short when their context filled" if r.truncated else "")
         + f" in {r.duration_s:,.1f} s",
         f"throughput: {r.req_per_s:,.2f} req/s · {r.tput_out_tok_s:,.0f} output tok/s · "
         f"{r.tput_in_tok_s:,.0f} input tok/s · {r.tput_total_tok_s:,.0f} total tok/s",
@@ -65,17 +67,43 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
     return "\n".join(lines)
 
 
-def render_curve(points: Sequence[CurvePoint], knee: CurvePoint | None) -> str:
-    rows = [
-        [f"{p.rate_per_s:g}", f"{p.result.req_per_s:,.2f}", f"{p.result.tput_out_tok_s:,.0f}", _ms(p.result.ttft_s.p50),
-         _ms(p.result.ttft_s.p99), _ms(p.result.tpot_s.mean), _ms(p.result.e2e_s.p99), "knee" if p is knee else ""]
-        for p in points
-    ]
-    text = table(rows, ["offered req/s", "served req/s", "out tok/s", "TTFT p50", "TTFT p99", "TPOT mean", "E2E p99", ""])
+def rate_text(rate_per_s: float) -> str:
+    """An offered rate as a person writes it: 3 significant figures, no trailing zeros (2.3, 17, 0.125)."""
+    return f"{float(f'{rate_per_s:.3g}'):,g}"
+
+
+def _slo_words(slo: tuple[float | None, float | None]) -> str:
+    parts = [f"TTFT <= {slo[0] * 1e3:g} ms" if slo[0] is not None else "", f"TPOT <= {slo[1] * 1e3:g} ms" if slo[1] is not None else ""]
+    return " and ".join(p for p in parts if p)
+
+
+def render_curve(points: Sequence[CurvePoint], knee: CurvePoint | None,
+                 slo: tuple[float | None, float | None] = (None, None)) -> str:
+    """The latency-throughput table: every column headed with its unit, rates to 3 significant
+    figures, and with objectives the goodput (requests meeting all of them) at each rate."""
+    with_slo = slo[0] is not None or slo[1] is not None
+    rows = []
+    for p in points:
+        r = p.result
+        row = [rate_text(p.rate_per_s), num(r.req_per_s), num(r.tput_out_tok_s), _ms(r.ttft_s.p50), _ms(r.ttft_s.p99),
+               _ms(r.tpot_s.mean), _ms(r.e2e_s.p99)]
+        if with_slo:
+            row += [num(r.goodput_req_per_s or 0.0), "-" if r.goodput_share is None else f"{r.goodput_share:.0%}"]
+        rows.append(row + ["knee" if p is knee else ""])
+    header = ["offered req/s", "served req/s", "out tok/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT mean ms", "E2E p99 ms"]
+    header += ["goodput req/s", "meet SLO"] if with_slo else []
+    text = table(rows, header + ["knee"])
     tail = (
-        f"knee: {knee.rate_per_s:g} req/s is the highest rate served with p99 TTFT within 3x of light load"
+        f"knee: {rate_text(knee.rate_per_s)} req/s is the highest rate served with p99 TTFT within 3x of light load"
         if knee else "knee: no rate was served with p99 TTFT within 3x of light load"
     )
+    if with_slo:
+        best = max(points, key=lambda p: p.result.goodput_req_per_s or 0.0, default=None)
+        if best is not None and (best.result.goodput_req_per_s or 0.0) > 0:
+            tail += (f"\ngoodput: at most {num(best.result.goodput_req_per_s)} req/s meet {_slo_words(slo)} "
+                     f"(offered {rate_text(best.rate_per_s)} req/s)")
+        else:
+            tail += f"\ngoodput: no rate has a request meeting {_slo_words(slo)}"
     return text + "\n" + tail
 
 
@@ -87,19 +115,31 @@ def curve_dict(points: Sequence[CurvePoint], knee: CurvePoint | None) -> dict[st
 
 
 def plot_serving(path: str | Path, result: ServingResult | None = None, points: Sequence[CurvePoint] = (),
-                 slo_ttft_s: float | None = None) -> Path:
-    """A latency-throughput curve for a sweep; batch and KV use over time for one run."""
+                 slo_ttft_s: float | None = None, *, knee: CurvePoint | None = None, title: str | None = None,
+                 slo_tpot_s: float | None = None) -> Path:
+    """A latency-throughput curve for a sweep (titled, the knee marked and labelled with its rate,
+    the objectives drawn); batch and KV use over time for one run."""
     plt, target = _pyplot(path)
     fig, ax = plt.subplots(figsize=(8, 5))
     if points:
         x = [p.result.tput_out_tok_s for p in points]
         ax.plot(x, [(p.result.ttft_s.p99 or 0) * 1e3 for p in points], "o-", label="TTFT p99")
         ax.plot(x, [(p.result.tpot_s.mean or 0) * 1e3 for p in points], "s-", label="TPOT mean")
+        for index, p in enumerate(points):  # each point's offered rate, rounded
+            ax.annotate(f"{rate_text(p.rate_per_s)}/s", (x[index], (p.result.ttft_s.p99 or 0) * 1e3), textcoords="offset points",
+                        xytext=(0, 6), ha="center", fontsize=7)
+        if knee is not None:
+            at = knee.result.tput_out_tok_s
+            ax.axvline(at, color="grey", linestyle=":", label=f"knee: {rate_text(knee.rate_per_s)} req/s")
+            ax.plot([at], [(knee.result.ttft_s.p99 or 0) * 1e3], "k*", markersize=14)
         if slo_ttft_s is not None:
             ax.axhline(slo_ttft_s * 1e3, color="red", linestyle="--", label="TTFT SLO")
+        if slo_tpot_s is not None:
+            ax.axhline(slo_tpot_s * 1e3, color="purple", linestyle="--", label="TPOT SLO")
         ax.set_xlabel("output tokens/s")
         ax.set_ylabel("ms")
         ax.set_yscale("log")
+        ax.set_title(f"Latency against throughput: {title}" if title else "Latency against throughput")
     elif result is not None:
         ax.plot([t for t, _ in result.batch_over_time], [b for _, b in result.batch_over_time], label="running sequences")
         ax2 = ax.twinx()
@@ -107,6 +147,7 @@ def plot_serving(path: str | Path, result: ServingResult | None = None, points: 
         ax2.set_ylabel("KV cache used (%)")
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("sequences")
+        ax.set_title(f"Batch and KV cache over time: {title}" if title else "Batch and KV cache over time")
     ax.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(target)

@@ -20,6 +20,11 @@ from tokometer.specs import BACKENDS, Efficiency, HardwareSpec, ModelSpec
 FieldKind = Literal["name", "text", "float", "int", "layers", "flag", "object"]
 Group = Literal["model", "hardware", "engine", "workload", "speculative", "parallel", "offload"]
 
+# the largest bare model taken, in billions of parameters: 50x the largest published models (about
+# 2,000 B). Beyond it a count is a typo or a fuzzer's draw (`--params 1e30` once printed 30-digit
+# figures and, before the offload curve was bounded, hung the CLI at 9 GB)
+MAX_PARAMS_B = 100_000.0
+
 
 def _input(
     default: Any,
@@ -150,6 +155,14 @@ class EstimateRequest:
         require_positive("memory_gb", self.memory_gb)
         require_positive("tflops", self.tflops)
         require_positive("bits", self.bits)
+        for name in ("params_b", "active_params_b"):
+            count = getattr(self, name)
+            if count is not None and count > MAX_PARAMS_B:
+                raise InputError(
+                    f"{{{name}}} = {count:g} billion parameters is implausible: at most {MAX_PARAMS_B:,.0f} "
+                    "(100 trillion; the largest published models have about 2,000 billion)",
+                    field=name,
+                )
         if self.bits is not None and self.bits > 64:
             raise InputError(f"{{bits}} must be at most 64, got {self.bits:g}", field="bits")
         if self.backend is not None and self.backend not in BACKENDS:

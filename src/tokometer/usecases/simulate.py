@@ -196,7 +196,8 @@ def auto_rates(dep: Deployment, base: Workload, points: int = 8, **kwargs: Any) 
     top = offline.req_per_s
     if top <= 0:
         raise InputError("the deployment completed no request offline; nothing to sweep")
-    return [round(top * f, 3) for f in _fractions(points)]
+    # two significant figures: rates a person types (2.3, 17, 28 req/s), not 2.333 or 16.999
+    return sorted({float(f"{top * f:.2g}") for f in _fractions(points)})
 
 
 def _fractions(points: int) -> list[float]:

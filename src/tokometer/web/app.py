@@ -42,6 +42,7 @@ from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.report.text import to_json
 from tokometer.usecases.request import request_schema
 from tokometer.web import compute, feel, serving
+from tokometer.web.aliases import aliases_for, canonical
 from tokometer.web.inputs import (
     LEVER_FIELDS,
     NAME_FIELDS,
@@ -135,7 +136,7 @@ def endpoint(handler: Handler, *, threaded: bool = False) -> Callable[[Request],
     async def route(request: Request) -> Response:
         data: Data | None = None
         try:
-            data = await request_data(request)
+            data = canonical(await request_data(request), aliases_for(request.url.path))  # the CLI's names too
             result = await run_in_threadpool(handler, data, request) if threaded else handler(data, request)
         except BodyTooLarge as exc:
             return json_response({"error": str(exc)}, 413)

@@ -32,11 +32,14 @@ from tokometer.costmodel.serving.engine import Replica, Request
 from tokometer.costmodel.serving.simulate import (
     MAX_REQUESTS,
     ROUTERS,
+    Observer,
     Router,
     ServingResult,
     _Arrivals,
     _result,
     busiest_behind,
+    context_limit,
+    watch,
 )
 from tokometer.costmodel.serving.workload import Workload
 from tokometer.errors import InputError
@@ -95,6 +98,7 @@ def simulate_disagg(
     slo_ttft_s: float | None = None,
     slo_tpot_s: float | None = None,
     max_context_tokens: int | None = None,
+    observe: Observer | None = None,
 ) -> ServingResult:
     """Run `workload` through a prefill pool and a decode pool of one engine; deterministic per `seed`."""
     if router not in ROUTERS:
@@ -117,9 +121,10 @@ def simulate_disagg(
         for _ in range(disagg.decode_replicas)
     ]
     workers = prefill + decode
+    watch(workers, workload, observe)
     to_prefill, to_decode = Router(router, prefill), Router(router, decode)
     too_long = 0
-    limit = max_context_tokens or math.inf
+    limit = context_limit(policy, max_context_tokens)
 
     while True:
         t_arrive = arrivals.next_s()

@@ -13,9 +13,13 @@ finishes sit in buckets keyed by the decode-step counter. A preempted sequence i
 its bucket lazily (its `finish_k` no longer matches).
 
 KV accounting is in tokens: a sequence holds its prompt plus generated tokens plus, on average,
-half a block of fragmentation. When the next step's decode tokens would not fit, the most recently
-admitted decoding sequence is preempted (recompute, vLLM's default): it frees its blocks and goes
-back to the head of the queue with its prompt extended by what it had generated.
+half a block of fragmentation. What the engine refuses, whom it admits and whom it evicts when the
+next step's decode tokens would not fit is the engine's own memory rule (`policies.kv_rule`:
+vLLM and LMDeploy preempt the newest by recompute, SGLang retracts and raises its new-token
+ratio, TensorRT-LLM and static batches book each request's whole length and never evict,
+llama.cpp gives each request a slot). A request that could never run is refused when it arrives,
+with its reason; a step that runs nothing is counted, and too many in a row raise
+`SimulationStalled` (never a silent spin).
 """
 
 from __future__ import annotations
@@ -25,10 +29,13 @@ from collections import deque
 from collections.abc import Callable
 
 from tokometer.costmodel.serving.cost import StepCost
+from tokometer.costmodel.serving.policies import UNSERVABLE, kv_rule
 from tokometer.costmodel.serving.stats import StreamStat, Trace
+from tokometer.errors import SimulationStalled
 from tokometer.serving_specs import SchedulerPolicy
 
 BIG_BUDGET = 1 << 60
+STALL_STEPS = 1000  # empty steps in a row a bare replica tolerates (`simulate` sizes it to the workload)
 
 # What `record` keeps of each step: tokens carried, KV tokens read, attention pairs, sequences decoded,
 # prompts that finished prefill and emit a token, and how many of those emit their request's first
@@ -40,8 +47,8 @@ class Request:
     """One request in flight; mutable, slots only (the simulator creates one per request)."""
 
     __slots__ = (
-        "admitted", "arrival", "cached", "done", "finish_k", "first", "generated", "join_k", "output", "prompt",
-        "ready", "then_output", "todo",
+        "admitted", "arrival", "booked", "cached", "done", "finish_k", "first", "generated", "join_k", "output",
+        "prompt", "ready", "then_output", "todo",
     )
 
     def __init__(self, arrival: float, prompt: int, output: int, ready: float | None = None) -> None:
@@ -58,6 +65,7 @@ class Request:
         self.admitted = -1.0
         self.join_k = 0
         self.finish_k = -1
+        self.booked = 0.0  # tokens the engine's rule reserved for it while it runs
 
 
 class Replica:
@@ -78,8 +86,21 @@ class Replica:
         self.cost = cost
         self.policy = policy
         self.capacity = kv_capacity_tokens
-        self.frag = policy.block_size_tokens / 2.0
+        # half a block lost per sequence to paging; llama.cpp's slots are contiguous, so none
+        self.frag = policy.block_size_tokens / 2.0 if policy.contiguous_context_tokens is None else 0.0
         self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
+        self.rule = kv_rule(policy)
+        self.admits = self.rule.admits
+        self.reserves = self.rule.reserves
+        self.admit_room = kv_capacity_tokens - self.watermark if self.rule.prompt_only else None
+        self.always_taken = self.rule.always_taken(self)
+        self.reserved = 0.0  # tokens booked by a reserving rule (TensorRT-LLM, static, llama.cpp slots)
+        self.owed = 0  # sum of remaining output: prefilling (output - generated) + decoding finish_k
+        self.stalled = 0  # steps in a row that ran nothing and refused nothing
+        self.stalled_at = 0  # `steps` when the count started
+        self.growing = 0  # KV tokens the decodes of the step being scheduled will add
+        self.stall_limit = STALL_STEPS
+        self.workload_text = "not given"  # named in a SimulationStalled error
         self.on_finish = on_finish
         self.on_done = on_done
         self.slo_ttft = slo_ttft_s if slo_ttft_s is not None else math.inf
@@ -107,6 +128,9 @@ class Replica:
         self.completed = 0
         self.good = 0
         self.rejected = 0
+        self.refused: dict[str, int] = {}  # rejected, by reason
+        self.truncated = 0  # requests the engine will cut short (llama.cpp: the slot filled up)
+        self.output_done = 0  # output tokens of the completed requests
         self.preemptions = 0
         self.steps = 0
         self.tokens_out = 0
@@ -142,15 +166,20 @@ class Replica:
         """
         if arrival < self.first_arrival:
             self.first_arrival = arrival
-        need = prompt + output + self.frag
-        slot = self.policy.contiguous_context_tokens
-        if need > self.capacity or (slot is not None and prompt + output > slot):
-            self.rejected += 1
-            return
+        prompt = max(1, prompt)
+        if prompt + output > self.always_taken:  # the rule may refuse or cut it short
+            reason = self.rule.refusal(self, prompt, output)
+            if reason is not None:
+                self.refuse(reason)
+                return
+            allowed = self.rule.output_tokens(self, prompt, output)
+            if allowed < output:
+                self.truncated += 1
+                output = allowed
         at = arrival if ready is None else ready
         if not self.busy and self.clock < at:
             self.clock = at
-        req = Request(arrival, max(1, prompt), output, ready)
+        req = Request(arrival, prompt, output, ready)
         if cached or then_output:
             req.cached = min(cached, req.prompt - 1)
             req.then_output = then_output
@@ -158,50 +187,91 @@ class Replica:
 
     # ---------------------------------------------------------------- one step
 
-    def _preempt(self) -> bool:
-        """Preempt the most recently admitted decoding sequence (recompute); False if none decodes."""
+    def refuse(self, reason: str) -> None:
+        """Count a request that will never run here, with its reason."""
+        self.rejected += 1
+        self.refused[reason] = self.refused.get(reason, 0) + 1
+
+    def decoding(self) -> list[Request]:
+        """The running requests that decode, oldest admitted first (O(n): eviction only)."""
+        return [r for r in self.order if r.finish_k >= 0]
+
+    def generated_of(self, req: Request) -> int:
+        """Output tokens `req` has generated so far (a decoding request gains one per decode step)."""
+        return req.generated + (self.k - req.join_k if req.finish_k >= 0 else 0)
+
+    def remaining_output(self) -> int:
+        """Output tokens the running requests have still to generate."""
+        return self.owed - self.n_dec * self.k
+
+    def newest_decoding(self) -> Request:
+        """The most recently admitted decoding request (forgets finished ones on the way)."""
         order = self.order
         for idx in range(len(order) - 1, -1, -1):
             req = order[idx]
-            if req.finish_k < 0:
-                if req.todo == 0:
-                    del order[idx]  # finished: forget it
-                continue
-            del order[idx]
-            decoded = self.k - req.join_k
-            held = req.prompt + decoded
-            self.depth_sum -= held
-            self.kv_used -= held + self.frag
-            self.n_dec -= 1
-            self.n_running -= 1
-            req.finish_k = -1
-            req.prompt = held + 1
-            req.todo = req.prompt
-            req.done = 0
-            req.cached = 0  # its blocks are freed: the transferred K/V is recomputed too
-            req.generated += decoded
-            self.preemptions += 1
+            if req.finish_k >= 0:
+                return req
+            if req.todo == 0:
+                del order[idx]  # finished: forget it
+        raise AssertionError("no request decodes")
+
+    def preempt(self, req: Request, *, front: bool = True) -> None:
+        """Evict the decoding `req` by recompute: free its KV and queue it again (at the front, or the
+        back) with its prompt extended by what it generated."""
+        self.order.remove(req)
+        decoded = self.k - req.join_k
+        held = req.prompt + decoded
+        self.depth_sum -= held
+        self.kv_used -= held + self.frag
+        self.n_dec -= 1
+        self.n_running -= 1
+        self.owed -= req.finish_k
+        if req.booked:
+            self.reserved -= req.booked
+            req.booked = 0.0
+        req.finish_k = -1
+        req.prompt = held + 1
+        req.todo = req.prompt
+        req.done = 0
+        req.cached = 0  # its blocks are freed: the transferred K/V is recomputed too
+        req.generated += decoded
+        self.preemptions += 1
+        if front:
             self.waiting.appendleft(req)
-            return True
-        return False
+        else:
+            self.waiting.append(req)
+
+    def _stall(self) -> None:
+        """A step that ran nothing and refused nothing: allowed `stall_limit` times in a row (a step
+        that ran something in between, which counts in `steps`, starts the count again)."""
+        if self.steps != self.stalled_at:
+            self.stalled_at = self.steps
+            self.stalled = 0
+        self.stalled += 1
+        if self.stalled > self.stall_limit:
+            raise SimulationStalled(
+                engine=self.policy.engine, rule=self.rule.name, steps=self.stalled, clock_s=self.clock,
+                running=self.n_running, decoding=self.n_dec, prefilling=len(self.prefilling), waiting=len(self.waiting),
+                kv_used_tokens=self.kv_used, kv_capacity_tokens=self.capacity, workload=self.workload_text,
+            )
 
     def step(self) -> None:
         """One engine iteration; the caller makes sure there is work (`busy`)."""
         pol = self.policy
         cost = self.cost
+        mixed = pol.mixed_batches
         n_dec = self.n_dec
-        while n_dec and self.kv_used + n_dec > self.capacity:
-            if not self._preempt():
-                break
+        if mixed and n_dec and self.kv_used + n_dec > self.capacity:
+            self.rule.make_room(self)
             n_dec = self.n_dec
         static = pol.static
         chunked = pol.chunked_prefill
         budget = BIG_BUDGET if static else pol.max_num_batched_tokens
         waiting = self.waiting
         prefilling = self.prefilling
-        decode_now = n_dec > 0
-        if not pol.mixed_batches and (prefilling or (waiting and self._admissible(waiting[0]))):
-            decode_now = False
+        # mixed batches carry the decodes first; otherwise (SGLang) a prefill batch runs when one
+        # forms and decodes wait, and a decode batch runs when none does
+        decode_now = mixed and n_dec > 0
         tokens = decode_tokens = n_dec if decode_now else 0
         budget -= tokens
         kv_read = self.depth_sum if decode_now else 0.0
@@ -230,11 +300,20 @@ class Replica:
         if (not static or self.n_running == 0) and (steps_k == 1 or self.n_dec == 0 or self.k % steps_k == 0):
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
-            capacity = self.capacity - self.watermark
             frag = self.frag
+            # the recompute rules' `admits`, inlined (it runs every step): prompt + half a block,
+            # above the watermark, once this step's decodes have their tokens
+            room = self.admit_room
+            if room is not None:
+                room -= decode_tokens
+            else:
+                self.growing = decode_tokens  # KV this step's decodes take: admission leaves it free
             while waiting and budget > 0 and self.n_running < max_seqs:
                 req = waiting[0]
-                if self.kv_used + req.prompt + frag > capacity:
+                if room is not None:
+                    if self.kv_used + req.prompt + frag > room:
+                        break
+                elif not self.admits(self, req):
                     break
                 if req.cached:
                     todo = req.prompt - req.cached
@@ -248,6 +327,10 @@ class Replica:
                     self.queue.add(self.clock - req.ready)
                 self.kv_used += req.prompt + frag
                 self.n_running += 1
+                self.owed += req.output - req.generated
+                if self.reserves:
+                    req.booked = self.rule.reservation(self, req)
+                    self.reserved += req.booked
                 self.order.append(req)
                 req.done = req.prompt - todo
                 req.todo = todo
@@ -263,11 +346,23 @@ class Replica:
                     completing.append(req)
                 else:
                     prefilling.append(req)
+        if not mixed and tokens == 0 and n_dec:
+            # no prefill batch formed: a decode batch, once the rule has made room for its tokens
+            if self.kv_used + n_dec > self.capacity:
+                self.rule.make_room(self)
+                n_dec = self.n_dec
+            if n_dec:
+                decode_now = True
+                tokens = decode_tokens = n_dec
+                kv_read = pairs = self.depth_sum
         if tokens == 0:
-            # nothing could run (KV full with no decodes): drop the head request as unservable
             if waiting and not self.n_running:
+                # the rules refuse on arrival what an empty engine cannot admit; a safety net only
                 waiting.popleft()
-                self.rejected += 1
+                self.refuse(UNSERVABLE)
+                self.stalled = 0
+                return
+            self._stall()
             return
         # the step's time
         routed = cost.routed_bytes
@@ -331,6 +426,7 @@ class Replica:
                         self.kv_used -= held + self.frag
                         self.n_dec -= 1
                         self.n_running -= 1
+                        self.owed -= k
                         req.finish_k = -1
                         self._finish(req, now)
         elif n_dec:
@@ -344,6 +440,7 @@ class Replica:
                 self.ttft.add(now - req.arrival)
                 self.tokens_in += req.prompt
             left = req.output - req.generated
+            self.owed -= left + 1
             if left <= 0:
                 self.kv_used -= req.prompt + self.frag
                 self.n_running -= 1
@@ -351,6 +448,7 @@ class Replica:
                 continue
             req.join_k = self.k
             req.finish_k = self.k + left
+            self.owed += req.finish_k
             self.n_dec += 1
             self.depth_sum += req.prompt
             bucket = self.buckets.get(req.finish_k)
@@ -361,13 +459,12 @@ class Replica:
         if len(self.order) > 2 * self.n_running + 64:
             self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
 
-    def _admissible(self, req: Request) -> bool:
-        if self.policy.static and self.n_running:
-            return False
-        return self.n_running < self.policy.max_num_seqs and self.kv_used + req.prompt + self.frag <= self.capacity
-
     def _finish(self, req: Request, now: float) -> None:
         self.completed += 1
+        self.output_done += req.output
+        if req.booked:
+            self.reserved -= req.booked
+            req.booked = 0.0
         self.last_finish = now
         e2e = now - req.arrival
         self.e2e.add(e2e)

@@ -5,6 +5,11 @@ step". With several, the replica furthest behind in time steps next, and an arri
 once every busy replica has reached its time (round-robin, or least outstanding requests), so the
 router sees each replica's state at the moment of arrival. Closed-loop users send their next
 request `think_s` after the previous one finished (a heap of pending arrivals).
+
+The loop always ends: every request is completed or refused with a reason (`policies`), and a
+replica that steps `stall_limit(workload)` times in a row without running or refusing anything
+raises `SimulationStalled`. `observe`, for tests, is told of every step and every request a replica
+is given (`invariants.InvariantChecker`); without it the loop pays nothing.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.engine import Replica, StepRecord
+from tokometer.costmodel.serving.policies import TOO_LONG_FOR_MODEL, kv_rule
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
 from tokometer.errors import InputError
@@ -58,6 +65,8 @@ class ServingResult(_Plain):
     batch_over_time: tuple[tuple[float, float], ...]
     kv_over_time: tuple[tuple[float, float], ...]
     replicas: int
+    rejected_by_reason: dict[str, int]  # why each rejected request could never run
+    truncated: int  # requests the engine cut short (llama.cpp stops when a slot's context is full)
 
     @property
     def binding(self) -> str:
@@ -160,6 +169,79 @@ def busiest_behind(pool: list[Replica]) -> Replica | None:
     return rep
 
 
+def describe(workload: Workload) -> str:
+    """The workload in one line, for an error message."""
+    w = workload
+    lengths = f"prompt {w.prompt.kind} mean {w.prompt.mean:g}, output {w.output.kind} mean {w.output.mean:g}"
+    if w.arrival == "trace":
+        return f"a trace of {len(w.trace):,} requests"
+    if w.arrival == "closed":
+        how = f"{w.concurrency} closed-loop users"
+    elif w.arrival == "offline":
+        how = "offline"
+    else:
+        how = f"{w.arrival} at {w.rate_per_s or 0:g} req/s"
+    return f"{w.num_requests:,} requests, {how}, {lengths}"
+
+
+def stall_limit(workload: Workload) -> int:
+    """Empty steps in a row a replica may take before `SimulationStalled`: 64 + the workload's requests.
+
+    A working scheduler never takes one (every step computes a token or refuses a request), so the
+    limit only has to be finite; scaling it with the workload keeps it above any transient a future
+    rule could have (at most one empty pass per request waiting), and it costs nothing until hit.
+    """
+    return 64 + workload.total_requests
+
+
+class Observer(Protocol):
+    """What a test watches (`invariants.InvariantChecker`): each step, and each request a replica is given."""
+
+    def stepped(self, rep: Replica) -> None: ...
+
+    def submitted(self, rep: Replica, prompt: int, output: int) -> None: ...
+
+
+def watch(pool: list[Replica], workload: Workload, observe: Observer | None) -> None:
+    """Name the workload in each replica's stall error; with `observe`, tell it of every step and
+    every request submitted (wrapping the replica's methods, so a run without it pays nothing)."""
+    limit, text = stall_limit(workload), describe(workload)
+    for rep in pool:
+        rep.stall_limit = limit
+        rep.workload_text = text
+        if observe is not None:
+            rep.step = _after_step(rep, observe)  # type: ignore[method-assign]
+            rep.submit = _on_submit(rep, observe)  # type: ignore[method-assign]
+
+
+def _after_step(rep: Replica, observe: Observer) -> Callable[[], None]:
+    step = rep.step
+
+    def checked() -> None:
+        step()
+        observe.stepped(rep)
+
+    return checked
+
+
+def _on_submit(rep: Replica, observe: Observer) -> Callable[..., None]:
+    submit = rep.submit
+
+    def seen(arrival: float, prompt: int, output: int, **kwargs: Any) -> None:
+        observe.submitted(rep, prompt, output)
+        submit(arrival, prompt, output, **kwargs)
+
+    return seen
+
+
+def context_limit(policy: SchedulerPolicy, max_context_tokens: int | None) -> float:
+    """The prompt + output beyond which a request is refused before routing (the model's context
+    length); infinite for an engine that cuts such a request short instead (llama.cpp)."""
+    if not max_context_tokens or kv_rule(policy).truncates_at_context:
+        return math.inf
+    return max_context_tokens
+
+
 def simulate(
     cost: StepCost,
     policy: SchedulerPolicy,
@@ -173,6 +255,7 @@ def simulate(
     slo_tpot_s: float | None = None,
     max_context_tokens: int | None = None,
     record: list[StepRecord] | None = None,
+    observe: Observer | None = None,
 ) -> ServingResult:
     """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`."""
     if router not in ROUTERS:
@@ -192,9 +275,10 @@ def simulate(
         )
         for _ in range(replicas)
     ]
+    watch(pool, workload, observe)
     route = Router(router, pool)
     too_long = 0
-    limit = max_context_tokens or math.inf
+    limit = context_limit(policy, max_context_tokens)
     while True:
         t_next = arrivals.next_s()
         rep = busiest_behind(pool)
@@ -230,6 +314,10 @@ def _result(
     """
     workers = pool if workers is None else workers
     completed = sum(r.completed for r in pool)
+    reasons = {TOO_LONG_FOR_MODEL: too_long} if too_long else {}
+    for r in workers:
+        for reason, n in r.refused.items():
+            reasons[reason] = reasons.get(reason, 0) + n
     start = min((r.first_arrival for r in workers), default=0.0)
     start = 0.0 if start == math.inf else start
     end = max((r.last_finish for r in pool), default=0.0)
@@ -272,4 +360,6 @@ def _result(
         batch_over_time=tuple(trace.batch_trace.points),
         kv_over_time=tuple(trace.kv_trace.points),
         replicas=len(workers),
+        rejected_by_reason=dict(sorted(reasons.items())),
+        truncated=sum(r.truncated for r in workers),
     )

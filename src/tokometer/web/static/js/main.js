@@ -2,6 +2,7 @@
 import { meta } from './api.js';
 import { clear, h } from './dom.js';
 import { LANGS, initLang, lang, setLang, t } from './i18n.js';
+import { showActiveTab } from './navscroll.js';
 import { rich } from './widgets.js';
 
 const PAGES = ['throughput', 'batch', 'latency', 'memory', 'utilisation', 'curves', 'hardware', 'feel', 'serving', 'runs'];
@@ -26,9 +27,7 @@ function current() {
 function nav(page) {
   clear(document.getElementById('nav'), h('ul', {}, PAGES.map((name) => h('li', {},
     h('a', { href: `/${name}?lang=${lang()}`, 'aria-current': name === page ? 'page' : null, 'data-page': name }, t(`nav.${name}`))))));
-  const here = document.querySelector('#nav a[aria-current=page]');
-  const bar = document.getElementById('nav');
-  if (here && bar.scrollWidth > bar.clientWidth) bar.scrollLeft = here.offsetLeft - (bar.clientWidth - here.offsetWidth) / 2;
+  showActiveTab(document.getElementById('nav'), document.querySelector('#nav a[aria-current=page]'));
   document.querySelector('.brand').setAttribute('href', `/?lang=${lang()}`);
   clear(document.getElementById('lang'), LANGS.map((code) => h('button', {
     type: 'button', 'data-lang': code, 'aria-pressed': String(code === lang()), title: t(`lang.${code}`),

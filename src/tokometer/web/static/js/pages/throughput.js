@@ -111,7 +111,7 @@ export function speculativeResult(data, values = {}, quants = []) {
 export async function mount(root) {
   const [engines, quants] = await Promise.all([catalog('engines'), catalog('quants')]);
   return calculator(root, {
-    modes: ['numbers', 'catalog'],
+    modes: ['catalog', 'numbers'], // the first is the default: the CLI's default setup (Llama 3.1 8B, RTX 4090, Q4_K_M)
     fields: (mode) => ({ main: SETUP[mode], more: [...SETUP_MORE[mode], 'context_tokens'], advanced: ADVANCED }),
     defaults: () => SETUP_DEFAULTS,
     call: (body) => post('/api/estimate', body),
