@@ -84,6 +84,7 @@ def _active_set_lstsq(
 # move the fit as much as any other row, not a hundred times more
 HUBER_K = 1.345  # 95 % efficiency at the normal
 NOISE_FLOOR = 0.02  # the robust spread is never taken below 2 %, run-to-run noise of a benchmark
+PROFILE_HUBER_CUT = 0.25  # the loss that compares b_unit candidates: rows more than 25 % off count linearly
 IRLS_STEPS = 6
 
 
@@ -125,7 +126,7 @@ def _robust_lstsq(
             break
         w = new_w
     r = np.abs(a @ np.asarray(x) - b)
-    cut = HUBER_K * max(1.4826 * float(np.median(r)), NOISE_FLOOR)
+    cut = PROFILE_HUBER_CUT  # one cut for every candidate, so profiles (b_unit) compare like with like
     loss = float(np.sum(np.where(r <= cut, r**2, 2 * cut * r - cut**2)))
     return x, loss
 
