@@ -132,7 +132,8 @@ def _row(first: str, second: str, m: dict[str, Any], band: str) -> str:
 def outside_results() -> list[Any]:
     """The shipped fit's prediction of every row of `outside.csv` (`tokometer validate outside.csv`)."""
     from tokometer.calibration_data import OUTSIDE_CSV
-    from tokometer.fitting.validation import read_cases, validate
+    from tokometer.fitting.rows import read_cases
+    from tokometer.fitting.validation import validate
 
     return validate(read_cases(OUTSIDE_CSV))
 

@@ -12,8 +12,8 @@ from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.costmodel.roofline import Z_80, interval
 from tokometer.fitting.bands import band_sd, coverage, grouped_band_sd, widened
 from tokometer.fitting.features import case_hardware_id, case_source
+from tokometer.fitting.rows import read_cases
 from tokometer.fitting.splits import k_fold, leave_one_group_out
-from tokometer.fitting.validation import read_cases
 
 
 @pytest.mark.parametrize("group_of", [case_source, case_hardware_id], ids=["source", "hardware"])
@@ -89,3 +89,19 @@ def test_hardware_families_split_devices_where_fits_miss_one_way() -> None:
     assert set(report) <= set(FAMILIES) and {"Apple", "NVIDIA consumer", "datacenter"} <= set(report)
     single_tg = [r for r in results if r.case.n_devices == 1 and r.case.metric == "tg"]
     assert sum(m["tg"]["n"] for m in report.values()) == len(single_tg)
+
+
+def test_group_k_fold_holds_out_whole_groups() -> None:
+    from tokometer.fitting.splits import group_k_fold
+
+    items = [(g, i) for i, g in enumerate("aabbbcddeeefg")] + [(None, 99)]
+    folds = list(group_k_fold(items, lambda x: x[0], 3))
+    assert len(folds) == 3
+    seen = []
+    for fold in folds:
+        held = {g for g, _ in fold.test}
+        assert not held & {g for g, _ in fold.train}  # no held-out group leaks into its training fold
+        assert (None, 99) in fold.train
+        seen += fold.test
+    assert sorted(seen) == sorted(x for x in items if x[0] is not None)
+    assert len(list(group_k_fold(items, lambda x: x[0], 50))) == 7  # one group per fold: leave-one-group-out

@@ -16,10 +16,11 @@ import pytest
 from tests.helpers import cli
 
 from tokometer.calibration_data import MEASUREMENTS_CSV, OUTSIDE_CSV
-from tokometer.fitting import validation
+from tokometer.fitting import rows
 from tokometer.fitting.evidence import evidence_files, read_evidence
 from tokometer.fitting.model import calibrate
-from tokometer.fitting.validation import read_cases, validate
+from tokometer.fitting.rows import read_cases
+from tokometer.fitting.validation import validate
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -31,13 +32,13 @@ def test_calibrate_reads_the_measurements_and_never_the_outside_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     opened: list[Path] = []
-    real = validation.read_cases
+    real = rows.read_cases
 
-    def spy(path: str | Path) -> list[validation.Case]:
+    def spy(path: str | Path) -> list[rows.Case]:
         opened.append(Path(path))
         return real(path)
 
-    monkeypatch.setattr(validation, "read_cases", spy)
+    monkeypatch.setattr(rows, "read_cases", spy)
     out = tmp_path / "efficiency.toml"
     code, _, err = cli(capsys, "calibrate", "--out", str(out))
     assert code == 0, err

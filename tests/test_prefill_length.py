@@ -114,7 +114,7 @@ def test_prefill_held_out_by_device_meets_its_targets() -> None:
     overall and on single devices, no prompt-length bucket biased beyond +-15 % (long prompts used to
     come out far too fast), and the H100 PCIe, held out, no longer 50 % too fast (mma.sync rate)."""
     from tokometer.fitting.model import leave_one_hardware_out
-    from tokometer.fitting.validation import read_cases
+    from tokometer.fitting.rows import read_cases
 
     cases = read_cases(MEASUREMENTS_CSV)
     results = leave_one_hardware_out(cases, only=[c for c in cases if c.metric == "pp"])

@@ -10,7 +10,8 @@ from tests.helpers import run_cli
 from tokometer.calibration_data import MEASUREMENTS_CSV as MEASUREMENTS
 from tokometer.errors import InputError
 from tokometer.fitting.model import leave_one_hardware_out
-from tokometer.fitting.validation import read_cases, report, resolve_case_hardware, validate
+from tokometer.fitting.rows import read_cases
+from tokometer.fitting.validation import report, resolve_case_hardware, validate
 
 
 def test_decode_median_error_on_the_calibration_file_is_at_most_12_percent() -> None:

@@ -81,7 +81,8 @@ def validate(
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.families import family_report
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
-    from tokometer.fitting.validation import read_cases, report
+    from tokometer.fitting.rows import read_cases
+    from tokometer.fitting.validation import report
     from tokometer.fitting.validation import validate as run
 
     if baseline and (loho or lso):
@@ -165,7 +166,7 @@ def calibrate(
     from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.model import calibrate as run_fit
     from tokometer.fitting.tablefile import write_table
-    from tokometer.fitting.validation import read_cases
+    from tokometer.fitting.rows import read_cases
 
     measured = read_evidence() if from_evidence else read_cases(path)
     table, meta, counts = run_fit(

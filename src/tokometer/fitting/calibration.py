@@ -30,12 +30,14 @@ from tokometer.fitting.bands import band_sd, grouped_band_sd
 from tokometer.fitting.features import Features, predicted_time, stream_scale
 from tokometer.fitting.shrinkage import LevelPrior, level_prior
 from tokometer.fitting.splits import leave_one_group_out
+from tokometer.fitting.splits import group_k_fold
+from tokometer.domain.specs import Efficiency
 
 MIN_TG_ROWS = 6
 MIN_PP_ROWS = 6
 RIDGE = 0.5  # weight of the prior: half of one row of relative error, whatever the row count
 
-def _bounded_lstsq(
+def _active_set_lstsq(
     rows: list[list[float]],
     target: list[float],
     prior: list[float],
@@ -43,7 +45,7 @@ def _bounded_lstsq(
     scales: list[float | None] | None = None,
     ridge: float = RIDGE,
 ) -> list[float]:
-    """min sum (A x - b)^2 + RIDGE * sum ((x - prior)/scale)^2, with x >= lower (active set).
+    """min sum (A x - b)^2 + ridge * sum ((x - prior)/scale)^2, with x >= lower (active set).
 
     `scales`: how far each unknown may stray from its prior at the cost of one row (default |prior|).
     """
@@ -76,6 +78,59 @@ def _bounded_lstsq(
         for i in violated:
             fixed[i] = lower[i]
     return [float(max(v, lo)) for v, lo in zip(x, lower, strict=True)]
+
+
+# Huber's M-estimator (Huber, Ann. Math. Statist. 35, 1964) by iteratively reweighted least squares:
+# a row whose relative error exceeds HUBER_K robust standard deviations (1.4826 x the median absolute
+# error) counts linearly, not squared, so one harness's odd rows (a cached prompt, a throttled laptop)
+# move the fit as much as any other row, not a hundred times more
+HUBER_K = 1.345  # 95 % efficiency at the normal
+NOISE_FLOOR = 0.02  # the robust spread is never taken below 2 %, run-to-run noise of a benchmark
+PROFILE_HUBER_CUT = 0.25  # the loss that compares b_unit candidates: rows more than 25 % off count linearly
+IRLS_STEPS = 6
+
+
+def _bounded_lstsq(
+    rows: list[list[float]],
+    target: list[float],
+    prior: list[float],
+    lower: list[float],
+    scales: list[float | None] | None = None,
+    ridge: float = RIDGE,
+) -> list[float]:
+    """The bounded ridge fit (`_active_set_lstsq`) with Huber weights on the rows (`HUBER_K`)."""
+    return _robust_lstsq(rows, target, prior, lower, scales, ridge)[0]
+
+
+def _robust_lstsq(
+    rows: list[list[float]],
+    target: list[float],
+    prior: list[float],
+    lower: list[float],
+    scales: list[float | None] | None,
+    ridge: float,
+) -> tuple[list[float], float]:
+    """Huber IRLS around `_active_set_lstsq`; returns the fit and its Huber loss (the ridge left out)."""
+    import numpy as np
+
+    a = np.asarray(rows, dtype=float)
+    b = np.asarray(target, dtype=float)
+    w = np.ones(len(b))
+    x: list[float] = list(prior)
+    for _ in range(IRLS_STEPS):
+        root = np.sqrt(w)
+        x = _active_set_lstsq((a * root[:, None]).tolist(), (b * root).tolist(), prior, lower, scales, ridge)
+        r = a @ np.asarray(x) - b
+        spread = max(1.4826 * float(np.median(np.abs(r))), NOISE_FLOOR)
+        cut = HUBER_K * spread
+        new_w = np.minimum(1.0, cut / np.maximum(np.abs(r), 1e-12))
+        if np.allclose(new_w, w, atol=1e-3):
+            break
+        w = new_w
+    r = np.abs(a @ np.asarray(x) - b)
+    cut = PROFILE_HUBER_CUT  # one cut for every candidate, so profiles (b_unit) compare like with like
+    loss = float(np.sum(np.where(r <= cut, r**2, 2 * cut * r - cut**2)))
+    return x, loss
 
 
 ALU_PRIOR_FLOPS_PER_WEIGHT = 2.0  # one FMA per weight (dequant extra is what the fit finds)
@@ -142,7 +197,7 @@ def _fit_decode_linear(
         ]
         for f, k in zip(rows, scales, strict=True)
     ]
-    x = _bounded_lstsq(
+    x, loss = _robust_lstsq(
         a,
         [1.0] * len(rows),
         [
@@ -161,7 +216,6 @@ def _fit_decode_linear(
     )
     has_ecc = any(f.ecc_s > 0 for f in rows)
     has_depth = any(f.decode_score_s > 0 for f in rows)
-    loss = sum((sum(c * v for c, v in zip(row, x, strict=True)) - 1.0) ** 2 for row in a)
     return {
         "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
         "quantized_bandwidth_fraction": 1.0 / x[1] if has_quant else q_prior,
@@ -329,6 +383,9 @@ def _keys(group: str) -> tuple[str, ...]:
 
 
 LEVEL_NAMES = ("engine", "backend", "class")  # `fit_table`'s levels, top down
+# devices and sources are held out in this many folds each to size the bands (leave-one-out where
+# there are fewer): 2 x 10 inner fits per table, so a cross-validation of 50 sources stays minutes
+BAND_FOLDS = 10
 
 
 def fit_with_bands(
@@ -338,7 +395,7 @@ def fit_with_bands(
 
     The band a user gets must come from what is new to the fit where the user stands: each training
     device and each training source is predicted (in closed form, from its features) by a fit
-    without it, and the band of every entry is the wider of the two that hold 80 % of those
+    without it (devices and sources dealt into `BAND_FOLDS` folds each, `splits.group_k_fold`), and the band of every entry is the wider of the two that hold 80 % of those
     out-of-sample errors (`bands.grouped_band_sd`). The inner fits keep the table's b_unit (its
     profile search costs one fit per candidate) and refit the linear terms. `spreads`: filled with
     the spread of an unseen group around its parent per level (meta keys of
@@ -354,7 +411,7 @@ def fit_with_bands(
         lambda: {"tg": defaultdict(list), "pp": defaultdict(list)}
     )
     for split, group_of in (("hardware", _hardware_of), ("source", _source_of)):
-        for fold in leave_one_group_out(feats, group_of):
+        for fold in group_k_fold(feats, group_of, BAND_FOLDS):
             inner = fit_table(list(fold.train), held=table)
             for f in fold.test:
                 eff = lookup(inner, f.group)

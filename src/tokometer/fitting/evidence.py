@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tokometer.calibration_data import MEASUREMENTS_CSV, OUTSIDE_CSV, PUBLISHED_DIR
-from tokometer.fitting import validation
-from tokometer.fitting.validation import Case
+from tokometer.fitting import rows
+from tokometer.fitting.rows import Case
 
 
 def evidence_files(published_dir: Path = PUBLISHED_DIR) -> list[Path]:
@@ -25,11 +25,14 @@ def read_evidence(files: list[Path] | None = None) -> list[Case]:
     """Every row of the evidence files, in file order (each file's header checked by `read_cases`)."""
     cases: list[Case] = []
     for path in files if files is not None else evidence_files():
-        cases += validation.read_cases(path)
+        cases += rows.read_cases(path)
     return cases
 
 
 def evidence_label(files: list[Path] | None = None) -> str:
     """What a fit on the evidence was fitted on, for the table's `data` field."""
     names = [p.name for p in (files if files is not None else evidence_files())]
-    return " + ".join([names[0], *(f"published/{n}" for n in names[1:])]) if names else "(no evidence)"
+    if not names:
+        return "(no evidence)"
+    published = len(names) - 1
+    return names[0] + (f" + {published} published/*.csv file{'s' if published > 1 else ''}" if published else "")

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tokometer.fitting.validation import CaseResult, summarise
+from tokometer.fitting.rows import CaseResult
+from tokometer.fitting.validation import summarise
 
 FAMILIES = ("Apple", "NVIDIA consumer", "datacenter", "AMD and Intel GPUs", "APUs and CPUs")
 FAMILY_METRICS = ("tg", "pp")

@@ -18,8 +18,9 @@ from tokometer.costmodel.roofline import (
 from tokometer.domain.specs import Efficiency, stream_bandwidth_share
 from tokometer.domain.units import GB
 from tokometer.errors import TokometerError
+from tokometer.fitting.rows import Case
 from tokometer.fitting.validation import (
-    Case,
+    above_ceiling,
     case_request,
     resolve_case_hardware,
     unfused_decode_attention,
@@ -70,6 +71,10 @@ def features(case: Case) -> Features | None:
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
         return None
+    if case.metric == "pp" and case.prompt_tokens <= 0:
+        return None  # a prompt rate without its prompt length: nothing to fit
+    if case.metric == "tg" and not case.text("prompt_tokens") and not case.text("gen_tokens"):
+        return None  # decode at an unstated depth (a suite's aggregate): scored, not fitted
     if unsupported_setup(case):  # a row validate cannot score is not fitted either (fitting/aliases.py)
         return None
     try:
@@ -93,6 +98,8 @@ def features(case: Case) -> Features | None:
         bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
         stream_units=hardware.stream_units,
     )
+    if above_ceiling(case, est):
+        return None  # far above the device's physical ceiling: nothing the physics can fit
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
         alu_peak = alu_peak_tflops(hardware)

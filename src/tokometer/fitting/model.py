@@ -18,8 +18,10 @@ from tokometer.domain.specs import Efficiency
 from tokometer.fitting.bands import band_sd
 from tokometer.fitting.calibration import MIN_TG_ROWS, fit_with_bands, matches
 from tokometer.fitting.features import case_group, case_hardware_id, case_source, features
+from tokometer.fitting.rows import Case, CaseResult
 from tokometer.fitting.splits import leave_one_group_out
-from tokometer.fitting.validation import Case, CaseResult, predict_case, report
+from tokometer.fitting.validation import predict_case, report
+from tokometer.domain.specs import Efficiency
 
 Fitter = Callable[..., dict[str, Efficiency]]
 

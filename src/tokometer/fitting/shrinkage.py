@@ -60,7 +60,7 @@ class LevelPrior:
 
 # Where the data cannot estimate a level's spread (fewer than MIN_GROUPS informative groups), a weak
 # prior: groups differ by about 30 % (tau = 0.3), the size of the gaps between memory systems that
-# Little's law and realised-bandwidth studies show (HBM vs GDDR vs unified memory, PHYSICS.md section 4)
+# Little's law and realised-bandwidth studies show (HBM vs GDDR vs unified memory, docs/PHYSICS.md section 4)
 DEFAULT_TAU = 0.3
 MIN_GROUPS = 3
 DEFAULT_PRIOR = LevelPrior(tau2=DEFAULT_TAU**2, sigma2=0.1**2, n_groups=0)

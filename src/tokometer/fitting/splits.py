@@ -2,7 +2,8 @@
 
 `leave_one_group_out(items, group_of)` yields one fold per group (hardware, source, device family,
 engine build), each test fold holding every item of its group and its training fold none of them;
-`k_fold` splits items in k interleaved folds. `GROUPS` names the groupings `validate` reports. Items
+`k_fold` splits items in k interleaved folds; `group_k_fold` holds out whole groups, k folds of them
+(the cheap form of leave-one-group-out that bands use inside a cross-validation). `GROUPS` names the groupings `validate` reports. Items
 are anything (measurement rows, features, serving runs): the caller says how to group them.
 """
 
@@ -49,4 +50,21 @@ def k_fold(items: Sequence[T], k: int) -> Iterator[Fold[T]]:
             f"fold {fold + 1} of {k}",
             tuple(item for i, item in enumerate(items) if i % k != fold),
             tuple(item for i, item in enumerate(items) if i % k == fold),
+        )
+
+
+def group_k_fold(items: Sequence[T], group_of: Callable[[T], Hashable | None], k: int) -> Iterator[Fold[T]]:
+    """Whole groups held out, the sorted groups dealt into k folds (group i in fold i mod k); an item
+    whose group is None is always trained on. With k >= the number of groups it is leave-one-group-out."""
+    if k < 2:
+        raise ValueError("group k-fold needs k >= 2")
+    keys = [group_of(item) for item in items]
+    names = sorted({str(key) for key in keys if key is not None})
+    fold_of = {name: i % k for i, name in enumerate(names)}
+    for fold in range(min(k, len(names))):
+        held = {name for name, f in fold_of.items() if f == fold}
+        yield Fold(
+            ", ".join(sorted(held)),
+            tuple(item for item, key in zip(items, keys, strict=True) if key is None or str(key) not in held),
+            tuple(item for item, key in zip(items, keys, strict=True) if key is not None and str(key) in held),
         )

@@ -11,13 +11,11 @@ back unscored with its reason, and the report counts them.
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from tokometer.catalog.efficiency import multi_device_log_sd
@@ -27,203 +25,10 @@ from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
 from tokometer.fitting import aliases
 from tokometer.fitting.bands import percentile
+from tokometer.fitting.rows import AGGREGATES, DEFAULT_GEN_TOKENS, METRICS, Case, CaseResult
+from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
+from tokometer.domain.units import GB, GIB
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
-
-REQUIRED_COLUMNS = ("metric", "value")
-NUMERIC_COLUMNS = (
-    "n_devices",
-    "total_params_b",
-    "active_params_b",
-    "bits_per_weight",
-    "model_size",
-    "batch_size",
-    "prompt_tokens",
-    "gen_tokens",
-    "value",
-    "mem_bandwidth_gbps",
-    "memory_gb",
-    "fp16_dense_tflops",
-    "fp8_dense_tflops",
-    "int8_dense_tops",
-)
-METRICS = ("tg", "pp", "tg_agg", "pp_agg", "tput_out", "ttft_ms")
-AGGREGATES = ("tg_agg", "pp_agg", "tput_out")
-# the batch_size of a row that ran every request at once with the engine choosing its own batch
-# ("max (offline, all requests queued)", "max", "all"): an offline run, the KV cache and the
-# engine's max_num_seqs deciding how many run together
-MAX_BATCH = re.compile(r"^\s*(max|all|offline|unbounded|auto|inf)", re.IGNORECASE)
-DEFAULT_GEN_TOKENS = 200  # gpt-fast's default max_new_tokens, when a source does not say
-
-
-class Cells:
-    """A CSV row's cells as read (`raw`): one stripped text, or a number (None when blank or unreadable;
-    the reader records an unreadable cell as the row's problem). Shared by the decode/prefill cases here
-    and the serving rows of `serving_validate`."""
-
-    raw: dict[str, str]
-
-    def text(self, key: str) -> str:
-        return (self.raw.get(key) or "").strip()
-
-    def number(self, key: str) -> float | None:
-        text = self.text(key)
-        try:
-            return float(text) if text else None
-        except ValueError:
-            return None
-
-
-@dataclass(frozen=True)
-class Case(Cells):
-    """One measured row, parsed and checked."""
-
-    row_id: str
-    line: int
-    raw: dict[str, str]
-    metric: str
-    value: float
-    n_devices: int
-    batch: int
-    prompt_tokens: int
-    gen_tokens: int | None
-    flag: str
-    problem: str | None = None  # why the row cannot be scored as written (kept, counted, never fatal)
-    batch_max: bool = False  # batch_size reads "max" (every request queued, the engine choosing the batch)
-
-    @property
-    def static_batch(self) -> bool:
-        """An aggregate of a batch > 1 (or a "max" batch): simulated as a static batch, not one step."""
-        return self.metric in AGGREGATES and (self.batch > 1 or self.batch_max)
-
-
-@dataclass
-class CaseResult:
-    case: Case
-    predicted: float | None = None
-    low: float | None = None
-    high: float | None = None
-    reason: str | None = None
-    group: str | None = None
-    hardware_id: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def scored(self) -> bool:
-        return self.predicted is not None and self.reason is None
-
-    @property
-    def ape(self) -> float | None:
-        if self.predicted is None:
-            return None
-        return abs(self.predicted - self.case.value) / self.case.value
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "row_id": self.case.row_id,
-            "line": self.case.line,
-            "metric": self.case.metric,
-            "measured": self.case.value if math.isfinite(self.case.value) else None,
-            "predicted": self.predicted,
-            "interval": [self.low, self.high] if self.low is not None else None,
-            "ape": self.ape,
-            "scored": self.scored,
-            "reason": self.reason,
-            "group": self.group,
-            "hardware": self.hardware_id,
-            "model": self.case.text("model") or None,
-            "engine": self.case.text("engine") or None,
-            "n_devices": self.case.n_devices,
-        }
-
-
-def _integer(row: dict[str, str], column: str, default: int | None) -> int | None:
-    text = row.get(column, "").strip()
-    try:
-        return int(float(text)) if text else default
-    except ValueError:
-        return default
-
-
-def row_problem(clean: dict[str, str]) -> str | None:
-    """Why a row cannot be scored as written (an unreadable cell, an unknown metric), or None."""
-    for column in NUMERIC_COLUMNS:
-        value = clean.get(column, "").strip()
-        if not value or (column == "batch_size" and MAX_BATCH.match(value)):
-            continue
-        try:
-            number = float(value)
-        except ValueError:
-            return f"column {column!r}: {value!r} is not a number"
-        if not math.isfinite(number) or number < 0:
-            return f"column {column!r}: {value!r} must be a finite number >= 0"
-    metric = clean.get("metric", "").strip()
-    if metric not in METRICS:
-        return f"metric {metric!r} is not scored (scored: {', '.join(METRICS)})"
-    if float(clean["value"].strip() or 0) <= 0:
-        return "column 'value': a positive measurement is required"
-    return None
-
-
-def read_cases(path: str | Path) -> list[Case]:
-    """Parse a measurements CSV. A file without the columns a row needs is an error naming them; a
-    row that cannot be scored (unreadable cell, unknown metric) is kept with its reason."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
-    if not text.strip():
-        raise InputError(f"{path}: empty file (expected a header row and measurements)")
-    try:
-        rows = list(csv.DictReader(text.splitlines()))
-        header = list(rows[0].keys()) if rows else next(csv.reader(text.splitlines()), [])
-    except csv.Error as exc:
-        raise InputError(f"{path}: not a readable CSV: {exc}") from None
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)} in the header")
-    if not any(c in header for c in ("model", "total_params_b")):
-        raise InputError(f"{path}: needs a 'model' or 'total_params_b' column")
-    if not any(c in header for c in ("hardware_id", "hardware_as_stated", "mem_bandwidth_gbps")):
-        raise InputError(f"{path}: needs a 'hardware_id', 'hardware_as_stated' or 'mem_bandwidth_gbps' column")
-    cases = []
-    for index, row in enumerate(rows):
-        line = index + 2
-        clean = {k: (v or "") for k, v in row.items() if isinstance(k, str)}
-        problem = "more fields than the header has columns" if None in row else row_problem(clean)
-        value = _number(clean.get("value", ""))
-        cases.append(
-            Case(
-                row_id=clean.get("row_id", "").strip() or f"line{line}",
-                line=line,
-                raw=clean,
-                metric=clean["metric"].strip(),
-                value=value if value and value > 0 else math.nan,
-                n_devices=max(1, _integer(clean, "n_devices", 1) or 1),
-                batch=max(1, _integer(clean, "batch_size", 1) or 1),
-                prompt_tokens=_integer(clean, "prompt_tokens", 0) or 0,
-                gen_tokens=_integer(clean, "gen_tokens", None),
-                flag=clean.get("flag", "").strip(),
-                problem=problem,
-                batch_max=_is_max_batch(clean.get("batch_size", "")),
-            )
-        )
-    return cases
-
-
-def _is_max_batch(text: str) -> bool:
-    return bool(text.strip()) and MAX_BATCH.match(text) is not None
-
-
-def _number(text: str) -> float | None:
-    try:
-        number = float(text.strip())
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
 
 # ---------------------------------------------------------------- resolution
 
@@ -309,7 +114,8 @@ def resolve_case_hardware(case: Case) -> HardwareSpec:
 
 def _engine_id(case: Case) -> str | None:
     """The engine a row names: the whole name, then its words before and inside parentheses
-    ("AutoAWQ (HF transformers)" is transformers' engine). A name none of them resolves is an error."""
+    ("AutoAWQ (HF transformers)" is transformers' engine), then each of several named there
+    ("LocalScore (llamafile / llama.cpp)"). A name none of them resolves is an error."""
     import re
 
     from tokometer.catalog import engine_catalog
@@ -317,7 +123,8 @@ def _engine_id(case: Case) -> str | None:
     name = case.text("engine")
     if not name:
         return None
-    candidates = [name, name.split("(")[0].strip(), *re.findall(r"\(([^)]*)\)", name)]
+    inside = re.findall(r"\(([^)]*)\)", name)
+    candidates = [name, name.split("(")[0].strip(), *inside, *(p.strip() for i in inside for p in i.split("/"))]
     for candidate in candidates:
         found = engine_catalog().find(candidate) if candidate else None
         if found is not None:
@@ -338,6 +145,34 @@ def _parallelism(case: Case, engine_id: str | None) -> dict[str, int]:
     return {"pp": case.n_devices}
 
 
+_SIZE_WORDS = {"small": "S", "medium": "M", "large": "L"}
+
+
+def quant_alias(quant: str, engine: str = "") -> str:
+    """A quant as engines print it, in the catalog's spelling: llama-bench's type column ("Q4_K - Medium"
+    is Q4_K_M), MLX's "4bit" (mlx-lm's affine 4-bit), ggml's "MXFP4_MOE" (MXFP4 experts)."""
+    import re
+
+    text = quant.strip()
+    sized = re.fullmatch(r"(Q\d_K)\s*-\s*(Small|Medium|Large)", text, re.IGNORECASE)
+    if sized:
+        return f"{sized.group(1).upper()}_{_SIZE_WORDS[sized.group(2).lower()]}"
+    bits = re.fullmatch(r"(?:QAT\s+)?(\d)\s*bit(?:\s+MLX)?", text, re.IGNORECASE)
+    if bits and ("mlx" in text.lower() or "mlx" in engine.lower()):
+        return f"mlx-{bits.group(1)}bit"
+    if text.upper() == "MXFP4_MOE":
+        return "mxfp4"
+    return text
+
+
+def _active_from_name(name: str) -> float | None:
+    """Active parameters a mixture-of-experts name states ("Qwen3-30B-A3B": 3 B active), else None."""
+    import re
+
+    found = re.search(r"\d+(?:\.\d+)?B-A(\d+(?:\.\d+)?)B\b", name, re.IGNORECASE)
+    return float(found.group(1)) if found else None
+
+
 def estimate_kwargs(case: Case) -> dict[str, Any]:
     """A row's setup as `EstimateRequest` fields (model, weights, engine, backend, parallelism)."""
     from tokometer.catalog import model_catalog, quant_catalog
@@ -350,7 +185,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
         kwargs["model"] = preset.spec
     elif total_b:
         kwargs["params_b"] = total_b
-        active = case.number("active_params_b")
+        active = case.number("active_params_b") or _active_from_name(name)
         if active:
             kwargs["active_params_b"] = active
     else:
@@ -360,6 +195,8 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     bpw = case.number("bits_per_weight")
     quant = case.text("quant")
     fmt = quant_catalog().find(quant) if quant else None
+    if fmt is None and quant:
+        fmt = quant_catalog().find(quant_alias(quant, case.text("engine")))
     if fmt is None and quant and not bpw:
         fmt, bpw = aliases.quant_for(case)
     if size:
@@ -426,6 +263,8 @@ def unsupported_setup(case: Case) -> str | None:
         return f"served workload ({', '.join(served)} stated): a serving simulation, not one estimate"
     if case.metric in AGGREGATES and not case.text("batch_size"):
         return f"{case.metric} without a batch_size: the batch is not known"
+    if case.metric in ("pp", "pp_agg", "ttft_ms") and case.prompt_tokens <= 0:
+        return f"{case.metric} without prompt_tokens: the prompt length is not known"
     return None
 
 
@@ -470,6 +309,32 @@ def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
     engine = engine_catalog().get(request.engine or "llama-cpp")
     unfused = unfused_decode_attention(case)
     return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=unfused)
+
+
+CEILING_SLACK = 1.5  # a measurement this many times the physical ceiling is not what the row says it is
+
+
+def ceiling_tok_s(case: Case, est: Any) -> float | None:
+    """The row's physical ceiling: decode at 100 % of datasheet bandwidth (`ceiling_tok_s`), prefill at
+    the datasheet compute peak (its matmul and attention FLOPs alone); None for other metrics."""
+    if case.metric == "tg":
+        return float(est.ceiling_tok_s)
+    if case.metric == "pp" and est.prefill is not None and est.peak.tflops:
+        ideal_s = (est.prefill.matmul_flops + est.prefill.attention_flops) / (est.peak.tflops * 1e12)
+        return case.prompt_tokens / ideal_s if ideal_s > 0 else None
+    return None
+
+
+def above_ceiling(case: Case, est: Any) -> str | None:
+    """Why a row is neither scored nor fitted when it measured far above its physical ceiling (a cached
+    prompt, a mixture-of-experts model read as dense, a mislabelled device), or None."""
+    ceiling = ceiling_tok_s(case, est)
+    if ceiling and case.value > CEILING_SLACK * ceiling:
+        return (
+            f"measured {case.value:.4g} tok/s, {case.value / ceiling:.1f}x the physical ceiling of "
+            f"{ceiling:.4g} tok/s (datasheet bandwidth / peak): not a measurement of what the row states"
+        )
+    return None
 
 
 def predict_case(
@@ -543,6 +408,8 @@ def predict_case(
         result.details = {"bound": est.step.bound, "ceiling_tok_s": est.ceiling_tok_s}
         if case.flag:
             result.reason = f"flagged in source data: {case.flag}"
+        elif baseline is None:
+            result.reason = above_ceiling(case, est)
     except TokometerError as exc:
         result.reason = str(exc)
     return result
