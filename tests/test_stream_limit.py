@@ -19,8 +19,7 @@ from tokometer.errors import CatalogError
 from tokometer.fitting.calibration import UNIT_BANDWIDTH_GRID, fit_decode
 from tokometer.fitting.features import Features, features, predicted_time, stream_scale
 from tokometer.fitting.rows import read_cases
-from tokometer.fitting.validation import case_request, predict_case, resolve_case_hardware
-from tokometer.domain.specs import HardwareSpec
+from tokometer.fitting.validation import case_request, resolve_case_hardware
 from tokometer.usecases.estimate import EstimateRequest, estimate
 
 LLAMA_8B = model_catalog().get("llama-3-8b").spec

@@ -165,8 +165,8 @@ def calibrate(
     from tokometer.catalog.efficiency import user_efficiency_file
     from tokometer.fitting.evidence import evidence_label, read_evidence
     from tokometer.fitting.model import calibrate as run_fit
-    from tokometer.fitting.tablefile import write_table
     from tokometer.fitting.rows import read_cases
+    from tokometer.fitting.tablefile import write_table
 
     measured = read_evidence() if from_evidence else read_cases(path)
     table, meta, counts = run_fit(

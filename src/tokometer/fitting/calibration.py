@@ -29,9 +29,7 @@ from tokometer.domain.specs import Efficiency
 from tokometer.fitting.bands import band_sd, grouped_band_sd
 from tokometer.fitting.features import Features, predicted_time, stream_scale
 from tokometer.fitting.shrinkage import LevelPrior, level_prior
-from tokometer.fitting.splits import leave_one_group_out
 from tokometer.fitting.splits import group_k_fold
-from tokometer.domain.specs import Efficiency
 
 MIN_TG_ROWS = 6
 MIN_PP_ROWS = 6

@@ -21,7 +21,6 @@ from tokometer.fitting.features import case_group, case_hardware_id, case_source
 from tokometer.fitting.rows import Case, CaseResult
 from tokometer.fitting.splits import leave_one_group_out
 from tokometer.fitting.validation import predict_case, report
-from tokometer.domain.specs import Efficiency
 
 Fitter = Callable[..., dict[str, Efficiency]]
 

@@ -55,9 +55,9 @@ from tokometer.costmodel.serving import (
 from tokometer.errors import InputError, TokometerError
 from tokometer.fitting.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
 from tokometer.fitting.quantity import Quantity, is_throughput, read_quantity
+from tokometer.fitting.rows import MAX_BATCH, Cells
 from tokometer.fitting.static_batch import STATIC_ENGINES
 from tokometer.fitting.time_limit import TimeLimitError, time_limit
-from tokometer.fitting.rows import MAX_BATCH, Cells
 
 if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment

@@ -26,8 +26,6 @@ from tokometer.errors import InputError, TokometerError
 from tokometer.fitting import aliases
 from tokometer.fitting.bands import percentile
 from tokometer.fitting.rows import AGGREGATES, DEFAULT_GEN_TOKENS, METRICS, Case, CaseResult
-from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
-from tokometer.domain.units import GB, GIB
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
 
 # ---------------------------------------------------------------- resolution
@@ -116,7 +114,6 @@ def _engine_id(case: Case) -> str | None:
     """The engine a row names: the whole name, then its words before and inside parentheses
     ("AutoAWQ (HF transformers)" is transformers' engine), then each of several named there
     ("LocalScore (llamafile / llama.cpp)"). A name none of them resolves is an error."""
-    import re
 
     from tokometer.catalog import engine_catalog
 
@@ -151,7 +148,6 @@ _SIZE_WORDS = {"small": "S", "medium": "M", "large": "L"}
 def quant_alias(quant: str, engine: str = "") -> str:
     """A quant as engines print it, in the catalog's spelling: llama-bench's type column ("Q4_K - Medium"
     is Q4_K_M), MLX's "4bit" (mlx-lm's affine 4-bit), ggml's "MXFP4_MOE" (MXFP4 experts)."""
-    import re
 
     text = quant.strip()
     sized = re.fullmatch(r"(Q\d_K)\s*-\s*(Small|Medium|Large)", text, re.IGNORECASE)
@@ -167,7 +163,6 @@ def quant_alias(quant: str, engine: str = "") -> str:
 
 def _active_from_name(name: str) -> float | None:
     """Active parameters a mixture-of-experts name states ("Qwen3-30B-A3B": 3 B active), else None."""
-    import re
 
     found = re.search(r"\d+(?:\.\d+)?B-A(\d+(?:\.\d+)?)B\b", name, re.IGNORECASE)
     return float(found.group(1)) if found else None
@@ -276,7 +271,6 @@ FA_DEFAULT_DATE = "2025-09"
 
 def engine_build(case: Case) -> int | None:
     """The llama.cpp build number a row states ("build 4426e298 (2824)", "b6413"), or None."""
-    import re
 
     text = case.text("engine_version")
     found = re.search(r"\((\d{3,5})\)", text) or re.search(r"\bb(\d{4,5})\b", text)
