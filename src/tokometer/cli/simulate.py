@@ -42,6 +42,12 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--kv-dtype", help="KV-cache dtype (default: the engine's).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel devices per replica.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages per replica.")
+@click.option("--ep", type=int, default=1, show_default=True, help="MoE expert parallel over N of the tp x dp GPUs (all-to-all dispatch and combine per layer).")
+@click.option("--dp", type=int, default=1, show_default=True, help="Attention data-parallel ranks of --tp GPUs each (own batch and KV; MoE over tp x dp GPUs).")
+@click.option("--nodes", type=int, default=1, show_default=True, help="Nodes the replica's GPUs spread over; collectives across nodes use --inter-link.")
+@click.option("--inter-link", help="Link between nodes per GPU: ib-ndr, ib-xdr, ib-hdr, roce-400, roce-200, nvl72, nvl36 or GB/s [default: ib-ndr].")
+@click.option("--overlap", is_flag=True, help="Two-batch overlap: the expert all-to-all hides under compute (SGLang --enable-two-batch-overlap, vLLM --enable-dbo).")
+@click.option("--ep-imbalance", type=float, default=1.0, show_default=True, help="Busiest EP rank's tokens over the mean (1: balanced, as EPLB aims for).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Engine replicas behind the router.")
 @click.option("--disagg", help="P:D disaggregated prefill and decode pools (replicas each); the prompt's KV crosses --kv-link.")
 @click.option("--kv-link", help="Link between the pools: nvlink, pcie4, pcie5x8... or GB/s (default: NVLink if the device has it, else PCIe).")
@@ -68,7 +74,8 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
 @json_option
-def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, replicas: int,
+def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, ep: int, dp: int,
+             nodes: int, inter_link: str | None, overlap: bool, ep_imbalance: float, replicas: int,
              disagg: str | None, kv_link: str | None, router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
@@ -107,7 +114,11 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     n = offline if offline is not None else num_requests
     if isinstance(n, int) and n < 1:
         raise InputError(f"the number of requests must be at least 1, got {n}")
-    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
+    for name, value in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp), ("--nodes", nodes)):
+        if value < 1:
+            raise InputError(f"{name} must be a whole number of devices, 1 or more, got {value}")
+    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, inter_link=inter_link,
+                 overlap=overlap, ep_imbalance=ep_imbalance, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
                  max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
                  prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}

@@ -25,6 +25,7 @@ from tokometer.costmodel.layout import (
     Setup,
     kv_shards,
     layout_prefill,
+    replicated_weights,
 )
 from tokometer.costmodel.memory import (
     MemoryPlan,
@@ -260,7 +261,7 @@ def estimate(
     layout = build_layout(
         spec, hardware, eng, fmt.compute_dtype if fmt else "fp16",
         tp=req.tp, pp=req.pp, link=req.link, gpu_layers=req.gpu_layers, cpu_hw=req.cpu_hw, offload_mode=req.offload_mode,
-        offload_experts=req.offload_experts,
+        offload_experts=req.offload_experts, ep=req.ep, dp=req.dp, nodes=req.nodes, inter_link=req.inter_link,
     )
     warnings += layout_notes(spec, eng, layout)
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
@@ -397,7 +398,7 @@ def _memory(
         warnings.append(PastContextLimit(plan_context, spec.name, spec.max_context_tokens))
     off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
-    resident = weights
+    resident = replicated_weights(weights, layout)
     if off is not None and off.expert_layers:
         resident, _ = split_experts(weights, off.expert_share(spec.n_layers))
     elif off is not None:

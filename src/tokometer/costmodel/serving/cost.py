@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from tokometer.costmodel.layout import Setup, kv_shards
+from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_comm_costs
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
 from tokometer.serving_specs import ServingEfficiency
@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 Tokens = TypeVar("Tokens", float, "np.ndarray")
+
+# Rows of one tensor-core tile along the tokens: Hopper's warpgroup MMA is m64nNk16 (PTX ISA,
+# "wgmma.mma_async" shapes) and Blackwell's tcgen05.mma takes M = 64 or 128, so a grouped expert GEMM
+# pads each expert's tokens to a multiple of 64 rows (docs/PHYSICS.md section 7, MoE at batch B).
+GEMM_TILE_TOKENS = 64.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,34 @@ class StepCost(_Plain):
     comm_per_token_s: float  # all-reduce and hop payload per token (low-latency protocol)
     comm_bulk_fixed_s: float  # the same under the bulk protocol (a longer start, the full link rate)
     comm_bulk_per_token_s: float
+    moe_comm_fixed_s: float = 0.0  # EP all-to-all dispatch + combine (or DP's expert all-gather) per step
+    moe_comm_per_token_s: float = 0.0
+    overlap: bool = False  # two-batch overlap: the MoE communication hides under the step's compute and memory time
+    expert_flops_per_token: float = 0.0  # the routed experts' share of matmul_flops_per_token, this device
+    expert_tokens_per_token: float = 0.0  # k / E: tokens each expert receives per token of the step (x imbalance)
+    gemm_tile_tokens: float = GEMM_TILE_TOKENS
+
+    def expert_padding_s(self, tokens: float, decode_tokens: float) -> float:
+        """Extra GEMM seconds of the grouped expert GEMMs: each touched expert's `m` tokens fill
+        `ceil(m / tile)` tiles of `tile` rows, so the useful share is `m / (tile * ceil(m / tile))`.
+        `m` is the step's `tokens * k / E` over the share of experts touched."""
+        if not self.expert_flops_per_token or tokens <= 0 or not self.peak_flops:
+            return 0.0
+        touched = 1.0 - (1.0 - self.experts_k_over_e) ** tokens
+        m = tokens * self.expert_tokens_per_token / touched
+        tile = self.gemm_tile_tokens
+        tiles = -(-m // tile)
+        waste = tiles * tile / m - 1.0
+        if waste <= 0.0:
+            return 0.0
+        fraction = (decode_tokens / self.compute_fraction_max + (tokens - decode_tokens) / self.prefill_fraction_max) / tokens
+        return waste * self.expert_flops_per_token * tokens * fraction / self.peak_flops
+
+    def with_moe_comm(self, roof_s: float, tokens: float) -> float:
+        """The step's roofline time with its MoE communication: added, or under two-batch overlap, hidden
+        behind it (`max`): the other micro-batch computes while one's tokens cross the link."""
+        comm = self.moe_comm_fixed_s + self.moe_comm_per_token_s * tokens
+        return (roof_s if roof_s >= comm else comm) if self.overlap else roof_s + comm
 
     def comm_s(self, tokens: Tokens) -> Tokens:
         """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (links.allreduce_costs).
@@ -106,7 +139,7 @@ class StepCost(_Plain):
         kv = self.kv_token_bytes * (kv_tokens_read + tokens) / self.bandwidth_bytes_per_s
         matmul = attention = 0.0
         if self.peak_flops and tokens > 0:
-            matmul = self.gemm_s(tokens, prefill_tokens)
+            matmul = self.gemm_s(tokens, prefill_tokens) + self.expert_padding_s(tokens, tokens - prefill_tokens)
             attention = self.attention_flops_per_pair * attention_pairs / (self.compute_fraction_max * self.peak_flops)
         fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_s(tokens)
         return weights, matmul, kv, attention, fixed
@@ -118,43 +151,59 @@ class StepCost(_Plain):
         """Seconds of one step; `sequences` emit a token in it (B for a decode step of B), `prefill_tokens`
         of its `tokens` are prompt tokens (0: a decode step)."""
         weights, matmul, kv, attention, fixed = self.split(tokens, kv_tokens_read, attention_pairs, sequences, prefill_tokens)
-        return max(weights, matmul) + max(kv, attention) + fixed
+        roof = max(weights, matmul) + max(kv, attention)
+        if self.moe_comm_fixed_s or self.moe_comm_per_token_s:
+            roof = self.with_moe_comm(roof, tokens)
+        return roof + fixed
 
 
 def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
-    """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/PP layout)."""
+    """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
+
+    Per GPU, for a step of T tokens over the whole replica (docs/PHYSICS.md section 7): the non-expert
+    weights split `tp * pp` ways and are read by every attention rank; the routed experts split
+    `tp * dp * pp` ways; each of the `dp` attention ranks carries T / dp tokens, their KV and attention;
+    the expert FLOPs of the busiest EP rank are `ep_imbalance` times the mean.
+    """
     model = setup.model
     weights = setup.weights
     lay = setup.layout
-    tp, pp = lay.tp, lay.pp
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
     split = float(tp * pp)
+    moe = float(tp * dp * pp)
     head = weights.embedding if model.tied_embeddings else weights.lm_head
     rows = weights.embedding / model.vocab_size if model.vocab_size else 0.0
     routed = weights.routed_experts if model.is_moe else 0.0
     k_over_e = model.n_experts_per_token / model.n_experts if model.is_moe else 0.0
-    kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp)
+    kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp * dp)
     attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
+    imbalance = lay.ep_imbalance if lay.ep > 1 else 1.0
+    expert_params = model.params.routed_experts * k_over_e if model.is_moe else 0.0
+    expert_flops = 2.0 * expert_params * imbalance / moe
+    matmul_flops = 2.0 * (model.matmul_params_per_token() - expert_params) / moe + expert_flops
     eff = setup.efficiency
     link = lay.link
     token_bytes = model.hidden_size * ACTIVATION_BYTES
     hops = (0.0, 0.0)  # (fixed s, s per token) of the pipeline hops, whatever the all-reduce protocol
     if link is not None and pp > 1:
-        hops = ((pp - 1) * link.hop_latency_us * US, (pp - 1) * token_bytes / link.effective_bytes_per_s)
+        hop_link = lay.group_link(lay.devices) or link
+        hops = ((pp - 1) * hop_link.hop_latency_us * US, (pp - 1) * token_bytes / hop_link.effective_bytes_per_s)
     comm = bulk = hops  # low-latency and bulk all-reduce protocols, each (fixed s, s per token)
     if link is not None and tp > 1:
         per_step = 2 * model.n_layers
         comm, bulk = (
-            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes)
-            for fixed_s, per_byte_s in allreduce_costs(tp, link)
+            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes / dp)
+            for fixed_s, per_byte_s in allreduce_costs(tp, lay.group_link(tp) or link)
         )
+    moe_fixed, moe_per_token = moe_comm_costs(model, lay)
     return StepCost(
         weight_fixed_bytes=(head + weights.dense) / split,
-        embedding_row_bytes=rows / split,
-        routed_bytes=routed / split,
+        embedding_row_bytes=rows / moe,
+        routed_bytes=routed / moe,
         experts_k_over_e=k_over_e,
         kv_token_bytes=kv_token,
-        matmul_flops_per_token=2.0 * model.matmul_params_per_token() / split,
-        attention_flops_per_pair=attention / split,
+        matmul_flops_per_token=matmul_flops,
+        attention_flops_per_pair=attention / moe,
         bandwidth_bytes_per_s=eff.bandwidth_fraction_for(setup.quantized) * setup.hardware.memory_bandwidth_gb_per_s * GB,
         peak_flops=(setup.peak.tflops or 0.0) * TFLOP,
         compute_fraction_max=serving.compute_fraction_max,
@@ -167,6 +216,11 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         comm_per_token_s=comm[1],
         comm_bulk_fixed_s=bulk[0],
         comm_bulk_per_token_s=bulk[1],
+        moe_comm_fixed_s=moe_fixed,
+        moe_comm_per_token_s=moe_per_token,
+        overlap=lay.overlap and (moe_fixed > 0 or moe_per_token > 0),
+        expert_flops_per_token=expert_flops,
+        expert_tokens_per_token=k_over_e * imbalance,
     )
 
 
@@ -185,9 +239,9 @@ def kv_capacity_tokens(
     "total": `fraction * device_memory - weights - runtime` (vLLM `gpu_memory_utilization`);
     "free": `fraction * (device_memory - weights - runtime)` (TensorRT-LLM, LMDeploy).
     """
-    devices = setup.layout.tp * setup.layout.pp
+    devices = setup.layout.devices
     memory = setup.hardware.memory_gb * GB * devices
-    held = setup.weights.total + runtime_overhead_gb * GB * devices
+    held = held_weight_bytes(setup.weights, setup.layout) + runtime_overhead_gb * GB * devices
     free = memory * memory_fraction - held if memory_of == "total" else (memory - held) * memory_fraction
     per_token = kv_token_bytes_total(setup)
     if per_token <= 0:
