@@ -154,6 +154,18 @@ class Layout(_Plain):
         return self.link
 
 
+# Engines that overlap the expert all-to-all with compute by splitting a step into two micro-batches
+# (one computes while the other's tokens cross the link): engine -> (its flag, source). Off by default
+# in each engine, so `--overlap` turns it on.
+OVERLAP_POLICIES: dict[str, tuple[str, str]] = {
+    "vllm": ("--enable-dbo", "vLLM Dual Batch Overlap, https://docs.vllm.ai/en/stable/design/dbo/ (DP+EP deployments)"),
+    "sglang": (
+        "--enable-two-batch-overlap",
+        "SGLang two-batch overlap, https://lmsys.org/blog/2025-05-05-large-scale-ep/ (section 'Two-batch Overlap')",
+    ),
+}
+
+
 def gpu_weight_bytes(weights: ParamGroups, layout: Layout) -> float:
     """Weight bytes one GPU holds: everything but the routed experts split `tp` ways per pipeline stage
     (replicated over the `dp` attention ranks), the routed experts split over all `tp * dp` GPUs of the

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.catalog.serving import ServingEngine, serving_efficiency, serving_engine
-from tokometer.costmodel.layout import Setup
+from tokometer.costmodel.layout import OVERLAP_POLICIES, Setup
 from tokometer.costmodel.links import parse_link
 from tokometer.costmodel.serving import (
     LengthDist,
@@ -119,6 +119,11 @@ def deploy(
             raise InputError(f"--ep-imbalance must be 1 or more (the busiest EP rank's tokens over the mean), got {ep_imbalance!r}")
         if overlap and not (setup.model.is_moe and setup.layout.moe_devices > 1):
             raise InputError("--overlap hides the expert all-to-all: it needs a MoE model over --ep or --dp GPUs")
+        if overlap and serving.engine.id not in OVERLAP_POLICIES:
+            raise InputError(
+                f"--overlap: {serving.engine.name} has no two-batch overlap of the expert all-to-all that tokometer knows "
+                f"(engines with one: {', '.join(OVERLAP_POLICIES)})"
+            )
         setup = replace(setup, layout=replace(setup.layout, overlap=overlap, ep_imbalance=float(ep_imbalance)))
     if dp > 1:
         pol0 = serving.policy

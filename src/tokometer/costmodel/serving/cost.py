@@ -94,7 +94,7 @@ class StepCost(_Plain):
         `m` is the step's `tokens * k / E` over the share of experts touched."""
         if not self.expert_flops_per_token or tokens <= 0 or not self.peak_flops:
             return 0.0
-        touched = 1.0 - (1.0 - self.experts_k_over_e) ** tokens
+        touched: float = 1.0 - (1.0 - self.experts_k_over_e) ** tokens
         m = tokens * self.expert_tokens_per_token / touched
         tile = self.gemm_tile_tokens
         tiles = -(-m // tile)
@@ -102,7 +102,7 @@ class StepCost(_Plain):
         if waste <= 0.0:
             return 0.0
         fraction = (decode_tokens / self.compute_fraction_max + (tokens - decode_tokens) / self.prefill_fraction_max) / tokens
-        return waste * self.expert_flops_per_token * tokens * fraction / self.peak_flops
+        return float(waste * self.expert_flops_per_token * tokens * fraction / self.peak_flops)
 
     def with_moe_comm(self, roof_s: float, tokens: float) -> float:
         """The step's roofline time with its MoE communication: added, or under two-batch overlap, hidden

@@ -1,0 +1,147 @@
+"""Expert parallel, attention data parallel and multi-node layouts; MoE physics at batch B (docs/PHYSICS.md section 7)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+from tests.helpers import cli
+
+from tokometer.costmodel.layout import (
+    COMBINE_BYTES,
+    DISPATCH_BYTES,
+    Layout,
+    gpu_weight_bytes,
+    held_weight_bytes,
+    moe_comm_costs,
+)
+from tokometer.costmodel.links import alltoall_costs, nvlink, parse_interconnect
+from tokometer.costmodel.serving import ServingEfficiency, step_cost
+from tokometer.errors import InputError
+from tokometer.specs import ParamGroups
+from tokometer.usecases.estimate import estimate
+from tokometer.usecases.simulate import deploy
+
+EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=0.0, layer_step_overhead_us=30.0)
+
+
+@pytest.fixture(scope="module")
+def r1():  # type: ignore[no-untyped-def]
+    return estimate("deepseek-r1", "h200", quant="fp8", engine="vllm", advise=False).setup
+
+
+def test_ep_halves_the_routed_expert_bytes_per_gpu_and_keeps_the_rest() -> None:
+    w = ParamGroups(embedding=2.0, lm_head=2.0, dense=10.0, routed_experts=100.0)
+    one = gpu_weight_bytes(w, Layout())
+    two = gpu_weight_bytes(w, Layout(ep=2, dp=2))
+    assert two == pytest.approx(14.0 + 50.0)
+    assert one - two == pytest.approx(w.routed_experts / 2)
+    # attention DP replicates the non-expert weights: the replica holds them once per rank
+    assert held_weight_bytes(w, Layout(ep=2, dp=2)) == pytest.approx(w.total + 14.0)
+    # TP splits everything
+    assert gpu_weight_bytes(w, Layout(tp=2)) == pytest.approx(w.total / 2)
+
+
+def test_distinct_experts_occupancy_is_k_at_batch_one_and_tends_to_e(r1) -> None:  # type: ignore[no-untyped-def]
+    m = r1.model
+    e, k = m.n_experts, m.n_experts_per_token
+    assert e * m.expert_fraction_read(1) == pytest.approx(k)
+    touched = [e * m.expert_fraction_read(b) for b in (1, 4, 32, 256, 4096)]
+    assert touched == sorted(touched) and touched[-1] == pytest.approx(e, rel=1e-6)
+    # per step: routed bytes read follow the occupancy, per GPU under EP
+    c = step_cost(replace(r1, layout=Layout(link=nvlink(r1.hardware), ep=8, dp=8)), EFF)
+    assert c.weight_bytes(1) - c.weight_fixed_bytes - c.embedding_row_bytes == pytest.approx(c.routed_bytes * k / e)
+
+
+def test_alltoall_bytes_are_tokens_x_hidden_x_topk(r1) -> None:  # type: ignore[no-untyped-def]
+    m = r1.model
+    link = nvlink(r1.hardware)
+    lay = Layout(link=link, ep=8, dp=8)
+    fixed, per_token = moe_comm_costs(m, lay)
+    _, per_byte = alltoall_costs(8, 8, link, None)
+    bytes_per_token = m.hidden_size * m.n_experts_per_token * (DISPATCH_BYTES + COMBINE_BYTES) / 8
+    assert per_token == pytest.approx(m.n_layers * per_byte * bytes_per_token)
+    assert per_byte == pytest.approx(7 / 8 / link.effective_bytes_per_s)
+    assert fixed > 0
+    # across two nodes half the bytes leave the node over a 50 GB/s NIC: slower than NVLink alone
+    wide = Layout(link=link, ep=16, dp=16, nodes=2, inter_link=parse_interconnect("ib-ndr"))
+    _, per_token_wide = moe_comm_costs(m, wide)
+    _, per_byte_wide = alltoall_costs(16, 8, link, parse_interconnect("ib-ndr"))
+    assert per_byte_wide == pytest.approx(8 / 16 / parse_interconnect("ib-ndr").effective_bytes_per_s)
+    assert per_token_wide * 16 > per_token * 8  # per replica token, the network costs more than NVLink
+    # an NVL72 domain keeps 16 GPUs on NVLink
+    nvl = Layout(link=link, ep=16, dp=16, nodes=2, inter_link=parse_interconnect("nvl72"))
+    assert nvl.local_gpus(16) == 16 and moe_comm_costs(m, nvl)[1] < per_token_wide
+
+
+def test_imbalance_scales_the_busiest_ranks_traffic_and_expert_flops(r1) -> None:  # type: ignore[no-untyped-def]
+    link = nvlink(r1.hardware)
+    base = step_cost(replace(r1, layout=Layout(link=link, ep=8, dp=8)), EFF)
+    hot = step_cost(replace(r1, layout=Layout(link=link, ep=8, dp=8, ep_imbalance=1.5)), EFF)
+    assert hot.moe_comm_per_token_s == pytest.approx(1.5 * base.moe_comm_per_token_s)
+    assert hot.expert_flops_per_token == pytest.approx(1.5 * base.expert_flops_per_token)
+    assert hot.matmul_flops_per_token - base.matmul_flops_per_token == pytest.approx(0.5 * base.expert_flops_per_token)
+
+
+def test_two_batch_overlap_hides_the_alltoall_but_not_below_the_roof(r1) -> None:  # type: ignore[no-untyped-def]
+    link = nvlink(r1.hardware)
+    lay = Layout(link=link, ep=16, dp=16, nodes=2, inter_link=parse_interconnect("ib-ndr"))
+    plain = step_cost(replace(r1, layout=lay), EFF)
+    over = step_cost(replace(r1, layout=replace(lay, overlap=True)), EFF)
+    b, depth = 1024, 1500.0
+    t_plain = plain.time_s(b, b * depth, b * depth, b)
+    t_over = over.time_s(b, b * depth, b * depth, b)
+    comm = plain.moe_comm_fixed_s + plain.moe_comm_per_token_s * b
+    assert t_plain - t_over == pytest.approx(min(comm, t_plain - comm - plain.split(b, b * depth, b * depth, b)[4]), rel=1e-6)
+    assert t_over >= comm
+
+
+def test_grouped_gemm_pads_each_experts_tokens_to_whole_tiles(r1) -> None:  # type: ignore[no-untyped-def]
+    c = step_cost(replace(r1, layout=Layout(link=nvlink(r1.hardware), ep=8, dp=8)), EFF)
+    e, k = r1.model.n_experts, r1.model.n_experts_per_token
+    full = int(64 * e / k) * 4  # 64 x 4 tokens per expert (occupancy 1): no padding
+    assert c.expert_padding_s(full, full) == pytest.approx(0.0, abs=1e-12)
+    assert c.expert_padding_s(full + 64, full + 64) > 0  # one token over a tile boundary pads a tile
+
+
+def test_dp_ranks_scale_the_scheduler_and_the_kv_pool() -> None:
+    one = deploy("deepseek-r1", "b200", quant="fp8", engine="vllm", ep=8, dp=8)
+    assert one.devices == 8
+    assert one.policy.max_num_seqs == 8 * deploy("llama-3.1-8b", "b200", engine="vllm").policy.max_num_seqs
+    tp8 = deploy("deepseek-r1", "b200", quant="fp8", engine="vllm", tp=8)
+    # the same 8 GPUs: DP replicates attention weights (less room) but MLA's latent is not replicated 8 times
+    assert one.kv_capacity_tokens > tp8.kv_capacity_tokens
+
+
+def test_overlap_needs_an_engine_that_has_it() -> None:
+    with pytest.raises(InputError, match="two-batch overlap"):
+        deploy("qwen3-30b-a3b", "h100-sxm", quant="bf16", engine="lmdeploy", ep=2, dp=2, overlap=True)
+    with pytest.raises(InputError, match="MoE"):
+        deploy("llama-3.1-8b", "h100-sxm", engine="vllm", tp=2, overlap=True)
+
+
+@pytest.mark.parametrize("args", [
+    ["deepseek-r1", "--hw", "b200", "-q", "nvfp4", "--ep", "8", "--dp", "8"],
+    ["deepseek-r1", "--hw", "h200", "-q", "fp8", "--ep", "16", "--dp", "16", "--nodes", "2", "--inter-link", "ib-ndr"],
+])
+def test_the_issue_targets_answer_in_under_two_seconds(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
+    t0 = time.perf_counter()
+    code, out, err = cli(capsys, "simulate", *args, "--concurrency", "1024", "--prompt", "1024", "--output", "1024")
+    elapsed = time.perf_counter() - t0
+    assert code == 0, err
+    assert "ep=" in out and "1,000 completed" in out
+    assert elapsed < 2.0
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["deepseek-r1", "--hw", "h200", "--ep", "3", "--dp", "4"], "must divide"),
+    (["llama-3.1-8b", "--hw", "h200", "--ep", "2", "--dp", "2"], "dense"),
+    (["deepseek-r1", "--hw", "h200", "--dp", "3", "--nodes", "2"], "must divide"),
+    (["deepseek-r1", "--hw", "h200", "--ep", "8", "--dp", "8", "--nodes", "1", "--inter-link", "carrier-pigeon"], "inter-node link"),
+    (["deepseek-r1", "--hw", "h200", "--dp", "0"], "1 or more"),
+])
+def test_bad_layouts_are_input_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    code, out, err = cli(capsys, "simulate", *args, "--concurrency", "8")
+    assert code == 2
+    assert message in err and "Traceback" not in err + out
