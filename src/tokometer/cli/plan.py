@@ -74,12 +74,12 @@ def plan(model: str, rate: float, prompt: int, output: int, slo_ttft_p99: float,
         click.echo(to_json({"configs": dicts, "considered": result.considered, "pruned": result.pruned}))
         return
     rows = [
-        [d["hardware"], d["quant"], str(d["tp"]), d["disagg"] or str(d["replicas"]), str(d["gpus"]), f"${d['usd_per_hour']:,.2f}",
+        [d["hardware"], d["quant"], d["layout"], d["disagg"] or str(d["replicas"]), str(d["gpus"]), f"${d['usd_per_hour']:,.2f}",
          f"${d['usd_per_million_output_tokens']:,.2f}", f"{(d['ttft_p99_s'] or 0) * 1e3:,.0f}",
          f"{(d['tpot_p99_s'] or 0) * 1e3:,.1f}", d["binding"]]
         for d in dicts
     ]
     click.echo(f"{rate:g} req/s of {prompt}-in/{output}-out, p99 TTFT <= {slo_ttft_p99:g} ms, p99 TPOT <= {slo_tpot_p99:g} ms")
-    click.echo(table(rows, ["hardware", "quant", "tp", "replicas", "GPUs", "$/hour", "$/M out tok", "TTFT p99 ms", "TPOT p99 ms", "binding"]))
-    click.echo(f"considered {result.considered} (hardware x format x TP" + (", colocated and P:D split" if disagg else "") + "); pruned: "
+    click.echo(table(rows, ["hardware", "quant", "layout", "replicas", "GPUs", "$/hour", "$/M out tok", "TTFT p99 ms", "TPOT p99 ms", "binding"]))
+    click.echo(f"considered {result.considered} (hardware x format x TP, and DP x EP for MoE" + (", colocated and P:D split" if disagg else "") + "); pruned: "
                + ", ".join(f"{n} {why}" for why, n in sorted(result.pruned.items(), key=lambda kv: -kv[1])))
