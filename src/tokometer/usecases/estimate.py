@@ -61,6 +61,7 @@ from tokometer.units import BILLION, GB
 from tokometer.usecases.formats import (
     check_file,
     check_format,
+    checkpoint_twin,
     engine_support,
     format_warning,
     substitute_format,
@@ -475,6 +476,9 @@ def _runnable_format(
     choices; a format nobody asked for (the model's published dtype, the default quant) becomes the
     nearest one the engine runs, with a note. A GGUF file needs an engine that loads GGUF.
     """
+    twin = checkpoint_twin(engine, fmt) if fmt is not None and spec.exact_weight_bytes is None else None
+    if twin is not None:
+        fmt, weights = twin, weight_bytes(spec, twin.bits_per_weight, twin.unquantized)
     if fmt is None:
         check_file(engine, spec)
     elif engine_support(engine, fmt) == "no":

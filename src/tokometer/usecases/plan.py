@@ -132,6 +132,7 @@ def candidates(
     and (`disagg`) its disaggregated P:D split where that split can meet them too. A MoE model (`moe_layouts`)
     also tries `MOE_LAYOUTS`: attention DP with expert parallel, up to two nodes."""
     from tokometer.catalog import hardware_catalog, quant_catalog
+    from tokometer.usecases.formats import checkpoint_twin
     from tokometer.usecases.policy import quant_runs
 
     out: list[Candidate] = []
@@ -166,7 +167,7 @@ def candidates(
                 if not moe_added and moe_layouts and dep.setup.model.is_moe:
                     layouts += [lay for lay in MOE_LAYOUTS if lay[2] <= dep.setup.model.n_experts]
                     moe_added = True
-                if not quant_runs(fmt, hw, dep.serving.engine):
+                if not quant_runs(checkpoint_twin(dep.serving.engine, fmt) or fmt, hw, dep.serving.engine):
                     prune("format not supported on this hardware/engine")
                     break
                 if dep.kv_capacity_tokens < prompt + output:
