@@ -164,3 +164,26 @@ def test_plan_searches_dp_and_ep_layouts_for_moe_and_answers_in_under_a_second()
                   hardware=DEFAULT_HARDWARE, quants=("fp8", "nvfp4", "bf16"))
     assert time.perf_counter() - t0 < 1.0
     assert result.rows and all(r.candidate.devices == r.candidate.replicas * r.candidate.deployment.devices for r in result.rows)
+
+
+@pytest.mark.parametrize(("name", "total_b", "experts", "top_k"), [
+    ("kimi-k2", 1026.0, 384, 8),  # model card: 1T total, 32B active
+    ("glm-4.5", 352.8, 160, 8),  # 355B with its MTP layer
+    ("glm-4.6", 352.8, 160, 8),
+    ("minimax-m2", 228.7, 256, 8),  # Hub safetensors: 228,703,644,928
+    ("qwen3-coder-480b-a35b", 480.2, 160, 8),
+])
+def test_todays_moe_presets_count_their_published_parameters(name: str, total_b: float, experts: int, top_k: int) -> None:
+    e = estimate(name, "h200", engine="vllm", advise=False)
+    m = e.model
+    assert not m.warnings or all("MTP" in w for w in m.warnings)  # modelled exactly, not the generic fallback
+    assert m.total_params / 1e9 == pytest.approx(total_b, rel=0.005)
+    assert (m.n_experts, m.n_experts_per_token) == (experts, top_k)
+    assert m.params.routed_experts / m.total_params > 0.9
+
+
+def test_kimi_k2_serves_over_wide_ep_across_two_nodes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "simulate", "kimi-k2", "--hw", "h200", "-q", "fp8", "--ep", "16", "--dp", "16", "--nodes", "2",
+                         "--concurrency", "512", "--prompt", "1000", "--output", "500", "-n", "600")
+    assert code == 0, err
+    assert "ep=16" in out and "2 nodes over ib-ndr" in out
