@@ -71,8 +71,10 @@ def _ms(name: str, value: float | None) -> float | None:
 @click.option("--memory-fraction", type=float, help="Scheduler: share of memory for weights+KV (or of free memory, per engine).")
 @click.option("--prefix-cache-hit", type=float, help="Share of each prompt served from the prefix cache (0-0.99).")
 @click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
+@click.option("--frontier", is_flag=True, help="Sweep concurrency (and, without --tp/--dp/--ep, the layouts that fit): the Pareto set of tokens/s per GPU against tokens/s per user.")
+@click.option("--concurrencies", help="--frontier: users to simulate, e.g. 1,8,64,512 [default: 1, 2, 4 ... 1024].")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
+@click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, the frontier, batch and KV over time otherwise.")
 @json_option
 def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, ep: int, dp: int,
              nodes: int, inter_link: str | None, overlap: bool, ep_imbalance: float, replicas: int,
@@ -80,7 +82,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
              max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
-             prefix_cache_hit: float | None, scheduler_steps: int | None, seed: int, plot_file: str | None, as_json: bool) -> None:
+             prefix_cache_hit: float | None, scheduler_steps: int | None, frontier: bool, concurrencies: str | None, seed: int,
+             plot_file: str | None, as_json: bool) -> None:
     """Simulate MODEL served on --hw by an engine's scheduler, step by step on the roofline.
 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
@@ -99,6 +102,11 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         sweep_rates,
     )
 
+    if frontier:
+        _frontier(model, hw, quant, engine, tp, dp, ep, overlap, prompt, output, concurrencies, seed, plot_file, as_json)
+        return
+    if concurrencies is not None:
+        raise InputError("--concurrencies goes with --frontier")
     chosen = [n for n, v in (("--rate", rate), ("--sweep-rate", sweep_rate or None), ("--concurrency", concurrency),
                              ("--offline", offline), ("--trace", trace_file)) if v is not None]
     if len(chosen) != 1:
@@ -169,3 +177,28 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
                 f"({pools.transfer_s(round(workload.prompt.mean)) * 1e3:,.2f} ms for a {workload.prompt.mean:,.0f}-token prompt), "
                 "counted in TTFT"
             )
+
+
+def _frontier(model: str, hw: str, quant: str | None, engine: str, tp: int, dp: int, ep: int, overlap: bool, prompt: str,
+              output: str, concurrencies: str | None, seed: int, plot_file: str | None, as_json: bool) -> None:
+    """`simulate --frontier`: fixed lengths, closed loops over the concurrencies, the Pareto set."""
+    from tokometer.report.serving import plot_frontier, render_frontier
+    from tokometer.report.text import to_json
+    from tokometer.usecases.frontier import frontier, parse_concurrencies
+
+    lengths = []
+    for name, text in (("--prompt", prompt), ("--output", output)):
+        try:
+            lengths.append(int(text))
+        except ValueError:
+            raise InputError(f"--frontier takes a fixed {name} length in tokens, got {text!r}") from None
+    layouts = None if (tp, dp, ep) == (1, 1, 1) else [(tp, dp, ep)]
+    front = frontier(model, hardware=[hw], quants=[quant], engine=engine, prompt=lengths[0], output=lengths[1],
+                     concurrencies=parse_concurrencies(concurrencies), layouts=layouts, overlap=overlap, seed=seed)
+    if plot_file:
+        plot_frontier(plot_file, front)
+    if as_json:
+        click.echo(to_json(front.to_dict()))
+    else:
+        click.echo(f"{prompt}-in/{output}-out, closed loops; tokens/s per user = 1 / mean TPOT")
+        click.echo(render_frontier(front))
