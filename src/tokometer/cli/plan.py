@@ -44,11 +44,12 @@ def parse_prices(values: tuple[str, ...]) -> dict[str, float]:
 @click.option("--frontier", is_flag=True, help="Instead of a plan: the Pareto set of tokens/s per GPU against tokens/s per user over the hardware, formats, layouts and concurrencies.")
 @click.option("--concurrencies", help="--frontier: users to simulate [default: 1,4,16,64,256,1024].")
 @click.option("--plot", "plot_file", help="--frontier: write the frontier figure (.png/.svg/.pdf).")
+@click.option("--emit", "emit", help="Print the launch commands of each row for an engine: vllm, sglang, tensorrt-llm or llama-cpp (flags pinned per engine version).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
 def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99: float | None, slo_tpot_p99: float | None,
          hw_list: str | None, quant_list: str | None, engine: str, prices: tuple[str, ...], disagg: bool, top: int,
-         frontier: bool, concurrencies: str | None, plot_file: str | None, seed: int, as_json: bool) -> None:
+         frontier: bool, concurrencies: str | None, plot_file: str | None, emit: str | None, seed: int, as_json: bool) -> None:
     """Find the cheapest deployments of MODEL that serve --rate within the p99 objectives (simulated).
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
@@ -83,6 +84,14 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
             f"{slo_tpot_p99:g} ms at {rate:g} req/s" + (f"; the best achievable is {best}" if best else "")
         )
     dicts = [r.to_dict(rate, output) for r in result.rows]
+    launches = []
+    if emit is not None:
+        from tokometer.usecases.launch import launch
+
+        for r, d in zip(result.rows, dicts, strict=True):
+            c = r.candidate
+            launches.append(launch(c.deployment, c.quant, emit, replicas=c.replicas, pools=c.pools))
+            d["launch"] = launches[-1].to_dict()
     if as_json:
         click.echo(to_json({"configs": dicts, "considered": result.considered, "pruned": result.pruned}))
         return
@@ -94,6 +103,8 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
     ]
     click.echo(f"{rate:g} req/s of {prompt}-in/{output}-out, p99 TTFT <= {slo_ttft_p99:g} ms, p99 TPOT <= {slo_tpot_p99:g} ms")
     click.echo(table(rows, ["hardware", "quant", "layout", "replicas", "GPUs", "$/hour", "$/M out tok", "TTFT p99 ms", "TPOT p99 ms", "binding"]))
+    for i, lau in enumerate(launches, start=1):
+        click.echo(f"\nlaunch, row {i}:\n{lau.render()}")
     click.echo(f"considered {result.considered} (hardware x format x TP, and DP x EP for MoE" + (", colocated and P:D split" if disagg else "") + "); pruned: "
                + ", ".join(f"{n} {why}" for why, n in sorted(result.pruned.items(), key=lambda kv: -kv[1])))
 
