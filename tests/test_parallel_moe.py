@@ -187,3 +187,25 @@ def test_kimi_k2_serves_over_wide_ep_across_two_nodes(capsys: pytest.CaptureFixt
                          "--concurrency", "512", "--prompt", "1000", "--output", "500", "-n", "600")
     assert code == 0, err
     assert "ep=16" in out and "2 nodes over ib-ndr" in out
+
+
+def test_pipeline_parallel_adds_memory_not_decode_speed_at_a_given_batch() -> None:
+    """A PP step is `pp` micro-batches through `pp` stages: each GPU reads its stage's weights once per
+    micro-batch, so a memory-bound decode step at batch B costs what one GPU's does, where TP halves it."""
+    one = estimate("llama-3.1-70b", "h100-sxm", quant="fp8", engine="vllm", advise=False).setup
+    lay = Layout(link=nvlink(one.hardware))
+    c1 = step_cost(one, EFF)
+    pp2 = step_cost(replace(one, layout=replace(lay, pp=2)), EFF)
+    tp2 = step_cost(replace(one, layout=replace(lay, tp=2)), EFF)
+    b, depth = 32, 1000.0
+    w1, w_pp, w_tp = (c.split(b, b * depth, b * depth, b)[0] for c in (c1, pp2, tp2))
+    assert w_pp == pytest.approx(w1, rel=1e-5) and w_tp == pytest.approx(w1 / 2, rel=1e-5)  # embedding rows aside
+    assert pp2.kv_token_bytes == pytest.approx(c1.kv_token_bytes / 2)  # KV per token splits over the stages
+    assert pp2.matmul_flops_per_token == pytest.approx(c1.matmul_flops_per_token / 2)
+    assert pp2.overhead_s == pytest.approx(c1.overhead_s)  # every layer's launches, once per micro-batch pass
+    # a MoE micro-batch of T / pp tokens touches 1 - (1 - k/E)^(T/pp) of the experts
+    r1 = estimate("qwen3-30b-a3b", "h100-sxm", quant="bf16", engine="vllm", advise=False)
+    moe_pp = step_cost(replace(r1.setup, layout=Layout(link=nvlink(r1.hardware), pp=2)), EFF)
+    m = r1.model
+    touched = moe_pp.weight_bytes(64) - moe_pp.weight_fixed_bytes - moe_pp.embedding_row_bytes * 64
+    assert touched == pytest.approx(moe_pp.routed_bytes * m.expert_fraction_read(32), rel=1e-9)

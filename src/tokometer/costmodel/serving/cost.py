@@ -30,8 +30,14 @@ tokens attends to `c * done + c**2 / 2` pairs), eta_c(T) the fitted batched-comp
 (`ServingEfficiency`), comm(T) the tensor-parallel all-reduces (two per layer, ring algorithm, as
 in `costmodel.layout`, the cheaper of NCCL's low-latency and bulk protocols for the step's
 message size) and pipeline hops. Under TP each device reads 1/tp of the weights and its
-KV-head share; under PP a step is one stage's share plus the hops (micro-batches keep the stages
-busy, so a step's throughput is that of one stage). Sliding-window caps are not applied to the
+KV-head share. Under PP a step is one pass of `pp` micro-batches of T / pp tokens through the stages
+(vLLM keeps `pp` batches in flight): every sequence gets one token per pass, each GPU reads its
+stage's weights and runs its layers' launches once per micro-batch (`pp` times a pass, so the
+weights and per-layer overheads of the whole model per step), while FLOPs and KV per token split `pp`
+ways; a micro-batch touches `1 - (1 - k/E)^(T/pp)` of the experts. So PP adds memory (a larger batch),
+not decode speed at a given batch, as in the single-stream estimate; the pipeline's fill and drain
+are not charged (a prompt's chunk alone still counts its FLOPs over `pp`, so TTFT at low load under
+PP reads fast). Sliding-window caps are not applied to the
 per-token KV read here (the full-attention layers dominate the models served in practice).
 """
 
@@ -161,20 +167,26 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
 
     Per GPU, for a step of T tokens over the whole replica (docs/PHYSICS.md section 7): the non-expert
-    weights split `tp * pp` ways and are read by every attention rank; the routed experts split
-    `tp * dp * pp` ways; each of the `dp` attention ranks carries T / dp tokens, their KV and attention;
+    weights split `tp * pp` ways, read by every attention rank once per micro-batch (`pp` per step);
+    the routed experts split `tp * dp * pp` ways, likewise; each of the `dp` attention ranks carries
+    T / dp tokens, their KV and attention;
     the expert FLOPs of the busiest EP rank are `ep_imbalance` times the mean.
     """
     model = setup.model
     weights = setup.weights
     lay = setup.layout
     tp, pp, dp = lay.tp, lay.pp, lay.dp
-    split = float(tp * pp)
+    # Pipeline parallel: a step is one pass of `pp` micro-batches of T / pp tokens through the `pp` stages
+    # (vLLM keeps `pp` batches in flight), so each GPU reads its stage's weights once per micro-batch,
+    # `pp` times a step, and runs its layers' launches as often; FLOPs and KV per token split `pp` ways.
+    split = float(tp)
     moe = float(tp * dp * pp)
     head = weights.embedding if model.tied_embeddings else weights.lm_head
     rows = weights.embedding / model.vocab_size if model.vocab_size else 0.0
     routed = weights.routed_experts if model.is_moe else 0.0
     k_over_e = model.n_experts_per_token / model.n_experts if model.is_moe else 0.0
+    # a micro-batch of T / pp tokens touches 1 - (1 - k/E)^(T / pp) of the experts: the same form in T
+    micro_k_over_e = 1.0 - (1.0 - k_over_e) ** (1.0 / pp) if pp > 1 else k_over_e
     kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp * dp)
     attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
     imbalance = lay.ep_imbalance if lay.ep > 1 else 1.0
@@ -192,15 +204,15 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     if link is not None and tp > 1:
         per_step = 2 * model.n_layers
         comm, bulk = (
-            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes / dp)
+            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes / (dp * pp))
             for fixed_s, per_byte_s in allreduce_costs(tp, lay.group_link(tp) or link)
         )
     moe_fixed, moe_per_token = moe_comm_costs(model, lay)
     return StepCost(
         weight_fixed_bytes=(head + weights.dense) / split,
         embedding_row_bytes=rows / moe,
-        routed_bytes=routed / moe,
-        experts_k_over_e=k_over_e,
+        routed_bytes=routed / (tp * dp),
+        experts_k_over_e=micro_k_over_e,
         kv_token_bytes=kv_token,
         matmul_flops_per_token=matmul_flops,
         attention_flops_per_pair=attention / moe,
@@ -210,17 +222,17 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         compute_half_tokens=serving.compute_half_tokens,
         prefill_fraction_max=serving.prefill_fraction_max or eff.prefill_max_for(setup.quantized),
         prefill_half_tokens=eff.prefill_half_tokens,
-        overhead_s=model.n_layers / pp * (eff.layer_overhead_us + serving.layer_step_overhead_us) * US,
+        overhead_s=model.n_layers * (eff.layer_overhead_us + serving.layer_step_overhead_us) * US,
         sequence_overhead_s=serving.sequence_overhead_us * US,
         comm_fixed_s=comm[0],
         comm_per_token_s=comm[1],
         comm_bulk_fixed_s=bulk[0],
         comm_bulk_per_token_s=bulk[1],
-        moe_comm_fixed_s=moe_fixed,
+        moe_comm_fixed_s=moe_fixed * pp,
         moe_comm_per_token_s=moe_per_token,
         overlap=lay.overlap and (moe_fixed > 0 or moe_per_token > 0),
         expert_flops_per_token=expert_flops,
-        expert_tokens_per_token=k_over_e * imbalance,
+        expert_tokens_per_token=k_over_e * imbalance / pp,
     )
 
 
