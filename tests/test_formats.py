@@ -260,3 +260,16 @@ def test_gpt_oss_mxfp4_under_vllm_keeps_attention_and_routers_in_bf16() -> None:
     assert est.weights.routed_experts == pytest.approx(spec.params.routed_experts * 4.25 / 8)
     # the published checkpoint is 13.76 GB of safetensors; ggml's all-MXFP4 reading was 12.8
     assert est.weights.total / 1e9 == pytest.approx(13.75, abs=0.1)
+
+
+def test_fp8_block_scales_and_an_fp4_kv_cache() -> None:
+    from tokometer.usecases.estimate import estimate
+
+    block = quant_catalog().get("fp8-128x128")
+    assert block.id == "fp8-block" and block.bits_per_weight == pytest.approx(8 + 32 / (128 * 128), abs=1e-3)
+    assert engine_support(engine_catalog().get("sglang"), block) == "yes"
+    fp16 = estimate("llama-3.1-8b", "b200", engine="vllm", advise=False)
+    fp4 = estimate("llama-3.1-8b", "b200", engine="vllm", kv_dtype="nvfp4-kv", advise=False)
+    assert fp4.kv_dtype.bytes_per_weight == pytest.approx(fp16.kv_dtype.bytes_per_weight * 4.5 / 16)
+    with pytest.raises(InputError):  # a KV-only format is not a weight format
+        estimate("llama-3.1-8b", "b200", engine="vllm", quant="nvfp4-kv", advise=False)
