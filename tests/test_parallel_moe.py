@@ -140,6 +140,7 @@ def test_the_issue_targets_answer_in_under_two_seconds(capsys: pytest.CaptureFix
     (["deepseek-r1", "--hw", "h200", "--dp", "3", "--nodes", "2"], "must divide"),
     (["deepseek-r1", "--hw", "h200", "--ep", "8", "--dp", "8", "--nodes", "1", "--inter-link", "carrier-pigeon"], "inter-node link"),
     (["deepseek-r1", "--hw", "h200", "--dp", "0"], "1 or more"),
+    (["deepseek-r1", "--hw", "h200", "--ep", "16", "--dp", "16", "--nodes", "2", "--inter-link", "nvl72"], "GB200"),
 ])
 def test_bad_layouts_are_input_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     code, out, err = cli(capsys, "simulate", *args, "--concurrency", "8")

@@ -82,6 +82,9 @@ def build_layout(
     return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
 
 
+NVLINK_DOMAIN_PREFIXES = ("gb",)  # Grace-Blackwell racks (GB200/GB300 NVL72, NVL36) share NVLink across trays
+
+
 def cluster_layout(
     spec: ModelSpec, hardware: HardwareSpec, *, tp: int, pp: int, ep: int, dp: int, nodes: int,
     link: str | None, inter_link: str | None, overlap: bool = False, ep_imbalance: float = 1.0,
@@ -104,6 +107,11 @@ def cluster_layout(
         raise InputError("{inter_link} needs {nodes} 2 or more", field="inter_link")
     node_link = parse_link(link, hardware) if devices > 1 else None
     between = parse_interconnect(inter_link) if (nodes > 1 or inter_link is not None) else None
+    if between is not None and between.domain_gpus and not hardware.id.startswith(NVLINK_DOMAIN_PREFIXES):
+        raise InputError(
+            f"{{inter_link}} {between.name} is a GB200/GB300 rack's NVLink domain; {hardware.name} nodes join over a "
+            "network (ib-ndr, ib-xdr, roce-400...)", field="inter_link",
+        )
     return Layout(tp=tp, pp=pp, link=node_link, ep=ep, dp=dp, nodes=nodes, inter_link=between, overlap=overlap,
                   ep_imbalance=ep_imbalance)
 
