@@ -477,8 +477,10 @@ def _runnable_format(
     nearest one the engine runs, with a note. A GGUF file needs an engine that loads GGUF.
     """
     twin = checkpoint_twin(engine, fmt) if fmt is not None and spec.exact_weight_bytes is None else None
-    if twin is not None:
-        fmt, weights = twin, weight_bytes(spec, twin.bits_per_weight, twin.unquantized)
+    if twin is not None:  # the engine's layout of the format; a size given with --weights-gb stays as given
+        fmt = twin
+        if req.weights_gb is None:
+            weights = weight_bytes(spec, twin.bits_per_weight, twin.unquantized)
     if fmt is None:
         check_file(engine, spec)
     elif engine_support(engine, fmt) == "no":
