@@ -184,6 +184,8 @@ def replicated_weights(weights: ParamGroups, layout: Layout) -> ParamGroups:
 
 def held_weight_bytes(weights: ParamGroups, layout: Layout) -> float:
     """Weight bytes the whole replica holds: `weights.total` plus the attention ranks' copies under DP."""
+    if layout.dp == 1:
+        return weights.total  # exactly, as before DP existed
     return gpu_weight_bytes(weights, layout) * layout.devices
 
 
