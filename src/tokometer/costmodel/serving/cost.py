@@ -58,10 +58,12 @@ if TYPE_CHECKING:
 
 Tokens = TypeVar("Tokens", float, "np.ndarray")
 
-# Rows of one tensor-core tile along the tokens: Hopper's warpgroup MMA is m64nNk16 (PTX ISA,
-# "wgmma.mma_async" shapes) and Blackwell's tcgen05.mma takes M = 64 or 128, so a grouped expert GEMM
-# pads each expert's tokens to a multiple of 64 rows (docs/PHYSICS.md section 7, MoE at batch B).
-GEMM_TILE_TOKENS = 64.0
+# Rows of the smallest tensor-core tile along the tokens a grouped expert GEMM runs: the m16n8k16 MMA
+# (PTX ISA, "mma.sync" shapes), the BLOCK_SIZE_M = 16 of the fused-MoE kernels' small-batch configs;
+# larger batches take larger tiles (Hopper's wgmma is m64), chosen to fit. Each expert's m tokens fill
+# whole tiles, on average half a tile of padding: a useful share of m / (m + tile / 2)
+# (docs/PHYSICS.md section 7, MoE at batch B).
+GEMM_TILE_TOKENS = 16.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,18 +97,15 @@ class StepCost(_Plain):
     gemm_tile_tokens: float = GEMM_TILE_TOKENS
 
     def expert_padding_s(self, tokens: float, decode_tokens: float) -> float:
-        """Extra GEMM seconds of the grouped expert GEMMs: each touched expert's `m` tokens fill
-        `ceil(m / tile)` tiles of `tile` rows, so the useful share is `m / (tile * ceil(m / tile))`.
-        `m` is the step's `tokens * k / E` over the share of experts touched."""
+        """Extra GEMM seconds of the grouped expert GEMMs: each touched expert's `m` tokens fill whole
+        tiles of `tile` rows, half a tile of padding on average, so the useful share is `m / (m + tile / 2)`
+        and the padding adds `tile / (2 m)` of the expert FLOPs. `m` is the step's `tokens * k / E` over the
+        share of experts touched (at least 1)."""
         if not self.expert_flops_per_token or tokens <= 0 or not self.peak_flops:
             return 0.0
         touched: float = 1.0 - (1.0 - self.experts_k_over_e) ** tokens
         m = tokens * self.expert_tokens_per_token / touched
-        tile = self.gemm_tile_tokens
-        tiles = -(-m // tile)
-        waste = tiles * tile / m - 1.0
-        if waste <= 0.0:
-            return 0.0
+        waste = 0.5 * self.gemm_tile_tokens / m
         fraction = (decode_tokens / self.compute_fraction_max + (tokens - decode_tokens) / self.prefill_fraction_max) / tokens
         return float(waste * self.expert_flops_per_token * tokens * fraction / self.peak_flops)
 
