@@ -107,6 +107,8 @@ def test_grouped_gemm_pads_each_experts_tokens_by_half_a_tile_on_average(r1) -> 
     m_big = big * k / e / r1.model.expert_fraction_read(big)
     assert share(big) == pytest.approx(8.0 / m_big, rel=1e-9)
     assert share(small) > 10 * share(big)
+    # without EP the padding is left to the fitted compute efficiency
+    assert step_cost(replace(r1, layout=Layout(link=nvlink(r1.hardware), tp=8)), EFF).expert_padding_s(512, 512) == 0.0
 
 
 def test_dp_ranks_scale_the_scheduler_and_the_kv_pool() -> None:

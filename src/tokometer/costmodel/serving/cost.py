@@ -192,6 +192,11 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     expert_params = model.params.routed_experts * k_over_e if model.is_moe else 0.0
     expert_flops = 2.0 * expert_params * imbalance / moe
     matmul_flops = 2.0 * (model.matmul_params_per_token() - expert_params) / moe + expert_flops
+    if lay.ep == 1:
+        # without EP the grouped GEMMs' padding is left to the fitted compute efficiency (the Mixtral
+        # serving rows were fitted with it), and the FLOPs are the same expression as before EP existed
+        matmul_flops = 2.0 * model.matmul_params_per_token() / moe
+        expert_flops = 0.0
     eff = setup.efficiency
     link = lay.link
     token_bytes = model.hidden_size * ACTIVATION_BYTES
