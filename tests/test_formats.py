@@ -62,7 +62,9 @@ def test_ladders_name_catalog_formats() -> None:
         ("vllm", "bnb-nf4", "yes"),
         ("vllm", "q4-k-m", "experimental"),
         ("tensorrt-llm", "q4-k-m", "no"),
-        ("tensorrt-llm", "nvfp4", "yes"),
+        ("tensorrt-llm", "nvfp4-modelopt", "yes"),
+        ("tensorrt-llm", "nvfp4", "no"),  # ggml's NVFP4 blocks; `-q nvfp4` maps to the checkpoint layout
+        ("vllm", "mxfp4-experts", "yes"),
         ("mlx", "mlx-4bit", "yes"),
         ("mlx", "q4-k-m", "no"),
         ("exllamav2", "exl2-4bpw", "yes"),
@@ -228,3 +230,46 @@ def test_a_sweep_with_an_engine_keeps_to_its_formats() -> None:
     assert "q4-k-m" not in [q.id for q in everything.quants] and "bf16" in [q.id for q in everything.quants]
     default = sweep(["llama-3.1-8b"], ["h100-sxm"], engine="tensorrt-llm")
     assert [q.id for q in default.quants] == ["awq-int4"]  # the default Q4_K_M, as TensorRT-LLM runs it
+
+
+def test_nvfp4_under_vllm_is_the_modelopt_checkpoint_and_gemma_4_12b_weighs_what_vllm_loads() -> None:
+    """Seed 004: vLLM loads the nvfp4-pack-quantized Gemma 4 12B in 7.6 GiB (vLLM prints GiB). The
+    ModelOpt/compressed-tensors layout quantizes the Linear layers at 4.5 bits (16 E2M1 + one E4M3
+    scale) and leaves the 262144 x 3840 embedding (tied head) in BF16: 10.90 B x 4.5 bits + 1.01 B x 16 bits."""
+    from tokometer.usecases.estimate import estimate
+
+    est = estimate("gemma-4-12b", "rtx-5060-ti", quant="nvfp4", engine="vllm", advise=False)
+    assert "ggml" not in est.quant.name and est.quant.id == "nvfp4-modelopt"
+    assert est.weights.total / 2**30 == pytest.approx(7.6, abs=0.05)
+    spec = est.model
+    embedding_bf16 = spec.params.embedding * 2.0
+    assert est.weights.embedding == pytest.approx(embedding_bf16)
+    rest = spec.params.total - spec.params.embedding - spec.params.lm_head
+    assert est.weights.total - embedding_bf16 == pytest.approx(rest * 4.5 / 8, rel=1e-9)
+    # llama.cpp keeps ggml's own NVFP4 type
+    assert estimate("gemma-4-12b", "rtx-5060-ti", quant="nvfp4", engine="llama.cpp", advise=False).quant.id == "nvfp4"
+
+
+def test_gpt_oss_mxfp4_under_vllm_keeps_attention_and_routers_in_bf16() -> None:
+    from tokometer.usecases.estimate import estimate
+
+    est = estimate("gpt-oss-20b", "h100-sxm", engine="vllm", advise=False)
+    spec = est.model
+    assert est.quant.id == "mxfp4-experts"
+    assert est.weights.dense == pytest.approx(spec.params.dense * 2.0)
+    assert est.weights.routed_experts == pytest.approx(spec.params.routed_experts * 4.25 / 8)
+    # the published checkpoint is 13.76 GB of safetensors; ggml's all-MXFP4 reading was 12.8
+    assert est.weights.total / 1e9 == pytest.approx(13.75, abs=0.1)
+
+
+def test_fp8_block_scales_and_an_fp4_kv_cache() -> None:
+    from tokometer.usecases.estimate import estimate
+
+    block = quant_catalog().get("fp8-128x128")
+    assert block.id == "fp8-block" and block.bits_per_weight == pytest.approx(8 + 32 / (128 * 128), abs=1e-3)
+    assert engine_support(engine_catalog().get("sglang"), block) == "yes"
+    fp16 = estimate("llama-3.1-8b", "b200", engine="vllm", advise=False)
+    fp4 = estimate("llama-3.1-8b", "b200", engine="vllm", kv_dtype="nvfp4-kv", advise=False)
+    assert fp4.kv_dtype.bytes_per_weight == pytest.approx(fp16.kv_dtype.bytes_per_weight * 4.5 / 16)
+    with pytest.raises(InputError):  # a KV-only format is not a weight format
+        estimate("llama-3.1-8b", "b200", engine="vllm", quant="nvfp4-kv", advise=False)

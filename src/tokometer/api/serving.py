@@ -15,6 +15,7 @@ from tokometer.errors import InputError
 if TYPE_CHECKING:
     from tokometer.costmodel.serving import Workload
     from tokometer.costmodel.serving.disagg import Disagg
+    from tokometer.usecases.launch import Launch
     from tokometer.usecases.plan import Plan
     from tokometer.usecases.simulate import CurvePoint, Deployment
 
@@ -83,6 +84,12 @@ def simulate(
     kv_dtype: str | None = None,
     tp: int = 1,
     pp: int = 1,
+    ep: int = 1,
+    dp: int = 1,
+    nodes: int = 1,
+    inter_link: str | None = None,
+    overlap: bool = False,
+    ep_imbalance: float = 1.0,
     replicas: int = 1,
     disagg: str | None = None,
     kv_link: str | None = None,
@@ -111,6 +118,8 @@ def simulate(
 ) -> SimulateResult:
     """Simulate `model` served on `hw` by an engine's scheduler, step by step (`tokometer simulate`).
 
+    `ep`/`dp`/`nodes`/`inter_link`/`overlap`/`ep_imbalance` lay out a MoE replica as clusters do (expert
+    parallel, attention data parallel, nodes over a network, two-batch overlap).
     One workload: `rate` (req/s; a list or "1,2,4" draws the curve), `sweep_rate=True`, `concurrency`,
     `offline` or `trace` (a JSONL/CSV path). `prompt`/`output` are token counts or distributions
     ("lognormal:800:0.6"); `slo_ttft`/`slo_tpot` are milliseconds, as on the command line.
@@ -148,7 +157,11 @@ def simulate(
     n = offline if offline is not None else num_requests
     if isinstance(n, int) and n < 1:
         raise InputError(f"the number of requests must be at least 1, got {n}")
-    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
+    for name, value in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp), ("--nodes", nodes)):
+        if value < 1:
+            raise InputError(f"{name} must be a whole number of devices, 1 or more, got {value}")
+    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, inter_link=inter_link,
+                 overlap=overlap, ep_imbalance=ep_imbalance, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
                  max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
                  prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
@@ -205,10 +218,23 @@ class PlanResult(JsonResult):
     slo_ttft_p99: float
     slo_tpot_p99: float
     disagg: bool
+    emit: str | None = None  # an engine whose launch commands each row carries (`plan --emit`)
+
+    def launches(self) -> list[Launch]:
+        """The launch command of each row for `emit`'s engine (flags pinned per engine version), cheapest first."""
+        if self.emit is None:
+            return []
+        from tokometer.usecases.launch import launch
+
+        return [launch(r.candidate.deployment, r.candidate.quant, self.emit, replicas=r.candidate.replicas, pools=r.candidate.pools)
+                for r in self.plan.rows]
 
     def configs(self) -> list[dict[str, Any]]:
-        """One dict per configuration, cheapest first."""
-        return [r.to_dict(self.rate, self.output) for r in self.plan.rows]
+        """One dict per configuration, cheapest first (with its `launch` when `emit` names an engine)."""
+        dicts = [r.to_dict(self.rate, self.output) for r in self.plan.rows]
+        for d, lau in zip(dicts, self.launches(), strict=False):
+            d["launch"] = lau.to_dict()
+        return dicts
 
     def to_dict(self) -> dict[str, Any]:
         """The `tokometer plan --json` shape."""
@@ -256,13 +282,15 @@ def plan(
     top: int = 5,
     seed: int = 0,
     progress: bool = False,
+    emit: str | None = None,
 ) -> PlanResult:
     """The cheapest deployments of `model` serving `rate` req/s within the p99 objectives (`tokometer plan`).
 
     `slo_ttft_p99`/`slo_tpot_p99` are milliseconds; `hw`/`quant` a comma-separated string or a list
     (default: the priced datacenter GPUs, bf16/fp8/awq-int4); `price` overrides dollars per
     device-hour. No configuration meeting the objectives is an `InputError` naming the best achievable.
-    `progress=True` draws a bar on stderr over the simulated finalists when stderr is a terminal.
+    `progress=True` draws a bar on stderr over the simulated finalists when stderr is a terminal;
+    `emit` (vllm, sglang, tensorrt-llm, llama-cpp) adds each row's launch command.
     """
     from tokometer.report.progress import wrapper
     from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
@@ -283,4 +311,4 @@ def plan(
             f"no configuration among {result.considered} meets p99 TTFT <= {slo_ttft_p99:g} ms and p99 TPOT <= "
             f"{slo_tpot_p99:g} ms at {rate:g} req/s" + (f"; the best achievable is {best}" if best else "")
         )
-    return PlanResult(result, rate, prompt, output, slo_ttft_p99, slo_tpot_p99, disagg)
+    return PlanResult(result, rate, prompt, output, slo_ttft_p99, slo_tpot_p99, disagg, emit)

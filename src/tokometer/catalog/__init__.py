@@ -319,7 +319,7 @@ QUANT_SCHEMA: Schema = {
     "notes": Field(STR),
 }
 
-_UNQUANTIZED_CLASSES = {"embedding", "lm_head"}
+_UNQUANTIZED_CLASSES = {"embedding", "lm_head", "dense"}
 
 
 def _make_quant(entry_id: str, raw: dict[str, Any], path: str) -> QuantFormat:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from tokometer.cli.options import json_option
+from tokometer.errors import InputError
 
 
 @click.command()
@@ -16,6 +17,18 @@ from tokometer.cli.options import json_option
 @click.option("--kv-dtype", help="KV-cache dtype (default: the engine's).")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel devices per replica.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages per replica.")
+@click.option("--ep", type=int, default=1, show_default=True, help="MoE expert parallel over N of the tp x dp GPUs (all-to-all dispatch and combine per layer).")
+@click.option("--dp", type=int, default=1, show_default=True, help="Attention data-parallel ranks of --tp GPUs each (own batch and KV; MoE over tp x dp GPUs).")
+@click.option("--nodes", type=int, default=1, show_default=True, help="Nodes the replica's GPUs spread over; collectives across nodes use --inter-link.")
+@click.option("--inter-link", help="Link between nodes per GPU: ib-ndr, ib-xdr, ib-hdr, roce-400, roce-200, nvl72, nvl36 or GB/s [default: ib-ndr].")
+@click.option("--overlap", is_flag=True, help="Two-batch overlap: the expert all-to-all hides under compute (SGLang --enable-two-batch-overlap, vLLM --enable-dbo).")
+@click.option("--ep-imbalance", type=float, default=1.0, show_default=True, help="Busiest EP rank's tokens over the mean (1: balanced, as EPLB aims for).")
+@click.option("--ep", type=int, default=1, show_default=True, help="MoE expert parallel over N of the tp x dp GPUs (all-to-all dispatch and combine per layer).")
+@click.option("--dp", type=int, default=1, show_default=True, help="Attention data-parallel ranks of --tp GPUs each (own batch and KV; MoE over tp x dp GPUs).")
+@click.option("--nodes", type=int, default=1, show_default=True, help="Nodes the replica's GPUs spread over; collectives across nodes use --inter-link.")
+@click.option("--inter-link", help="Link between nodes per GPU: ib-ndr, ib-xdr, ib-hdr, roce-400, roce-200, nvl72, nvl36 or GB/s [default: ib-ndr].")
+@click.option("--overlap", is_flag=True, help="Two-batch overlap: the expert all-to-all hides under compute (SGLang --enable-two-batch-overlap, vLLM --enable-dbo).")
+@click.option("--ep-imbalance", type=float, default=1.0, show_default=True, help="Busiest EP rank's tokens over the mean (1: balanced, as EPLB aims for).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Engine replicas behind the router.")
 @click.option("--disagg", help="P:D disaggregated prefill and decode pools (replicas each); the prompt's KV crosses --kv-link.")
 @click.option("--kv-link", help="Link between the pools: nvlink, pcie4, pcie5x8... or GB/s (default: NVLink if the device has it, else PCIe).")
@@ -39,15 +52,19 @@ from tokometer.cli.options import json_option
 @click.option("--memory-fraction", type=float, help="Scheduler: share of memory for weights+KV (or of free memory, per engine).")
 @click.option("--prefix-cache-hit", type=float, help="Share of each prompt served from the prefix cache (0-0.99).")
 @click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
+@click.option("--frontier", is_flag=True, help="Sweep concurrency (and, without --tp/--dp/--ep, the layouts that fit): the Pareto set of tokens/s per GPU against tokens/s per user.")
+@click.option("--concurrencies", help="--frontier: users to simulate, e.g. 1,8,64,512 [default: 1, 2, 4 ... 1024].")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, batch and KV over time otherwise.")
+@click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, the frontier, batch and KV over time otherwise.")
 @json_option
-def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, replicas: int,
+def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, ep: int, dp: int,
+             nodes: int, inter_link: str | None, overlap: bool, ep_imbalance: float, replicas: int,
              disagg: str | None, kv_link: str | None, router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
              max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
-             prefix_cache_hit: float | None, scheduler_steps: int | None, seed: int, plot_file: str | None, as_json: bool) -> None:
+             prefix_cache_hit: float | None, scheduler_steps: int | None, frontier: bool, concurrencies: str | None, seed: int,
+             plot_file: str | None, as_json: bool) -> None:
     """Simulate MODEL served on --hw by an engine's scheduler, step by step on the roofline.
 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
@@ -55,8 +72,14 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     from tokometer.api.serving import simulate as run_simulate
     from tokometer.report.serving import plot_serving, render_curve, render_result
 
+    if frontier:
+        _frontier(model, hw, quant, engine, tp, dp, ep, overlap, prompt, output, concurrencies, seed, plot_file, as_json)
+        return
+    if concurrencies is not None:
+        raise InputError("--concurrencies goes with --frontier")
     sim = run_simulate(
-        model, hw, quant=quant, engine=engine, kv_dtype=kv_dtype, tp=tp, pp=pp, replicas=replicas, disagg=disagg, kv_link=kv_link,
+        model, hw, quant=quant, engine=engine, kv_dtype=kv_dtype, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, inter_link=inter_link,
+        overlap=overlap, ep_imbalance=ep_imbalance, replicas=replicas, disagg=disagg, kv_link=kv_link,
         router=router, rate=rate, sweep_rate=sweep_rate, burstiness=burstiness, constant_rate=constant_rate, concurrency=concurrency,
         think_s=think_s, offline=offline, trace=trace_file, prompt=prompt, output=output, lengths=lengths, num_requests=num_requests,
         slo_ttft=slo_ttft, slo_tpot=slo_tpot, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -91,3 +114,28 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
                 f"({pools.transfer_s(round(workload.prompt.mean)) * 1e3:,.2f} ms for a {workload.prompt.mean:,.0f}-token prompt), "
                 "counted in TTFT"
             )
+
+
+def _frontier(model: str, hw: str, quant: str | None, engine: str, tp: int, dp: int, ep: int, overlap: bool, prompt: str,
+              output: str, concurrencies: str | None, seed: int, plot_file: str | None, as_json: bool) -> None:
+    """`simulate --frontier`: fixed lengths, closed loops over the concurrencies, the Pareto set."""
+    from tokometer.domain.jsontext import to_json
+    from tokometer.report.serving import plot_frontier, render_frontier
+    from tokometer.usecases.frontier import frontier, parse_concurrencies
+
+    lengths = []
+    for name, text in (("--prompt", prompt), ("--output", output)):
+        try:
+            lengths.append(int(text))
+        except ValueError:
+            raise InputError(f"--frontier takes a fixed {name} length in tokens, got {text!r}") from None
+    layouts = None if (tp, dp, ep) == (1, 1, 1) else [(tp, dp, ep)]
+    front = frontier(model, hardware=[hw], quants=[quant], engine=engine, prompt=lengths[0], output=lengths[1],
+                     concurrencies=parse_concurrencies(concurrencies), layouts=layouts, overlap=overlap, seed=seed)
+    if plot_file:
+        plot_frontier(plot_file, front)
+    if as_json:
+        click.echo(to_json(front.to_dict()))
+    else:
+        click.echo(f"{prompt}-in/{output}-out, closed loops; tokens/s per user = 1 / mean TPOT")
+        click.echo(render_frontier(front))

@@ -25,7 +25,15 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from tokometer.costmodel.links import Link, activation_bytes, allreduce_time_s, hop_time_s
+from tokometer.costmodel.links import (
+    ACTIVATION_BYTES,
+    Link,
+    activation_bytes,
+    allreduce_costs,
+    allreduce_time_s,
+    alltoall_costs,
+    hop_time_s,
+)
 from tokometer.costmodel.memory import embedding_row_bytes, head_bytes, head_params
 from tokometer.costmodel.roofline import (
     Peak,
@@ -92,14 +100,93 @@ class Offload(_Plain):
 
 @dataclass(frozen=True, slots=True)
 class Layout(_Plain):
+    """Where one replica runs: `tp` x `dp` x `pp` GPUs over `nodes` nodes (docs/PHYSICS.md section 7).
+
+    vLLM's convention (docs "Data Parallel Deployment", "Expert Parallel Deployment"): attention runs
+    `dp` data-parallel ranks of `tp` tensor-parallel GPUs each (its weights replicated over the ranks,
+    each rank its own batch and KV); the MoE layers of a stage form one group of `tp * dp` GPUs, with
+    the routed experts spread over `ep` of them (`ep` divides `tp * dp`; each expert split `tp * dp / ep`
+    ways, tensor-parallel, when `ep` is smaller; `ep = 1` shards every expert over the group). So
+    `--ep 8 --dp 8` is 8 GPUs (SGLang's `--tp 8 --dp 8 --enable-dp-attention --ep 8`). `link` joins the
+    GPUs of a node, `inter_link` the nodes (or an NVLink domain spanning them, NVL72). `overlap`: the
+    engine runs two micro-batches so one's expert all-to-all hides under the other's compute
+    (two-batch overlap); `ep_imbalance`: the busiest EP rank's tokens over the mean (1: balanced, as
+    an expert-parallel load balancer aims for).
+    """
+
     tp: int = 1
     pp: int = 1
     link: Link | None = None
     offload: Offload | None = None
+    ep: int = 1
+    dp: int = 1
+    nodes: int = 1
+    inter_link: Link | None = None
+    overlap: bool = False
+    ep_imbalance: float = 1.0
 
     @property
     def devices(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.dp
+
+    @property
+    def moe_devices(self) -> int:
+        """GPUs one MoE layer spreads over: the `tp * dp` GPUs of a pipeline stage."""
+        return self.tp * self.dp
+
+    @property
+    def gpus_per_node(self) -> int:
+        return max(1, self.devices // max(1, self.nodes))
+
+    def local_gpus(self, group: int) -> int:
+        """How many of a `group` of consecutive GPUs share the fast link: the node, or an NVLink domain
+        (NVL72) spanning nodes."""
+        domain = self.gpus_per_node
+        if self.inter_link is not None and self.inter_link.domain_gpus:
+            domain = max(domain, self.inter_link.domain_gpus)
+        return max(1, min(group, domain))
+
+    def group_link(self, group: int) -> Link | None:
+        """The link a collective over `group` consecutive GPUs is limited by: the node's, or the network's
+        when the group spans nodes outside one NVLink domain."""
+        if self.local_gpus(group) < group and self.inter_link is not None:
+            return self.inter_link
+        return self.link
+
+
+# Engines that overlap the expert all-to-all with compute by splitting a step into two micro-batches
+# (one computes while the other's tokens cross the link): engine -> (its flag, source). Off by default
+# in each engine, so `--overlap` turns it on.
+OVERLAP_POLICIES: dict[str, tuple[str, str]] = {
+    "vllm": ("--enable-dbo", "vLLM Dual Batch Overlap, https://docs.vllm.ai/en/stable/design/dbo/ (DP+EP deployments)"),
+    "sglang": (
+        "--enable-two-batch-overlap",
+        "SGLang two-batch overlap, https://lmsys.org/blog/2025-05-05-large-scale-ep/ (section 'Two-batch Overlap')",
+    ),
+}
+
+
+def gpu_weight_bytes(weights: ParamGroups, layout: Layout) -> float:
+    """Weight bytes one GPU holds: everything but the routed experts split `tp` ways per pipeline stage
+    (replicated over the `dp` attention ranks), the routed experts split over all `tp * dp` GPUs of the
+    stage (expert parallel, or tensor parallel inside each expert)."""
+    rest = weights.total - weights.routed_experts
+    return (rest / layout.tp + weights.routed_experts / layout.moe_devices) / layout.pp
+
+
+def replicated_weights(weights: ParamGroups, layout: Layout) -> ParamGroups:
+    """The weights the whole replica holds, by class: every class but the routed experts once per attention rank."""
+    if layout.dp == 1:
+        return weights
+    d = layout.dp
+    return ParamGroups(weights.embedding * d, weights.lm_head * d, weights.dense * d, weights.routed_experts, weights.resident * d)
+
+
+def held_weight_bytes(weights: ParamGroups, layout: Layout) -> float:
+    """Weight bytes the whole replica holds: `weights.total` plus the attention ranks' copies under DP."""
+    if layout.dp == 1:
+        return weights.total  # exactly, as before DP existed
+    return gpu_weight_bytes(weights, layout) * layout.devices
 
 
 def expert_layer_count(value: int | str | None, n_layers: int) -> int | None:
@@ -237,7 +324,13 @@ class Setup:
 
 
 def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
-    """TP x PP: memory and compute split `tp` ways (stages run one after another), plus sync costs."""
+    """TP x DP x PP (x EP): weights and compute split over the GPUs (stages run one after another), plus sync costs.
+
+    Attention and the other non-expert weights split `tp` ways, the routed experts `tp * dp` ways (each
+    GPU reads its share of the touched experts); each of the `dp` attention ranks carries `B / dp`
+    streams and their KV. Communication: two all-reduces per layer within a rank, one all-to-all
+    dispatch and one combine per layer under EP (`moe_comm_s`), `pp - 1` hops.
+    """
     lay = setup.layout
     model = setup.model
     link = lay.link
@@ -246,16 +339,23 @@ def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
     eff = setup.efficiency
     bw = setup.hardware.memory_bandwidth_gb_per_s * GB
     kv = single.kv_read_bytes + single.kv_write_bytes
+    if lay.dp > 1:
+        kv /= lay.dp
+    routed = setup.weights.routed_experts * model.expert_fraction_read(tokens) if model.is_moe else 0.0
+    weights = single.weight_bytes / lay.tp if lay.dp == 1 else (single.weight_bytes - routed) / lay.tp + routed / lay.moe_devices
+    shards = kv_shards(model, lay.tp)
     memory = (
-        single.weight_bytes / lay.tp / (eff.bandwidth_fraction_for(setup.quantized) * bw)
-        + kv / kv_shards(model, lay.tp) / (eff.kv_fraction_for(setup.quantized) * bw)
-        + eff.ecc_overhead_for(setup.hardware) * (single.weight_bytes / lay.tp + kv / kv_shards(model, lay.tp)) / bw
-        + (single.alu_time_s + single.score_time_s) / lay.tp
+        weights / (eff.bandwidth_fraction_for(setup.quantized) * bw)
+        + kv / shards / (eff.kv_fraction_for(setup.quantized) * bw)
+        + eff.ecc_overhead_for(setup.hardware) * (weights + kv / shards) / bw
+        + (single.alu_time_s + single.score_time_s) / lay.tp / lay.dp
     )
-    compute = single.compute_time_s / lay.tp
-    payload = activation_bytes(model, tokens)
-    allreduce = 2 * model.n_layers * allreduce_time_s(payload, lay.tp, link)
-    hops = (lay.pp - 1) * hop_time_s(payload, link)
+    compute = single.compute_time_s / lay.tp / lay.dp
+    payload = activation_bytes(model, tokens / lay.dp)
+    tp_link = lay.group_link(lay.tp) or link
+    allreduce = 2 * model.n_layers * allreduce_time_s(payload, lay.tp, tp_link)
+    allreduce += moe_comm_s(model, lay, tokens)
+    hops = (lay.pp - 1) * hop_time_s(activation_bytes(model, tokens), lay.group_link(lay.devices) or link)
     overhead = single.overhead_time_s + allreduce + hops
     step = replace(
         single,
@@ -263,10 +363,48 @@ def _parallel(setup: Setup, single: Step, tokens: int) -> LeverStep:
         compute_time_s=compute,
         overhead_time_s=overhead,
         time_s=max(memory, compute) + overhead,
-        ceiling_time_s=single.ceiling_time_s / lay.tp,
+        ceiling_time_s=single.ceiling_time_s / lay.moe_devices,
         bound=bound(memory, compute, overhead),
     )
     return LeverStep(step=step, single=single, allreduce_time_s=allreduce, hop_time_s=hops)
+
+
+DISPATCH_BYTES = 1.0  # FP8 dispatch, as DeepEP and TensorRT-LLM's wide-EP kernels send tokens (plus a scale per 128)
+COMBINE_BYTES = 2.0  # BF16 combine
+
+
+def moe_comm_costs(model: ModelSpec, layout: Layout) -> tuple[float, float]:
+    """(seconds fixed, seconds per token of the replica's step) of the MoE layers' communication per GPU.
+
+    Expert parallel (`ep > 1`): per MoE layer an all-to-all dispatch of each token's hidden state to its
+    top-k experts (`hidden * k` elements at `DISPATCH_BYTES`) and a combine back (`COMBINE_BYTES`);
+    each GPU sends the tokens of its share, `T / (tp * dp)`, and `(ep - 1) / ep` of them leave it, over
+    the node's link or, across nodes, the network (`links.alltoall_costs`). The busiest rank moves
+    `ep_imbalance` times the mean. Without EP but with attention DP (`dp > 1`), the experts are split
+    tensor-parallel over the `tp * dp` GPUs and each MoE layer all-gathers the tokens and reduce-scatters
+    the result, priced as one all-reduce of the step's activations over the group. Every layer is
+    counted as a MoE layer (DeepSeek's 3 dense of 61 are not told apart).
+    """
+    if not model.is_moe:
+        return 0.0, 0.0
+    group = layout.moe_devices
+    layers = model.n_layers / layout.pp
+    link = layout.link
+    if link is None or group <= 1:
+        return 0.0, 0.0
+    if layout.ep > 1:
+        fixed, per_byte = alltoall_costs(group, layout.local_gpus(group), link, layout.inter_link)
+        per_token = model.hidden_size * model.n_experts_per_token * (DISPATCH_BYTES + COMBINE_BYTES) / group
+        return 2.0 * layers * fixed, layers * per_byte * per_token * layout.ep_imbalance
+    if layout.dp > 1:
+        (fixed, per_byte), _ = allreduce_costs(group, layout.group_link(group) or link)
+        return layers * fixed, layers * per_byte * model.hidden_size * ACTIVATION_BYTES
+    return 0.0, 0.0
+
+
+def moe_comm_s(model: ModelSpec, layout: Layout, tokens: float) -> float:
+    fixed, per_token = moe_comm_costs(model, layout)
+    return fixed + per_token * tokens if per_token or fixed else 0.0
 
 
 def _head_bytes(model: ModelSpec, weights: ParamGroups, tokens: float) -> tuple[float, float, float]:

@@ -25,6 +25,22 @@ Link constants (one place, with their sources):
 - PCIe per-lane rates per direction (PCI-SIG base specifications, 128b/130b encoding):
   gen3 0.985, gen4 1.969, gen5 3.938 GB/s. NVLink: half the catalog's bidirectional figure.
 - Activations cross links in 16-bit floats: 2 bytes per element.
+
+Links between nodes (`INTERCONNECTS`, `parse_interconnect`), per GPU and per direction, for
+multi-node layouts (`--nodes`, `--inter-link`):
+
+- InfiniBand NDR, 400 Gb/s per GPU: one ConnectX-7 per GPU in a DGX H100/H200 ("NVIDIA DGX H100/H200
+  User Guide", hardware overview: 8 x single-port ConnectX-7 VPI, up to 400 Gb/s InfiniBand or
+  Ethernet), 50 GB/s per direction. HDR (200 Gb/s, DGX A100's ConnectX-6) 25 GB/s. XDR, 800 Gb/s per
+  GPU: ConnectX-8 SuperNIC on GB300 / B300 systems (NVIDIA Quantum-X800 InfiniBand platform), 100 GB/s.
+- RoCE at 400 GbE (Spectrum-X, the same ConnectX-7 in Ethernet mode): 50 GB/s; 200 GbE 25 GB/s.
+- The network hop: NCCL prices a network step at 5 us for its low-latency tree and 2.7-14 us for the
+  ring protocols (`hwLat[NCCL_HW_NET]` in `src/graph/tuning.cc`); 5 us per hop is used for IB and RoCE,
+  where NVLink's is 2 us.
+- An NVLink domain (`nvl72`: GB200/GB300 NVL72, `nvl36`): every GPU of the rack reaches every other
+  over NVLink 5 at 1.8 TB/s bidirectional per GPU (NVIDIA GB200 NVL72 product page), 900 GB/s per
+  direction, NVLink's 2 us hop; the domain spans `domain_gpus` GPUs, so EP and TP inside it never
+  touch a NIC.
 """
 
 from __future__ import annotations
@@ -69,6 +85,7 @@ class Link(_Plain):
     bandwidth_gb_per_s: float  # per direction, datasheet
     hop_latency_us: float
     source: str = ""
+    domain_gpus: int = 0  # an NVLink domain across nodes (NVL72): GPUs that share it; 0 for a NIC or a node's own link
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -146,6 +163,76 @@ def nvlink(hardware: HardwareSpec) -> Link:
         hop_latency_us=NVLINK_HOP_US,
         source=f"{hardware.name} NVLink {hardware.nvlink_gb_per_s:g} GB/s bidirectional, halved per direction",
     )
+
+
+NET_HOP_US = 5.0  # NCCL tuning.cc hwLat[NCCL_HW_NET], low-latency tree
+INTERCONNECT_SOURCES = {
+    "dgx-h100": "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html",
+    "quantum-x800": "https://www.nvidia.com/en-us/networking/products/infiniband/quantum-x800/",
+    "gb200-nvl72": "https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
+    "nccl-tuning": "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
+}
+# name -> (per-direction GB/s per GPU, hop us, NVLink domain GPUs, source)
+INTERCONNECTS: dict[str, tuple[float, float, int, str]] = {
+    "ib-hdr": (25.0, NET_HOP_US, 0, "InfiniBand HDR 200 Gb/s per GPU (DGX A100 ConnectX-6); hop: NCCL tuning.cc NET latency"),
+    "ib-ndr": (50.0, NET_HOP_US, 0, f"InfiniBand NDR 400 Gb/s per GPU (ConnectX-7, {INTERCONNECT_SOURCES['dgx-h100']}); hop: NCCL tuning.cc NET latency"),
+    "ib-xdr": (100.0, NET_HOP_US, 0, f"InfiniBand XDR 800 Gb/s per GPU (ConnectX-8, {INTERCONNECT_SOURCES['quantum-x800']}); hop: NCCL tuning.cc NET latency"),
+    "roce-200": (25.0, NET_HOP_US, 0, "RoCE 200 GbE per GPU; hop: NCCL tuning.cc NET latency"),
+    "roce-400": (50.0, NET_HOP_US, 0, "RoCE 400 GbE per GPU (Spectrum-X, ConnectX-7 in Ethernet mode); hop: NCCL tuning.cc NET latency"),
+    "nvl36": (900.0, NVLINK_HOP_US, 36, f"NVLink 5 domain of 36 GPUs, 1.8 TB/s bidirectional per GPU ({INTERCONNECT_SOURCES['gb200-nvl72']})"),
+    "nvl72": (900.0, NVLINK_HOP_US, 72, f"NVLink 5 domain of 72 GPUs, 1.8 TB/s bidirectional per GPU ({INTERCONNECT_SOURCES['gb200-nvl72']})"),
+}
+INTERCONNECT_ALIASES = {
+    "ndr": "ib-ndr", "infiniband": "ib-ndr", "ib": "ib-ndr", "xdr": "ib-xdr", "hdr": "ib-hdr",
+    "roce": "roce-400", "nvl-72": "nvl72", "gb200-nvl72": "nvl72", "nvl-36": "nvl36",
+}
+
+
+def parse_interconnect(text: str | None) -> Link:
+    """The link between nodes: ib-ndr (default), ib-xdr, ib-hdr, roce-400, roce-200, nvl72, nvl36, or GB/s per GPU."""
+    key = (text or "ib-ndr").strip().lower()
+    key = INTERCONNECT_ALIASES.get(key, key)
+    if key in INTERCONNECTS:
+        bw, hop, domain, source = INTERCONNECTS[key]
+        return Link(name=key, kind="nvlink" if domain else "custom", bandwidth_gb_per_s=bw, hop_latency_us=hop,
+                    source=source, domain_gpus=domain)
+    try:
+        value = float(key.removesuffix("gb/s").strip())
+    except ValueError:
+        raise InputError(
+            f"unknown inter-node link {text!r}: use {', '.join(INTERCONNECTS)} or a bandwidth in GB/s per GPU",
+            field="inter_link",
+        ) from None
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(f"{{inter_link}} bandwidth must be a positive number of GB/s, got {text!r}", field="inter_link")
+    return Link(name=f"{value:g} GB/s", kind="custom", bandwidth_gb_per_s=value, hop_latency_us=NET_HOP_US,
+                source="user-supplied bandwidth per GPU; NCCL's network hop latency assumed")
+
+
+def alltoall_time_s(payload_bytes: float, devices: int, local_devices: int, local: Link, remote: Link | None) -> float:
+    """One all-to-all where each of `devices` GPUs sends `payload_bytes` spread evenly over all of them
+    (its own share stays): `(local_devices - 1) / devices` of it over the node's link, the rest over
+    `remote` (the NIC), both at once; the slower part and one hop of the slowest link used."""
+    if devices <= 1:
+        return 0.0
+    fixed, per_byte = alltoall_costs(devices, local_devices, local, remote)
+    return fixed + per_byte * payload_bytes
+
+
+def alltoall_costs(devices: int, local_devices: int, local: Link, remote: Link | None) -> tuple[float, float]:
+    """(seconds fixed, seconds per byte a GPU sends) of `alltoall_time_s`."""
+    if devices <= 1:
+        return 0.0, 0.0
+    local_devices = max(1, min(local_devices, devices))
+    intra = (local_devices - 1) / devices / local.effective_bytes_per_s
+    inter = 0.0
+    hop = local.hop_latency_us
+    if local_devices < devices:
+        if remote is None:
+            raise ValueError("an all-to-all across nodes needs the inter-node link")
+        inter = (devices - local_devices) / devices / remote.effective_bytes_per_s
+        hop = max(hop, remote.hop_latency_us)
+    return (ALLREDUCE_LAUNCH_US + hop) * US, max(intra, inter)
 
 
 def allreduce_costs(devices: int, link: Link) -> tuple[tuple[float, float], tuple[float, float]]:

@@ -18,8 +18,8 @@ UNQUANTIZED_BITS = 16.0  # what a checkpoint keeps unquantized is stored in bf16
 def weight_bytes(model: ModelSpec, bits_per_weight: float | None, unquantized: tuple[str, ...] = ()) -> ParamGroups:
     """Bytes of each weight class: exact from the file when known, else params x bits / 8.
 
-    Classes named in `unquantized` ("embedding", "lm_head") are counted at 16 bits: HF NVFP4, FP8,
-    GPTQ and AWQ checkpoints quantize the linear layers only.
+    Classes named in `unquantized` ("embedding", "lm_head", "dense") are counted at 16 bits: HF NVFP4,
+    FP8, GPTQ and AWQ checkpoints quantize the linear layers only; gpt-oss's MXFP4 only the routed experts.
     """
     if model.exact_weight_bytes is not None and bits_per_weight is None:
         return model.exact_weight_bytes
@@ -32,7 +32,7 @@ def weight_bytes(model: ModelSpec, bits_per_weight: float | None, unquantized: t
     return ParamGroups(
         embedding=model.params.embedding * keep if "embedding" in unquantized else scaled.embedding,
         lm_head=model.params.lm_head * keep if "lm_head" in unquantized else scaled.lm_head,
-        dense=scaled.dense,
+        dense=model.params.dense * keep if "dense" in unquantized else scaled.dense,
         routed_experts=scaled.routed_experts,
         resident=scaled.resident,
     )

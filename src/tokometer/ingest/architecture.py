@@ -42,6 +42,8 @@ KNOWN_ARCHITECTURES = (
     "llama4",
     "internlm",
     "internlm2",
+    "glm4_moe",
+    "minimax_m2",
     *HYBRID_ARCHITECTURES,
 )
 
@@ -178,6 +180,8 @@ def spec_from_config(
         except ValueError as exc:
             raise IngestError(str(exc)) from None
     warnings: list[str] = []
+    if arch == "glm4_moe":
+        cfg = _glm4_moe_fields(cfg)
     if arch not in KNOWN_ARCHITECTURES:
         warnings.append(
             f"architecture {arch or '(none)'!r} is not modelled exactly; generic dense transformer estimate"
@@ -267,10 +271,12 @@ def spec_from_config(
         attn = q + kv + o
         if arch == "qwen2" or arch == "qwen2_moe" or cfg.get("attention_bias"):
             attn += n_heads * head_dim + 2 * n_kv * head_dim
-            if arch == "gpt_oss" or (cfg.get("attention_bias") and arch not in ("qwen2", "qwen2_moe")):
-                attn += hidden  # o_proj bias
-        if arch in ("qwen3", "qwen3_moe", "gemma3", "gemma4"):
+            if arch == "gpt_oss" or (cfg.get("attention_bias") and arch not in ("qwen2", "qwen2_moe", "glm4_moe")):
+                attn += hidden  # o_proj bias (GLM-4.5 biases q, k and v only)
+        if arch in ("qwen3", "qwen3_moe", "gemma3", "gemma4") or (arch == "glm4_moe" and cfg.get("use_qk_norm")):
             attn += 2 * head_dim  # q_norm, k_norm
+        if arch == "minimax_m2" and cfg.get("use_qk_norm", True):
+            attn += (n_heads + n_kv) * head_dim  # MiniMax-M2 normalises q and k over all heads at once
         if arch == "gpt_oss":
             attn += n_heads  # attention sinks
         norms = (4 if arch in ("gemma2", "gemma3", "gemma4") else 2) * hidden
@@ -414,7 +420,20 @@ _ARCH_ALIASES = {
     "llama4_text": "llama4",
     "qwen3_5_text": "qwen3_5",
     "qwen3_5_moe_text": "qwen3_5_moe",
+    "kimi_k2": "deepseek_v3",  # Kimi K2: DeepseekV3ForCausalLM with 384 experts and 64 heads
 }
+
+
+def _glm4_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """GLM-4.5/4.6 (`glm4_moe`) in the fields the GQA MoE accounting reads: the first
+    `first_k_dense_replace` layers dense, `n_routed_experts` routed and `n_shared_experts` shared
+    experts of `moe_intermediate_size` (transformers `Glm4MoeConfig`)."""
+    out = dict(cfg)
+    first = _int(cfg, "first_k_dense_replace", 0)
+    out["num_experts"] = _int(cfg, "n_routed_experts")
+    out["mlp_only_layers"] = list(range(first))
+    out["shared_expert_intermediate_size"] = _int(cfg, "n_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
+    return out
 
 
 def _feed_forward_params(cfg: Mapping[str, Any], arch: str, hidden: int) -> tuple[float, float, float, int, int]:

@@ -112,7 +112,11 @@ def _lever_lines(d: dict[str, Any]) -> list[str]:
     par = d["parallel"]
     if par["devices"] > 1:
         lines.append(
-            f"parallel: TP {par['tp']} x PP {par['pp']} over {par['link']} ({num(par['link_gb_per_s'])} GB/s per "
+            f"parallel: TP {par['tp']} x PP {par['pp']}"
+            + (f" x DP {par['dp']}, EP {par['ep']}, {par['nodes']} node(s)"
+               + (f" joined by {par['inter_link']} ({num(par['inter_link_gb_per_s'])} GB/s per GPU)" if par["inter_link"] else "")
+               + f", {par['moe_comm_time_s'] * 1e3:.2f} ms/step of expert all-to-all" if "ep" in par else "")
+            + f" over {par['link']} ({num(par['link_gb_per_s'])} GB/s per "
             f"direction): {par['speedup']:.2f}x one device ({_tok(par['single_device_tok_s'])}); "
             f"{par['comm_time_s'] * 1e3:.2f} ms/token of all-reduces and hops; "
             f"{par['memory_per_device_gb']:.1f} GB per device"

@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from tokometer.costmodel.curves import experts_touched
-from tokometer.costmodel.layout import LeverStep, kv_shards
+from tokometer.costmodel.layout import LeverStep, kv_shards, moe_comm_s
 from tokometer.costmodel.links import (
     ALLREDUCE_LAUNCH_US,
     LINK_EFFICIENCY,
@@ -389,6 +389,21 @@ def _parallel_dict(e: Estimate) -> dict[str, Any]:
         "usable_per_device_gb": usable if math.isfinite(usable) else None,
         "fits_per_device": per_device <= usable,
         "sources": list(LINK_SOURCES) if link else [],
+    } | _cluster_dict(e)
+
+
+def _cluster_dict(e: Estimate) -> dict[str, Any]:
+    """EP / attention-DP / multi-node keys, present only for such a layout (older outputs keep their shape)."""
+    lay = e.layout_setup.layout
+    if lay.ep == 1 and lay.dp == 1 and lay.nodes == 1 and lay.inter_link is None:
+        return {}
+    between = lay.inter_link
+    return {
+        "ep": lay.ep, "dp": lay.dp, "nodes": lay.nodes, "gpus_per_node": lay.gpus_per_node,
+        "inter_link": between.name if between else None,
+        "inter_link_gb_per_s": between.bandwidth_gb_per_s if between else None,
+        "inter_link_source": between.source if between else None,
+        "moe_comm_time_s": moe_comm_s(e.model, lay, e.step.batch * 1.0),
     }
 
 def _offload_dict(e: Estimate, curves: EstimateCurves) -> dict[str, Any]:

@@ -153,3 +153,36 @@ def plot_serving(path: str | Path, result: ServingResult | None = None, points: 
     fig.savefig(target)
     plt.close(fig)
     return target
+
+
+def render_frontier(front: Any) -> str:
+    """The Pareto set of a `usecases.frontier.Frontier` as a table, most interactive first."""
+    rows = [
+        [p.hardware, p.quant, p.layout, str(p.gpus), str(p.concurrency), f"{p.tok_s_per_gpu:,.0f}", f"{p.tok_s_per_user:,.1f}",
+         f"{(p.result.ttft_s.mean or 0) * 1e3:,.0f}", f"{(p.result.ttft_s.p99 or 0) * 1e3:,.0f}"]
+        for p in front.pareto
+    ]
+    head = ["hardware", "quant", "layout", "GPUs", "users", "tok/s/GPU", "tok/s/user", "TTFT mean ms", "TTFT p99 ms"]
+    skipped = ", ".join(f"{n} {why}" for why, n in sorted(front.skipped.items(), key=lambda kv: -kv[1]))
+    return (table(rows, head) + f"\nfrontier: {len(front.pareto)} of {len(front.points)} simulated points"
+            + (f"; skipped: {skipped}" if skipped else ""))
+
+
+def plot_frontier(path: str | Path, front: Any) -> Path:
+    """Every simulated point (tokens/s per user against tokens/s per GPU), one colour per layout, the frontier joined."""
+    plt, target = _pyplot(path)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    groups: dict[str, list[Any]] = {}
+    for p in front.points:
+        groups.setdefault(f"{p.hardware} {p.quant} {p.layout}", []).append(p)
+    for label, pts in groups.items():
+        ax.plot([p.tok_s_per_user for p in pts], [p.tok_s_per_gpu for p in pts], "o", alpha=0.5, label=label)
+    best = front.pareto
+    ax.plot([p.tok_s_per_user for p in best], [p.tok_s_per_gpu for p in best], "k-", linewidth=2, label="frontier")
+    ax.set_xlabel("output tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(target)
+    plt.close(fig)
+    return target

@@ -54,6 +54,7 @@ from tokometer.usecases.explain import Draft, OffloadPlan, draft_for, memory_hel
 from tokometer.usecases.formats import (
     check_file,
     check_format,
+    checkpoint_twin,
     engine_support,
     format_warning,
     substitute_format,
@@ -199,7 +200,7 @@ def estimate(
     layout = build_layout(
         spec, hardware, eng, fmt.compute_dtype if fmt else "fp16",
         tp=req.tp, pp=req.pp, link=req.link, gpu_layers=req.gpu_layers, cpu_hw=req.cpu_hw, offload_mode=req.offload_mode,
-        offload_experts=req.offload_experts,
+        offload_experts=req.offload_experts, ep=req.ep, dp=req.dp, nodes=req.nodes, inter_link=req.inter_link,
     )
     warnings += layout_notes(spec, eng, layout)
     setup = Setup(spec, weights, hardware, eff, peak, kv_el, quantized, layout)
@@ -371,6 +372,11 @@ def _runnable_format(
     choices; a format nobody asked for (the model's published dtype, the default quant) becomes the
     nearest one the engine runs, with a note. A GGUF file needs an engine that loads GGUF.
     """
+    twin = checkpoint_twin(engine, fmt) if fmt is not None and spec.exact_weight_bytes is None else None
+    if twin is not None:  # the engine's layout of the format; a size given with --weights-gb stays as given
+        fmt = twin
+        if req.weights_gb is None:
+            weights = weight_bytes(spec, twin.bits_per_weight, twin.unquantized)
     if fmt is None:
         check_file(engine, spec)
     elif engine_support(engine, fmt) == "no":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tokometer.catalog import quant_catalog
-from tokometer.costmodel.layout import Offload, Setup, kv_shards
+from tokometer.costmodel.layout import Offload, Setup, kv_shards, replicated_weights
 from tokometer.costmodel.memory import (
     MemoryPlan,
     add_weights,
@@ -93,7 +93,7 @@ def memory_held(
         warnings.append(PastContextLimit(plan_context, spec.name, spec.max_context_tokens))
     off = layout.offload if layout.offload and layout.offload.active(spec.n_layers) else None
     gpu_share = off.gpu_layers / spec.n_layers if off and off.mode == "cpu" else 1.0
-    resident = weights
+    resident = replicated_weights(weights, layout)
     if off is not None and off.expert_layers:
         resident, _ = split_experts(weights, off.expert_share(spec.n_layers))
     elif off is not None:

@@ -27,6 +27,21 @@ GGUF_CHOICES = ("bf16", "fp16", "q8-0", "q6-k", "q5-k-m", "q4-k-m", "q4-0", "q3-
 CHOICES_SHOWN = 4
 
 
+# A ggml block type named by a user of an engine that loads checkpoints, not GGUF, means that engine's
+# own layout of the format: `-q nvfp4` under vLLM is a ModelOpt/compressed-tensors NVFP4 checkpoint
+# (16-weight groups, embedding and LM head in BF16), `-q mxfp4` a gpt-oss-style one (experts only).
+CHECKPOINT_TWINS = {"nvfp4": "nvfp4-modelopt", "mxfp4": "mxfp4-experts"}
+
+
+def checkpoint_twin(engine: EngineSpec, quant: QuantFormat) -> QuantFormat | None:
+    """The engine's own layout of a format named by its ggml id, when the engine runs that and not the ggml one."""
+    twin_id = CHECKPOINT_TWINS.get(quant.id)
+    if twin_id is None or runs_gguf(engine) == "yes":
+        return None
+    twin = quant_catalog().get(twin_id)
+    return twin if engine_support(engine, twin) == "yes" else None
+
+
 def _listed(tokens: tuple[str, ...], quant: QuantFormat) -> bool:
     return quant.id in tokens or (GGUF in tokens and quant.is_gguf)
 

@@ -8,6 +8,7 @@ what about it is worth a warning.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from tokometer.costmodel.layout import (
     expert_layer_count,
     gpu_layer_count,
 )
-from tokometer.costmodel.links import Link, host_link, parse_link
+from tokometer.costmodel.links import Link, host_link, parse_interconnect, parse_link
 from tokometer.costmodel.roofline import compute_peak
 from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec
 from tokometer.errors import InputError
@@ -47,12 +48,20 @@ def build_layout(
     cpu_hw: str | HardwareSpec | None,
     offload_mode: OffloadMode | None,
     offload_experts: int | str | None = None,
+    ep: int = 1,
+    dp: int = 1,
+    nodes: int = 1,
+    inter_link: str | None = None,
 ) -> Layout:
     """Check the parallelism and offload inputs and build the layout (docs/PHYSICS.md section 7)."""
     if pp > spec.n_layers:
         raise InputError(f"{{pp}} {pp} is more stages than the model's {spec.n_layers} layers", field="pp")
     n_gpu = gpu_layer_count(gpu_layers, spec.n_layers)
-    devices = tp * pp
+    devices = tp * pp * dp
+    if ep > 1 or dp > 1 or nodes > 1 or inter_link is not None:
+        if n_gpu is not None or offload_experts is not None:
+            raise InputError("{ep}, {dp} and {nodes} together with offload are not modelled; use one lever at a time", field="ep")
+        return cluster_layout(spec, hardware, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, link=link, inter_link=inter_link)
     if offload_experts is not None:
         return _expert_layout(spec, hardware, engine, compute_dtype, offload_experts, n_gpu, devices, cpu_hw, offload_mode, link)
     if n_gpu is None:
@@ -71,6 +80,40 @@ def build_layout(
     cpu = _cpu_memory(cpu_hw)
     host = parse_link(link, hardware) if link else host_link(hardware)
     return Layout(offload=cpu_offload(engine, hardware, compute_dtype, n_gpu, cpu, offload_mode or "cpu", host))
+
+
+NVLINK_DOMAIN_PREFIXES = ("gb",)  # Grace-Blackwell racks (GB200/GB300 NVL72, NVL36) share NVLink across trays
+
+
+def cluster_layout(
+    spec: ModelSpec, hardware: HardwareSpec, *, tp: int, pp: int, ep: int, dp: int, nodes: int,
+    link: str | None, inter_link: str | None, overlap: bool = False, ep_imbalance: float = 1.0,
+) -> Layout:
+    """TP x DP x PP GPUs over `nodes` nodes, the MoE experts over `ep` of each stage's tp x dp GPUs."""
+    devices = tp * pp * dp
+    if ep > 1 and not spec.is_moe:
+        raise InputError(f"{{ep}} {ep} needs a mixture-of-experts model; {spec.name} is dense", field="ep")
+    if ep > 1 and (tp * dp) % ep:
+        raise InputError(
+            f"{{ep}} {ep} must divide the tp x dp = {tp * dp} GPUs the MoE layers span (e.g. --ep {tp * dp})", field="ep"
+        )
+    if spec.is_moe and ep > spec.n_experts:
+        raise InputError(f"{{ep}} {ep} is more ranks than the model's {spec.n_experts} experts", field="ep")
+    if devices % nodes:
+        raise InputError(f"{{nodes}} {nodes} must divide the {devices} GPUs (tp x dp x pp)", field="nodes")
+    if not (math.isfinite(ep_imbalance) and ep_imbalance >= 1.0):
+        raise InputError(f"the EP imbalance must be 1 or more (busiest rank over the mean), got {ep_imbalance!r}", field="ep")
+    if inter_link is not None and nodes == 1 and not parse_interconnect(inter_link).domain_gpus:
+        raise InputError("{inter_link} needs {nodes} 2 or more", field="inter_link")
+    node_link = parse_link(link, hardware) if devices > 1 else None
+    between = parse_interconnect(inter_link) if (nodes > 1 or inter_link is not None) else None
+    if between is not None and between.domain_gpus and not hardware.id.startswith(NVLINK_DOMAIN_PREFIXES):
+        raise InputError(
+            f"{{inter_link}} {between.name} is a GB200/GB300 rack's NVLink domain; {hardware.name} nodes join over a "
+            "network (ib-ndr, ib-xdr, roce-400...)", field="inter_link",
+        )
+    return Layout(tp=tp, pp=pp, link=node_link, ep=ep, dp=dp, nodes=nodes, inter_link=between, overlap=overlap,
+                  ep_imbalance=ep_imbalance)
 
 
 def _cpu_memory(cpu_hw: str | HardwareSpec | None) -> HardwareSpec:

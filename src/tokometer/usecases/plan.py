@@ -40,6 +40,12 @@ from tokometer.usecases.simulate import Deployment, deploy, disaggregation, run
 DEFAULT_HARDWARE = ("h100-sxm", "h200", "a100-80gb-sxm", "a100-40gb-sxm", "l40s", "l4", "a10g", "mi300x", "b200")
 DEFAULT_QUANTS = ("bf16", "fp8", "awq-int4")
 TP_CHOICES = (1, 2, 4, 8)
+# MoE models also try attention data parallel with expert parallel over the same GPUs ("DEP", vLLM's
+# --data-parallel-size N --enable-expert-parallel), one node of 8 and two nodes of 8 over InfiniBand NDR,
+# and TP 8 x DP 2 with EP 16: (tp, dp, ep)
+MOE_LAYOUTS = ((1, 2, 2), (1, 4, 4), (1, 8, 8), (1, 16, 16), (8, 2, 16))
+GPUS_PER_NODE = 8
+INTER_LINK = "ib-ndr"
 HEADROOM = 0.8  # plan replicas for 80 % of the bound: queues grow steeply near saturation
 FINALISTS = 6
 DISAGG_FINALISTS = 3  # split candidates simulated besides the colocated finalists
@@ -61,7 +67,14 @@ class Candidate:
 
     @property
     def devices(self) -> int:
-        return self.replicas * self.tp
+        return self.replicas * self.deployment.devices
+
+    @property
+    def layout(self) -> str:
+        """`tp8`, or `tp1 dp8 ep8` (`, 2 nodes`) for an expert/data-parallel replica."""
+        lay = self.deployment.setup.layout
+        text = f"tp{lay.tp}" + (f" dp{lay.dp}" if lay.dp > 1 else "") + (f" ep{lay.ep}" if lay.ep > 1 else "")
+        return text + (f", {lay.nodes} nodes" if lay.nodes > 1 else "")
 
     @property
     def split(self) -> str | None:
@@ -91,6 +104,8 @@ class PlanRow:
         tokens_per_hour = rate * output_tokens * 3600.0
         return {
             "hardware": c.hardware, "quant": c.quant, "tp": c.tp, "replicas": c.replicas, "gpus": c.devices,
+            "dp": c.deployment.setup.layout.dp, "ep": c.deployment.setup.layout.ep, "nodes": c.deployment.setup.layout.nodes,
+            "layout": c.layout,
             "disagg": c.split, "prefill_replicas": c.pools[0] if c.pools else None,
             "decode_replicas": c.pools[1] if c.pools else None,
             "usd_per_hour": c.usd_per_hour, "usd_per_million_output_tokens": c.usd_per_hour / tokens_per_hour * 1e6,
@@ -111,10 +126,13 @@ class Plan:
 def candidates(
     model: Any, *, rate: float, prompt: int, output: int, slo_ttft_s: float, slo_tpot_s: float,
     hardware: Sequence[str], quants: Sequence[str], engine: str, prices: dict[str, float], disagg: bool = True,
+    moe_layouts: bool = True,
 ) -> tuple[list[Candidate], dict[str, int], float | None, float | None]:
     """Every (hardware, quant, TP) that fits and can meet the objectives alone, with its analytic replica count,
-    and (`disagg`) its disaggregated P:D split where that split can meet them too."""
+    and (`disagg`) its disaggregated P:D split where that split can meet them too. A MoE model (`moe_layouts`)
+    also tries `MOE_LAYOUTS`: attention DP with expert parallel, up to two nodes."""
     from tokometer.catalog import hardware_catalog, quant_catalog
+    from tokometer.usecases.formats import checkpoint_twin
     from tokometer.usecases.policy import quant_runs
 
     out: list[Candidate] = []
@@ -132,13 +150,24 @@ def candidates(
             continue
         for q in quants:
             fmt = quant_catalog().get(q)
-            for tp in TP_CHOICES:
+            layouts: list[tuple[int, int, int]] = [(tp, 1, 1) for tp in TP_CHOICES]
+            moe_added = False
+            i = 0
+            while i < len(layouts):
+                tp, dp, ep = layouts[i]
+                i += 1
+                devices = tp * dp
+                nodes = max(1, devices // GPUS_PER_NODE)
                 try:
-                    dep = deploy(model, hw, quant=fmt.id, engine=engine, tp=tp)
+                    dep = deploy(model, hw, quant=fmt.id, engine=engine, tp=tp, dp=dp, ep=ep, nodes=nodes,
+                                 inter_link=INTER_LINK if nodes > 1 else None)
                 except TokometerError:
                     prune("does not fit")
                     continue
-                if not quant_runs(fmt, hw, dep.serving.engine):
+                if not moe_added and moe_layouts and dep.setup.model.is_moe:
+                    layouts += [lay for lay in MOE_LAYOUTS if lay[2] <= dep.setup.model.n_experts]
+                    moe_added = True
+                if not quant_runs(checkpoint_twin(dep.serving.engine, fmt) or fmt, hw, dep.serving.engine):
                     prune("format not supported on this hardware/engine")
                     break
                 if dep.kv_capacity_tokens < prompt + output:

@@ -120,6 +120,28 @@ class EstimateRequest:
         "Link between devices (or to the host for --offload-mode stream): nvlink, pcie3, pcie4, pcie5, optionally "
         "xLANES (pcie4x8), or a bandwidth in GB/s [default: NVLink if the device has it, else its PCIe].",
     )
+    ep: int = _input(
+        1, "int", "parallel", "--ep",
+        "MoE expert parallel: the routed experts spread over N of the tp x dp GPUs (1: each expert split "
+        "tensor-parallel); tokens cross an all-to-all dispatch and combine per layer.",
+        show_default=True,
+    )
+    dp: int = _input(
+        1, "int", "parallel", "--dp",
+        "Attention data parallel: N ranks of --tp GPUs each, attention weights replicated, each rank its own "
+        "batch and KV; the MoE layers span all tp x dp GPUs (vLLM's convention).",
+        show_default=True,
+    )
+    nodes: int = _input(
+        1, "int", "parallel", "--nodes",
+        "Nodes the tp x dp x pp GPUs spread over (evenly); collectives that span nodes cross --inter-link.",
+        show_default=True,
+    )
+    inter_link: str | None = _input(
+        None, "text", "parallel", "--inter-link",
+        "Link between nodes, per GPU: ib-ndr (400 Gb/s), ib-xdr (800 Gb/s), ib-hdr, roce-400, roce-200, an NVLink "
+        "domain nvl72/nvl36, or GB/s [default: ib-ndr when --nodes > 1].",
+    )
     gpu_layers: int | float | str | None = _input(
         None, "layers", "offload", "--gpu-layers",
         "CPU offload: layers on the GPU, a count (26) or a share (0.8); the others run from system RAM. JSON: offload.*",
@@ -167,7 +189,7 @@ class EstimateRequest:
             raise InputError(f"{{bits}} must be at most 64, got {self.bits:g}", field="bits")
         if self.backend is not None and self.backend not in BACKENDS:
             raise InputError(f"{{backend}} must be one of {', '.join(BACKENDS)}, got {self.backend!r}", field="backend")
-        for name in ("tp", "pp"):
+        for name in ("tp", "pp", "ep", "dp", "nodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(

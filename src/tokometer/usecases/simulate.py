@@ -19,7 +19,7 @@ from typing import Any
 
 from tokometer.bench.trace import MAX_TOKENS_PER_REQUEST, read_trace_text
 from tokometer.catalog.serving import ServingEngine, serving_efficiency, serving_engine
-from tokometer.costmodel.layout import Setup
+from tokometer.costmodel.layout import OVERLAP_POLICIES, Setup
 from tokometer.costmodel.links import parse_link
 from tokometer.costmodel.serving import (
     LengthDist,
@@ -59,7 +59,7 @@ class Deployment:
 
     @property
     def devices(self) -> int:
-        return self.setup.layout.tp * self.setup.layout.pp
+        return self.setup.layout.devices
 
     def to_dict(self) -> dict[str, Any]:
         s = self.setup
@@ -69,6 +69,10 @@ class Deployment:
             "engine": self.serving.id,
             "tp": s.layout.tp,
             "pp": s.layout.pp,
+            **({"ep": s.layout.ep, "dp": s.layout.dp, "nodes": s.layout.nodes,
+                "inter_link": s.layout.inter_link.name if s.layout.inter_link else None,
+                "overlap": s.layout.overlap, "ep_imbalance": s.layout.ep_imbalance}
+               if s.layout.devices > s.layout.tp * s.layout.pp or s.layout.ep > 1 or s.layout.nodes > 1 else {}),
             "weights_gb": s.weights.total / 1e9,
             "kv_capacity_tokens": self.kv_capacity_tokens,
             "policy": self.policy.to_dict(),
@@ -87,16 +91,47 @@ def deploy(
     kv_dtype: str | None = None,
     efficiency: ServingEfficiency | None = None,
     check_fit: bool = True,
+    ep: int = 1,
+    dp: int = 1,
+    nodes: int = 1,
+    inter_link: str | None = None,
+    overlap: bool = False,
+    ep_imbalance: float = 1.0,
     **overrides: Any,
 ) -> Deployment:
-    """Resolve a deployment; `overrides` are scheduler knobs (`max_num_seqs=...`); None keeps defaults."""
+    """Resolve a deployment; `overrides` are scheduler knobs (`max_num_seqs=...`); None keeps defaults.
+
+    `ep`/`dp`/`nodes`/`inter_link`: expert and attention-data parallelism over nodes (`costmodel.layout.Layout`);
+    `overlap`: the engine's two-batch overlap of the expert all-to-all (`OVERLAP_POLICIES`); `ep_imbalance`:
+    the busiest EP rank's tokens over the mean. Each of the `dp` attention ranks runs its own scheduler
+    (vLLM starts one engine core per DP rank), so its per-rank limits (`max_num_seqs`, the token budget)
+    count `dp` times for the replica, whose ranks step together (the all-to-all synchronises them).
+    """
     from tokometer.usecases.estimate import estimate
 
     serving = serving_engine(engine, **overrides)
-    est = estimate(model, hw, quant=quant, engine=serving.engine.id, kv_dtype=kv_dtype, tp=tp, pp=pp, advise=False)
+    est = estimate(model, hw, quant=quant, engine=serving.engine.id, kv_dtype=kv_dtype, tp=tp, pp=pp, advise=False,
+                   ep=ep, dp=dp, nodes=nodes, inter_link=inter_link)
     eff = efficiency or serving_efficiency(serving.id)
     setup = est.setup
     assert setup is not None
+    if overlap or ep_imbalance != 1.0:
+        if not (isinstance(ep_imbalance, int | float) and math.isfinite(ep_imbalance) and ep_imbalance >= 1.0):
+            raise InputError(f"--ep-imbalance must be 1 or more (the busiest EP rank's tokens over the mean), got {ep_imbalance!r}")
+        if overlap and not (setup.model.is_moe and setup.layout.moe_devices > 1):
+            raise InputError("--overlap hides the expert all-to-all: it needs a MoE model over --ep or --dp GPUs")
+        if overlap and serving.engine.id not in OVERLAP_POLICIES:
+            raise InputError(
+                f"--overlap: {serving.engine.name} has no two-batch overlap of the expert all-to-all that tokometer knows "
+                f"(engines with one: {', '.join(OVERLAP_POLICIES)})"
+            )
+        setup = replace(setup, layout=replace(setup.layout, overlap=overlap, ep_imbalance=float(ep_imbalance)))
+    if dp > 1:
+        pol0 = serving.policy
+        serving = replace(serving, policy=replace(
+            pol0, max_num_seqs=pol0.max_num_seqs * dp,
+            max_num_batched_tokens=pol0.max_num_batched_tokens * dp if pol0.max_num_batched_tokens else pol0.max_num_batched_tokens,
+        ))
     pol = serving.policy
     cap = kv_capacity_tokens(
         setup, memory_fraction=pol.memory_fraction, memory_of=pol.memory_of,
@@ -111,8 +146,10 @@ def deploy(
         cost=step_cost(setup, eff),
         kv_capacity_tokens=cap,
         max_context_tokens=setup.model.max_context_tokens,
-        label=f"{setup.model.name} on {tp * pp} x {setup.hardware.name} ({serving.id}, tp={tp}"
-        + (f", pp={pp})" if pp > 1 else ")"),
+        label=f"{setup.model.name} on {setup.layout.devices} x {setup.hardware.name} ({serving.id}, tp={tp}"
+        + (f", pp={pp}" if pp > 1 else "") + (f", dp={dp}" if dp > 1 else "") + (f", ep={ep}" if ep > 1 else "")
+        + (f", {nodes} nodes over {setup.layout.inter_link.name}" if nodes > 1 and setup.layout.inter_link else "")
+        + (", two-batch overlap" if overlap else "") + ")",
     )
     if check_fit and cap < 1024:
         raise InputError(_does_not_fit(dep, model, hw, quant, engine, kv_dtype))

@@ -142,6 +142,9 @@ def sweep(
     devices = [resolve_hardware(n) for n in _names(hardware, hardware_catalog().ids, DEFAULT_HARDWARE)]
     formats = [quant_catalog().get(n) for n in _names(quants, list(QUANT_LADDER), DEFAULT_QUANT)]
     formats = _formats_for(engine, quants, formats)
+    for f in formats:
+        if "dense" in f.unquantized:  # the vectorised grid scales every class but the tables by one width
+            raise InputError(f"{f.name} keeps the dense layers unquantized, which the sweep does not model; use estimate")
     for c in contexts:
         require_non_negative("contexts", c)
     for b in batches:

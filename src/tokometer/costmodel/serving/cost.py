@@ -30,8 +30,14 @@ tokens attends to `c * done + c**2 / 2` pairs), eta_c(T) the fitted batched-comp
 (`ServingEfficiency`), comm(T) the tensor-parallel all-reduces (two per layer, ring algorithm, as
 in `costmodel.layout`, the cheaper of NCCL's low-latency and bulk protocols for the step's
 message size) and pipeline hops. Under TP each device reads 1/tp of the weights and its
-KV-head share; under PP a step is one stage's share plus the hops (micro-batches keep the stages
-busy, so a step's throughput is that of one stage). Sliding-window caps are not applied to the
+KV-head share. Under PP a step is one pass of `pp` micro-batches of T / pp tokens through the stages
+(vLLM keeps `pp` batches in flight): every sequence gets one token per pass, each GPU reads its
+stage's weights and runs its layers' launches once per micro-batch (`pp` times a pass, so the
+weights and per-layer overheads of the whole model per step), while FLOPs and KV per token split `pp`
+ways; a micro-batch touches `1 - (1 - k/E)^(T/pp)` of the experts. So PP adds memory (a larger batch),
+not decode speed at a given batch, as in the single-stream estimate; the pipeline's fill and drain
+are not charged (a prompt's chunk alone still counts its FLOPs over `pp`, so TTFT at low load under
+PP reads fast). Sliding-window caps are not applied to the
 per-token KV read here (the full-attention layers dominate the models served in practice).
 """
 
@@ -40,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from tokometer.costmodel.layout import Setup, kv_shards
+from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_comm_costs
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
 from tokometer.domain.serving_specs import ServingEfficiency
@@ -51,6 +57,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 Tokens = TypeVar("Tokens", float, "np.ndarray")
+
+# Rows of the smallest tensor-core tile along the tokens a grouped expert GEMM runs: the m16n8k16 MMA
+# (PTX ISA, "mma.sync" shapes), the BLOCK_SIZE_M = 16 of the fused-MoE kernels' small-batch configs;
+# larger batches take larger tiles (Hopper's wgmma is m64), chosen to fit. Each expert's m tokens fill
+# whole tiles, on average half a tile of padding: a useful share of m / (m + tile / 2)
+# (docs/PHYSICS.md section 7, MoE at batch B).
+GEMM_TILE_TOKENS = 16.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +89,31 @@ class StepCost(_Plain):
     comm_per_token_s: float  # all-reduce and hop payload per token (low-latency protocol)
     comm_bulk_fixed_s: float  # the same under the bulk protocol (a longer start, the full link rate)
     comm_bulk_per_token_s: float
+    moe_comm_fixed_s: float = 0.0  # EP all-to-all dispatch + combine (or DP's expert all-gather) per step
+    moe_comm_per_token_s: float = 0.0
+    overlap: bool = False  # two-batch overlap: the MoE communication hides under the step's compute and memory time
+    expert_flops_per_token: float = 0.0  # the routed experts' share of matmul_flops_per_token, this device
+    expert_tokens_per_token: float = 0.0  # k / E: tokens each expert receives per token of the step (x imbalance)
+    gemm_tile_tokens: float = GEMM_TILE_TOKENS
+
+    def expert_padding_s(self, tokens: float, decode_tokens: float) -> float:
+        """Extra GEMM seconds of the grouped expert GEMMs: each touched expert's `m` tokens fill whole
+        tiles of `tile` rows, half a tile of padding on average, so the useful share is `m / (m + tile / 2)`
+        and the padding adds `tile / (2 m)` of the expert FLOPs. `m` is the step's `tokens * k / E` over the
+        share of experts touched (at least 1)."""
+        if not self.expert_flops_per_token or tokens <= 0 or not self.peak_flops:
+            return 0.0
+        touched: float = 1.0 - (1.0 - self.experts_k_over_e) ** tokens
+        m = tokens * self.expert_tokens_per_token / touched
+        waste = 0.5 * self.gemm_tile_tokens / m
+        fraction = (decode_tokens / self.compute_fraction_max + (tokens - decode_tokens) / self.prefill_fraction_max) / tokens
+        return float(waste * self.expert_flops_per_token * tokens * fraction / self.peak_flops)
+
+    def with_moe_comm(self, roof_s: float, tokens: float) -> float:
+        """The step's roofline time with its MoE communication: added, or under two-batch overlap, hidden
+        behind it (`max`): the other micro-batch computes while one's tokens cross the link."""
+        comm = self.moe_comm_fixed_s + self.moe_comm_per_token_s * tokens
+        return (roof_s if roof_s >= comm else comm) if self.overlap else roof_s + comm
 
     def comm_s(self, tokens: Tokens) -> Tokens:
         """Seconds of the step's all-reduces and hops over `tokens`: the cheaper protocol (links.allreduce_costs).
@@ -106,7 +144,7 @@ class StepCost(_Plain):
         kv = self.kv_token_bytes * (kv_tokens_read + tokens) / self.bandwidth_bytes_per_s
         matmul = attention = 0.0
         if self.peak_flops and tokens > 0:
-            matmul = self.gemm_s(tokens, prefill_tokens)
+            matmul = self.gemm_s(tokens, prefill_tokens) + self.expert_padding_s(tokens, tokens - prefill_tokens)
             attention = self.attention_flops_per_pair * attention_pairs / (self.compute_fraction_max * self.peak_flops)
         fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_s(tokens)
         return weights, matmul, kv, attention, fixed
@@ -118,55 +156,87 @@ class StepCost(_Plain):
         """Seconds of one step; `sequences` emit a token in it (B for a decode step of B), `prefill_tokens`
         of its `tokens` are prompt tokens (0: a decode step)."""
         weights, matmul, kv, attention, fixed = self.split(tokens, kv_tokens_read, attention_pairs, sequences, prefill_tokens)
-        return max(weights, matmul) + max(kv, attention) + fixed
+        roof = max(weights, matmul) + max(kv, attention)
+        if self.moe_comm_fixed_s or self.moe_comm_per_token_s:
+            roof = self.with_moe_comm(roof, tokens)
+        return roof + fixed
 
 
 def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
-    """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/PP layout)."""
+    """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
+
+    Per GPU, for a step of T tokens over the whole replica (docs/PHYSICS.md section 7): the non-expert
+    weights split `tp * pp` ways, read by every attention rank once per micro-batch (`pp` per step);
+    the routed experts split `tp * dp * pp` ways, likewise; each of the `dp` attention ranks carries
+    T / dp tokens, their KV and attention;
+    the expert FLOPs of the busiest EP rank are `ep_imbalance` times the mean.
+    """
     model = setup.model
     weights = setup.weights
     lay = setup.layout
-    tp, pp = lay.tp, lay.pp
-    split = float(tp * pp)
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
+    # Pipeline parallel: a step is one pass of `pp` micro-batches of T / pp tokens through the `pp` stages
+    # (vLLM keeps `pp` batches in flight), so each GPU reads its stage's weights once per micro-batch,
+    # `pp` times a step, and runs its layers' launches as often; FLOPs and KV per token split `pp` ways.
+    split = float(tp)
+    moe = float(tp * dp * pp)
     head = weights.embedding if model.tied_embeddings else weights.lm_head
     rows = weights.embedding / model.vocab_size if model.vocab_size else 0.0
     routed = weights.routed_experts if model.is_moe else 0.0
     k_over_e = model.n_experts_per_token / model.n_experts if model.is_moe else 0.0
-    kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp)
+    # a micro-batch of T / pp tokens touches 1 - (1 - k/E)^(T / pp) of the experts: the same form in T
+    micro_k_over_e = 1.0 - (1.0 - k_over_e) ** (1.0 / pp) if pp > 1 else k_over_e
+    kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp * dp)
     attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
+    imbalance = lay.ep_imbalance if lay.ep > 1 else 1.0
+    expert_params = model.params.routed_experts * k_over_e if model.is_moe else 0.0
+    expert_flops = 2.0 * expert_params * imbalance / moe
+    matmul_flops = 2.0 * (model.matmul_params_per_token() - expert_params) / moe + expert_flops
+    if lay.ep == 1:
+        # without EP the grouped GEMMs' padding is left to the fitted compute efficiency (the Mixtral
+        # serving rows were fitted with it), and the FLOPs are the same expression as before EP existed
+        matmul_flops = 2.0 * model.matmul_params_per_token() / moe
+        expert_flops = 0.0
     eff = setup.efficiency
     link = lay.link
     token_bytes = model.hidden_size * ACTIVATION_BYTES
     hops = (0.0, 0.0)  # (fixed s, s per token) of the pipeline hops, whatever the all-reduce protocol
     if link is not None and pp > 1:
-        hops = ((pp - 1) * link.hop_latency_us * US, (pp - 1) * token_bytes / link.effective_bytes_per_s)
+        hop_link = lay.group_link(lay.devices) or link
+        hops = ((pp - 1) * hop_link.hop_latency_us * US, (pp - 1) * token_bytes / hop_link.effective_bytes_per_s)
     comm = bulk = hops  # low-latency and bulk all-reduce protocols, each (fixed s, s per token)
     if link is not None and tp > 1:
         per_step = 2 * model.n_layers
         comm, bulk = (
-            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes)
-            for fixed_s, per_byte_s in allreduce_costs(tp, link)
+            (hops[0] + per_step * fixed_s, hops[1] + per_step * per_byte_s * token_bytes / (dp * pp))
+            for fixed_s, per_byte_s in allreduce_costs(tp, lay.group_link(tp) or link)
         )
+    moe_fixed, moe_per_token = moe_comm_costs(model, lay)
     return StepCost(
         weight_fixed_bytes=(head + weights.dense) / split,
-        embedding_row_bytes=rows / split,
-        routed_bytes=routed / split,
-        experts_k_over_e=k_over_e,
+        embedding_row_bytes=rows / moe,
+        routed_bytes=routed / (tp * dp),
+        experts_k_over_e=micro_k_over_e,
         kv_token_bytes=kv_token,
-        matmul_flops_per_token=2.0 * model.matmul_params_per_token() / split,
-        attention_flops_per_pair=attention / split,
+        matmul_flops_per_token=matmul_flops,
+        attention_flops_per_pair=attention / moe,
         bandwidth_bytes_per_s=eff.bandwidth_fraction_for(setup.quantized) * setup.hardware.memory_bandwidth_gb_per_s * GB,
         peak_flops=(setup.peak.tflops or 0.0) * TFLOP,
         compute_fraction_max=serving.compute_fraction_max,
         compute_half_tokens=serving.compute_half_tokens,
         prefill_fraction_max=serving.prefill_fraction_max or eff.prefill_max_for(setup.quantized),
         prefill_half_tokens=eff.prefill_half_tokens,
-        overhead_s=model.n_layers / pp * (eff.layer_overhead_us + serving.layer_step_overhead_us) * US,
+        overhead_s=model.n_layers * (eff.layer_overhead_us + serving.layer_step_overhead_us) * US,
         sequence_overhead_s=serving.sequence_overhead_us * US,
         comm_fixed_s=comm[0],
         comm_per_token_s=comm[1],
         comm_bulk_fixed_s=bulk[0],
         comm_bulk_per_token_s=bulk[1],
+        moe_comm_fixed_s=moe_fixed * pp,
+        moe_comm_per_token_s=moe_per_token,
+        overlap=lay.overlap and (moe_fixed > 0 or moe_per_token > 0),
+        expert_flops_per_token=expert_flops,
+        expert_tokens_per_token=k_over_e * imbalance / pp,
     )
 
 
@@ -185,9 +255,9 @@ def kv_capacity_tokens(
     "total": `fraction * device_memory - weights - runtime` (vLLM `gpu_memory_utilization`);
     "free": `fraction * (device_memory - weights - runtime)` (TensorRT-LLM, LMDeploy).
     """
-    devices = setup.layout.tp * setup.layout.pp
+    devices = setup.layout.devices
     memory = setup.hardware.memory_gb * GB * devices
-    held = setup.weights.total + runtime_overhead_gb * GB * devices
+    held = held_weight_bytes(setup.weights, setup.layout) + runtime_overhead_gb * GB * devices
     free = memory * memory_fraction - held if memory_of == "total" else (memory - held) * memory_fraction
     per_token = kv_token_bytes_total(setup)
     if per_token <= 0:

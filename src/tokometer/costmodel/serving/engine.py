@@ -381,8 +381,12 @@ class Replica:
                 + (tokens - decoded) * (tokens + cost.prefill_half_tokens) / cost.prefill_fraction_max
             ) / (tokens * cost.peak_flops)
             attention = cost.attention_flops_per_pair * pairs / (cost.compute_fraction_max * cost.peak_flops)
+            if routed:  # MoE: grouped expert GEMMs pad each expert's tokens to whole tiles (cost.py)
+                matmul += cost.expert_padding_s(tokens, decoded)
         memory = (w_mem if w_mem >= matmul else 0.0) + (kv_mem if kv_mem >= attention else 0.0)
         roof = (w_mem if w_mem >= matmul else matmul) + (kv_mem if kv_mem >= attention else attention)
+        if cost.moe_comm_fixed_s:  # EP all-to-all, added or hidden under two-batch overlap (cost.py)
+            roof = cost.with_moe_comm(roof, tokens)
         compute = roof - memory
         emitting = decoded + len(completing)
         fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_s(tokens)
