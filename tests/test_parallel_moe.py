@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 from tests.helpers import cli
-from tokometer.domain.specs import ParamGroups
 
 from tokometer.costmodel.layout import (
     COMBINE_BYTES,
@@ -19,6 +18,7 @@ from tokometer.costmodel.layout import (
 )
 from tokometer.costmodel.links import alltoall_costs, nvlink, parse_interconnect
 from tokometer.costmodel.serving import ServingEfficiency, step_cost
+from tokometer.domain.specs import ParamGroups
 from tokometer.errors import InputError
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.simulate import deploy
