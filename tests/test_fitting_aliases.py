@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tokometer.calibration_data import PUBLISHED_DIR
-from tokometer.fitting import aliases, validation
+from tokometer.fitting import aliases, rows, validation
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_printed_backends_resolve(text: str, expected: str) -> None:
 
 
 def _rows(name: str) -> list[validation.Case]:
-    return validation.read_cases(PUBLISHED_DIR / name)
+    return rows.read_cases(PUBLISHED_DIR / name)
 
 
 @pytest.mark.skipif(not (PUBLISHED_DIR / "MLXCEL-GB10.csv").is_file(), reason="published evidence not shipped")

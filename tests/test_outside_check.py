@@ -28,6 +28,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
 def test_calibrate_reads_the_measurements_and_never_the_outside_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -47,6 +48,7 @@ def test_calibrate_reads_the_measurements_and_never_the_outside_rows(
     assert out.exists()
 
 
+@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
 def test_the_shipped_table_is_not_a_fit_that_saw_the_outside_rows() -> None:
     from tokometer.catalog.efficiency import EFFICIENCY_FILE
 

@@ -214,6 +214,7 @@ def test_aggregates_are_predicted_as_aggregates(tmp_path: Path) -> None:
     assert single.predicted * 4 < aggregate.predicted <= single.predicted * 8
 
 
+@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
 def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> None:
     import tomllib
 
@@ -231,6 +232,7 @@ def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> 
                 assert fresh[key][name] == pytest.approx(value, rel=1e-4), (key, name)
 
 
+@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
 def test_validate_cli_holds_out_a_source_and_says_so() -> None:
     r = run_cli("validate", "--lso", "--json")
     assert r.code == 0, r.err

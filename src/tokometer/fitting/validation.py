@@ -412,11 +412,18 @@ def predict_case(
 def _predict_static(case: Case, hardware: HardwareSpec, result: CaseResult, time_limit_s: float | None) -> CaseResult:
     """A batch > 1 aggregate through the serving simulator (`static_batch`), not one decode step."""
     from tokometer.fitting.static_batch import simulate_static
+    from tokometer.usecases.estimate import estimate
 
     value = simulate_static(
         case.metric, None if case.batch_max else case.batch, max(1, case.prompt_tokens), max(1, generated_tokens(case)),
         estimate_kwargs(case), hardware, time_limit_s=time_limit_s,
     )
+    if case.metric == "tg_agg" and not case.batch_max:
+        # B streams share one read of the weights, so they never out-run B single streams: where the
+        # serving fit (the simulator) and the single-stream fit disagree, the physical bound decides
+        one = replace(case, metric="tg", batch=1)
+        single = estimate(case_request(one, hardware, efficiency=case_efficiency(one, hardware))).estimate_tok_s
+        value = min(value, case.batch * single)
     result.predicted, result.low, result.high = value, value * 0.75, value * 1.3
     result.details = {"simulated": "static batch"}
     if case.flag:
