@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from tokometer.cli import main
-from tokometer.costmodel.layout import expert_layer_count
 from tokometer.domain.jsontext import to_json
 from tokometer.domain.units import GB
 from tokometer.errors import InputError
 from tokometer.report.json import estimate_json, estimate_warnings
 from tokometer.usecases.curves import estimate_curves
 from tokometer.usecases.estimate import estimate
+from tokometer.usecases.placement import expert_layer_count
 
 BASE = dict(model="gpt-oss-120b", hw="rtx-4090", context_tokens=8192)
 MOE = dict(BASE, cpu_hw="ddr5-6000-dual-channel")  # 64 GB of DDR5-6000: room for the experts

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.layout import layer_split_counts, pipeline_prefill_factor
+from tokometer.costmodel.pipeline import layer_split_counts, pipeline_prefill_factor
 from tokometer.costmodel.roofline import (
     DERIVED_PEAK_LOG_SD,
     Peak,

@@ -18,12 +18,12 @@ from tokometer.fitting.serving_fit import (
     fit,
     record_run,
 )
+from tokometer.fitting.serving_report import report
 from tokometer.fitting.serving_validate import (
     default_data_path,
     group_runs,
     predict,
     read_rows,
-    report,
     simulate_run,
 )
 

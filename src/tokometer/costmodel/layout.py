@@ -21,7 +21,6 @@ Links and collective costs (`Link`, `parse_link`, the all-reduce protocols) are 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -35,6 +34,7 @@ from tokometer.costmodel.links import (
     hop_time_s,
 )
 from tokometer.costmodel.memory import embedding_row_bytes, head_bytes, head_params
+from tokometer.costmodel.pipeline import pipeline_prefill_factor
 from tokometer.costmodel.roofline import (
     Peak,
     Prefill,
@@ -47,7 +47,6 @@ from tokometer.costmodel.roofline import (
 )
 from tokometer.domain.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
 from tokometer.domain.units import GB, TFLOP, US
-from tokometer.errors import InputError
 
 OffloadMode = Literal["cpu", "stream"]  # offloaded layers computed on the CPU, or their weights streamed
 OFFLOAD_MODES: tuple[OffloadMode, ...] = ("cpu", "stream")
@@ -187,54 +186,6 @@ def held_weight_bytes(weights: ParamGroups, layout: Layout) -> float:
     if layout.dp == 1:
         return weights.total  # exactly, as before DP existed
     return gpu_weight_bytes(weights, layout) * layout.devices
-
-
-def expert_layer_count(value: int | str | None, n_layers: int) -> int | None:
-    """`--offload-experts`: a layer count (`30`) or `all`; None means none offloaded.
-
-    llama.cpp's `--n-cpu-moe N` keeps the experts of the first N layers in RAM. A model whose first
-    layers are dense (DeepSeek's 3) has fewer expert layers than layers; N counts layers, and the
-    share of expert weights moved is taken as `N / n_layers` (exact when every layer, or every k-th
-    layer, is MoE).
-    """
-    if value is None:
-        return None
-    text = str(value).strip().lower()
-    if text == "all":
-        return n_layers
-    if isinstance(value, bool) or not text.isdigit():
-        raise InputError(f"{{offload_experts}} must be a layer count or 'all', got {text!r}", field="offload_experts")
-    number = int(text)
-    if number > n_layers:
-        raise InputError(
-            f"{{offload_experts}} {number} is more than the model's {n_layers} layers", field="offload_experts"
-        )
-    return number
-
-
-def gpu_layer_count(value: int | float | str | None, n_layers: int) -> int | None:
-    """`--gpu-layers`: a layer count (`26`) or a share of the layers (`0.8`); None means all."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        raise InputError(
-            f"{{gpu_layers}} must be a layer count or a fraction like 0.8, got {text!r}", field="gpu_layers"
-        ) from None
-    if not math.isfinite(number) or number < 0:
-        raise InputError(f"{{gpu_layers}} must be zero or more, got {text!r}", field="gpu_layers")
-    is_fraction = "." in text or "e" in text.lower() or isinstance(value, float)
-    if is_fraction:
-        if number > 1:
-            raise InputError(f"{{gpu_layers}} as a fraction must be between 0 and 1, got {text}", field="gpu_layers")
-        return int(round(number * n_layers))
-    if number > n_layers:
-        raise InputError(
-            f"{{gpu_layers}} {int(number)} is more than the model's {n_layers} layers", field="gpu_layers"
-        )
-    return int(number)
 
 
 # --- the step with a layout --------------------------------------------------------------------
@@ -537,49 +488,6 @@ def _split_step(
         step=step, single=single, transfer_time_s=transfer_s, gpu_bytes=gpu_bytes, cpu_bytes=cpu_bytes,
         gpu_time_s=gpu_time, cpu_time_s=cpu_time,
     )
-
-
-def layer_split_counts(n_layers: int, stages: int) -> tuple[int, ...]:
-    """Layers per pipeline stage under llama.cpp's layer split (`-sm layer`, its multi-GPU default).
-
-    Equal shares, with the output layer counted as one more layer (`n_layers + 1` slots): layer `i` goes
-    to stage `s` whose cumulative share first exceeds `i / (n_layers + 1)` (llama.cpp `llm_load_tensors`,
-    `std::upper_bound` over the split fractions). The first stage ends up with a layer or two more
-    than the last, which also holds the output: 4 stages of 32 layers are 9, 8, 8, 7.
-    """
-    stages = max(1, stages)
-    slots = n_layers + 1
-    # layer i lands on stage floor(i * stages / slots), so stage s holds the layers from
-    # ceil(s * slots / stages) up to ceil((s + 1) * slots / stages): closed form, whatever n_layers is
-    starts = [min(n_layers, -(-s * slots // stages)) for s in range(stages + 1)]
-    return tuple(starts[s + 1] - starts[s] for s in range(stages))
-
-
-def pipeline_prefill_factor(n_chunks: int, chunk_tokens: int, batch_tokens: int | None, stages: int, n_layers: int = 0) -> float:
-    """Prefill time over `stages` pipeline stages, as a share of the same work on one device.
-
-    A prompt split into m chunks (micro-batches) flows through the stages: the first chunk crosses
-    every stage, each later one leaves the pipeline one bottleneck interval after the previous, the
-    bottleneck being the slowest stage, or, when fewer chunks may be in flight than there are stages,
-    the whole pass divided by that window w:
-
-        factor = (1 + (m - 1) * max(s_max, 1 / w)) / m
-
-    s_max is the largest stage's share of the layers (`layer_split_counts`; 1 / p for an even split,
-    which gives the GPipe figure (m + p - 1) / (m p)); m counts every chunk of the prompt, since
-    llama.cpp's scheduler does not drain the pipeline between its n_batch calls. w = batch_tokens /
-    chunk_tokens: llama.cpp keeps 4 ubatches in flight (its scheduler's copies, GGML_SCHED_MAX_COPIES,
-    equal to n_batch / n_ubatch = 2048 / 512 by default), so 6 or 8 GPUs speed a long prompt up by 4x
-    at most. One chunk (m = 1) gains nothing. Sources: the GPipe schedule (Huang et al. 2019,
-    arXiv:1811.06965); llama.cpp pipeline parallelism (ggml-org/llama.cpp#6017).
-    """
-    if stages <= 1:
-        return 1.0
-    window = max(1, (batch_tokens or chunk_tokens) // max(1, chunk_tokens))
-    m = max(1, n_chunks)
-    counts = layer_split_counts(n_layers, stages) if n_layers >= stages else ()
-    largest = max(counts) / n_layers if counts else 1.0 / stages
-    return (1.0 + (m - 1) * max(largest, 1.0 / window)) / m
 
 
 def _experts_offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverStep:

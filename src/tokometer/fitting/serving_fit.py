@@ -50,6 +50,7 @@ import numpy as np
 
 from tokometer.costmodel.serving import ServingEfficiency
 from tokometer.costmodel.serving.engine import StepRecord
+from tokometer.fitting.serving_report import report
 from tokometer.fitting.serving_validate import (
     DEFAULT_TIME_LIMIT_S,
     METRIC,
@@ -60,7 +61,6 @@ from tokometer.fitting.serving_validate import (
     group_runs,
     predict,
     read_rows,
-    report,
     sized_workload,
 )
 from tokometer.fitting.time_limit import TimeLimitError, time_limit

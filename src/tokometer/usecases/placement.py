@@ -18,8 +18,6 @@ from tokometer.costmodel.layout import (
     Layout,
     Offload,
     OffloadMode,
-    expert_layer_count,
-    gpu_layer_count,
 )
 from tokometer.costmodel.links import Link, host_link, parse_interconnect, parse_link
 from tokometer.costmodel.roofline import compute_peak
@@ -34,6 +32,53 @@ from tokometer.usecases.notices import (
 )
 from tokometer.usecases.policy import DEFAULT_CPU_HARDWARE
 
+
+def expert_layer_count(value: int | str | None, n_layers: int) -> int | None:
+    """`--offload-experts`: a layer count (`30`) or `all`; None means none offloaded.
+
+    llama.cpp's `--n-cpu-moe N` keeps the experts of the first N layers in RAM. A model whose first
+    layers are dense (DeepSeek's 3) has fewer expert layers than layers; N counts layers, and the
+    share of expert weights moved is taken as `N / n_layers` (exact when every layer, or every k-th
+    layer, is MoE).
+    """
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text == "all":
+        return n_layers
+    if isinstance(value, bool) or not text.isdigit():
+        raise InputError(f"{{offload_experts}} must be a layer count or 'all', got {text!r}", field="offload_experts")
+    number = int(text)
+    if number > n_layers:
+        raise InputError(
+            f"{{offload_experts}} {number} is more than the model's {n_layers} layers", field="offload_experts"
+        )
+    return number
+
+
+def gpu_layer_count(value: int | float | str | None, n_layers: int) -> int | None:
+    """`--gpu-layers`: a layer count (`26`) or a share of the layers (`0.8`); None means all."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        raise InputError(
+            f"{{gpu_layers}} must be a layer count or a fraction like 0.8, got {text!r}", field="gpu_layers"
+        ) from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{{gpu_layers}} must be zero or more, got {text!r}", field="gpu_layers")
+    is_fraction = "." in text or "e" in text.lower() or isinstance(value, float)
+    if is_fraction:
+        if number > 1:
+            raise InputError(f"{{gpu_layers}} as a fraction must be between 0 and 1, got {text}", field="gpu_layers")
+        return int(round(number * n_layers))
+    if number > n_layers:
+        raise InputError(
+            f"{{gpu_layers}} {int(number)} is more than the model's {n_layers} layers", field="gpu_layers"
+        )
+    return int(number)
 
 def build_layout(
     spec: ModelSpec,
