@@ -284,3 +284,21 @@ def test_a_static_batch_past_the_time_limit_is_unscored(tmp_path: Path) -> None:
     )
     (result,) = validate(read_cases(path), time_limit_s=1e-9)
     assert not result.scored and "time limit" in (result.reason or "")
+
+
+def test_model_size_is_read_in_the_unit_the_source_printed(tmp_path: Path) -> None:
+    """llama-bench's JSON prints bytes and its table GiB; MLX tools print MB or MiB. The same file in
+    four units predicts the same speed (a byte count once read as GB made a 3.8 GB model 3.8 EB)."""
+    path = tmp_path / "cases.csv"
+    gib = 3.56
+    rows = [(gib, "GiB"), (gib * 2**30, "bytes"), (gib * 1024, "MiB"), (gib * 2**30 / 1e6, "MB")]
+    path.write_text(
+        "row_id,metric,value,model,hardware_id,quant,model_size,model_size_unit,prompt_tokens,gen_tokens,batch_size,engine\n"
+        + "".join(f"r{i},tg,100,Llama 2 7B,rtx-4090,Q4_0,{size},{unit},0,128,1,llama.cpp\n" for i, (size, unit) in enumerate(rows)),
+        encoding="utf-8",
+    )
+    results = validate(read_cases(path))
+    speeds = [r.predicted for r in results]
+    assert all(s is not None for s in speeds), [r.reason for r in results]
+    assert max(speeds) == pytest.approx(min(speeds), rel=1e-9)  # type: ignore[type-var]
+    assert 60 < speeds[0] < 300  # type: ignore[operator]

@@ -168,6 +168,20 @@ def _active_from_name(name: str) -> float | None:
     return float(found.group(1)) if found else None
 
 
+# decimal GB per unit of a row's model_size, by the unit's first word as sources print it: llama-bench's
+# table prints GiB (the default when the cell is blank), its JSON bytes; MLX and Ollama tools print MB or MiB
+MODEL_SIZE_UNITS_GB = {"": GIB / GB, "gib": GIB / GB, "gb": 1.0, "mib": 2**20 / GB, "mb": 1e6 / GB, "bytes": 1.0 / GB, "b": 1.0 / GB}
+
+
+def model_size_unit_gb(unit: str) -> float:
+    """Decimal GB in one `unit` of a row's model_size; a unit not in `MODEL_SIZE_UNITS_GB` is an error
+    naming it (read as GB, a byte count would have been taken for 10^9 times the model)."""
+    word = unit.strip().split(" ")[0].strip(",;()").lower()
+    if word not in MODEL_SIZE_UNITS_GB:
+        raise InputError(f"model_size_unit {unit!r} is not one of {', '.join(k for k in MODEL_SIZE_UNITS_GB if k)}")
+    return MODEL_SIZE_UNITS_GB[word]
+
+
 def estimate_kwargs(case: Case) -> dict[str, Any]:
     """A row's setup as `EstimateRequest` fields (model, weights, engine, backend, parallelism)."""
     from tokometer.catalog import model_catalog, quant_catalog
@@ -186,7 +200,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     else:
         raise InputError(f"model {name!r} is not in the catalog and the row has no total_params_b")
     size = case.number("model_size")
-    unit = case.text("model_size_unit").lower()
+    size_gb_per_unit = model_size_unit_gb(case.text("model_size_unit"))
     bpw = case.number("bits_per_weight")
     quant = case.text("quant")
     fmt = quant_catalog().find(quant) if quant else None
@@ -195,7 +209,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     if fmt is None and quant and not bpw:
         fmt, bpw = aliases.quant_for(case)
     if size:
-        kwargs["weights_gb"] = size * (GIB / GB if unit in ("gib", "") else 1.0)
+        kwargs["weights_gb"] = size * size_gb_per_unit
         if fmt is not None:
             kwargs["quant"] = fmt.id
     elif bpw:
