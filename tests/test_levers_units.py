@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokometer.catalog import hardware_catalog, model_catalog
-from tokometer.costmodel.layout import Layout, Setup, gpu_layer_count, kv_shards
+from tokometer.costmodel.layout import Layout, Setup, kv_shards
 from tokometer.costmodel.links import (
     ALLREDUCE_LAUNCH_US,
     LL_BANDWIDTH_SHARE,
@@ -32,6 +32,7 @@ from tokometer.domain.units import GB, US
 from tokometer.errors import InputError
 from tokometer.report.json import estimate_json
 from tokometer.usecases.estimate import estimate
+from tokometer.usecases.placement import gpu_layer_count
 
 
 def test_links_parse_to_per_direction_bandwidths() -> None:
