@@ -57,6 +57,7 @@ def test_docstrings_cite_sections_of_our_own_physics_page() -> None:
     assert cited >= 20
 
 
+@pytest.mark.timeout(1500)  # every hold-out of the whole evidence (minutes on 2 cores), as scripts/accuracy_tables.py runs it
 def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
     """The README's accuracy tables and outside check are `scripts/accuracy_tables.py`'s output from the validate runs."""
     spec = importlib.util.spec_from_file_location("accuracy_tables", ROOT / "scripts" / "accuracy_tables.py")
@@ -80,6 +81,7 @@ def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
 
 
 @pytest.mark.slow  # leave-one-source-out refits the serving efficiency three times: about 40 s here
+@pytest.mark.timeout(900)  # validate --serving --lso on the shipped serving rows
 def test_readme_serving_accuracy_table_is_what_the_script_writes() -> None:
     """The README's serving table is `scripts/serving_accuracy.py`'s output from `validate --serving --lso`."""
     spec = importlib.util.spec_from_file_location("serving_accuracy", ROOT / "scripts" / "serving_accuracy.py")
