@@ -100,11 +100,6 @@ def test_streaming_weights_over_pcie_is_slower_still() -> None:
 # --- MoE: a 30B-A3B decodes like a ~3B dense model, needs memory for 30B ----------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #25: fitted on the 2025-26 evidence, llama.cpp's per-layer overhead (57 us on GDDR GPUs) "
-    "weighs on 48 MoE layers, so 30B-A3B reads 1.43x Qwen3 8B, not the 1.5x asserted; the 3B-dense ratio holds",
-)
 @pytest.mark.parametrize("dense", ["llama-3.2-3b", "qwen3-4b"])
 def test_30b_a3b_moe_decodes_like_a_3b_dense_model(dense: str) -> None:
     moe = estimate("qwen3-30b-a3b", "rtx-4090", quant="q4_k_m")
@@ -113,8 +108,12 @@ def test_30b_a3b_moe_decodes_like_a_3b_dense_model(dense: str) -> None:
     assert 0.7 <= moe.step.weight_bytes / small.step.weight_bytes <= 1.4
     assert moe.memory.weights_gb > 5 * small.memory.weights_gb
     assert moe.memory.weights_gb == pytest.approx(30.5 * 4.89 / 8, rel=0.03)  # ~18 GB in Q4 (seed 002)
+    # Faster than the 8B dense, by what the published same-source pairs show: 30B-A3B / Qwen3 8B at 4 bits
+    # is 1.30 (mlx-lm, M4 Max), 1.39 (mlxcel, M5 Max), 1.70 (TensorRT Edge-LLM int4, Thor), 1.91 (mlxcel,
+    # GB10), 1.04 (mlxcel, M1 Ultra): not 3x, because the 48 MoE layers pay their launches and routing
+    # whatever bytes they read (calibration_data/published/, MLXLM-BENCH, MLXCEL-*, TRTEDGE-THOR).
     eight = estimate("qwen3-8b", "rtx-4090", quant="q4_k_m")
-    assert moe.estimate_tok_s > 1.5 * eight.estimate_tok_s
+    assert 1.2 * eight.estimate_tok_s < moe.estimate_tok_s < 2.0 * eight.estimate_tok_s
 
 
 def test_batching_a_moe_touches_more_experts() -> None:

@@ -191,8 +191,7 @@ def record_run(run: Run) -> Recording | None:
     prompt = tokens - a[:, 3]
     c = dep.cost
     routed = c.routed_bytes * (1.0 - (1.0 - c.experts_k_over_e) ** tokens) if c.routed_bytes else 0.0
-    weights_s = (c.weight_fixed_bytes + c.embedding_row_bytes * tokens + routed) / c.bandwidth_bytes_per_s
-    kv_s = c.kv_token_bytes * (a[:, 1] + tokens) / c.bandwidth_bytes_per_s
+    weights_s, kv_s = c.memory_s(c.weight_fixed_bytes + c.embedding_row_bytes * tokens + routed, a[:, 1], tokens)
     peak = c.peak_flops or math.inf
     decode_gemm_s = c.matmul_flops_per_token * a[:, 3] / peak
     prefill_gemm_s = c.matmul_flops_per_token * prompt / peak

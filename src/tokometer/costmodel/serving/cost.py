@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_comm_costs
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
+from tokometer.costmodel.roofline import unhidden_alu_time_s
 from tokometer.domain.serving_specs import ServingEfficiency
 from tokometer.domain.specs import _Plain
 from tokometer.domain.units import GB, TFLOP, US
@@ -77,7 +78,7 @@ class StepCost(_Plain):
     kv_token_bytes: float  # K+V of one token of context, this device's share
     matmul_flops_per_token: float
     attention_flops_per_pair: float  # 4 * sum(n_layers * n_heads * head_dim), this device's share
-    bandwidth_bytes_per_s: float  # eta_bw * BW
+    bandwidth_bytes_per_s: float  # the weights' stream: 1 / (1 / (eta_bw * BW) + e_ecc / BW)
     peak_flops: float  # 0: compute time not modelled
     compute_fraction_max: float
     compute_half_tokens: float
@@ -95,6 +96,18 @@ class StepCost(_Plain):
     expert_flops_per_token: float = 0.0  # the routed experts' share of matmul_flops_per_token, this device
     expert_tokens_per_token: float = 0.0  # k / E: tokens each expert receives per token of the step (x imbalance)
     gemm_tile_tokens: float = GEMM_TILE_TOKENS
+    kv_bandwidth_bytes_per_s: float = 0.0  # the KV stream: 1 / (1 / (eta_kv * BW) + e_ecc / BW); 0: the weights' rate
+    score_s_per_token_read: float = 0.0  # unfused attention's per-head scores per context token read (decode_score_bytes)
+    alu_s: float = 0.0  # the matvec's unhidden shader work, once per step (roofline.unhidden_alu_time_s)
+
+    def memory_s(self, weight_bytes: Tokens, kv_tokens_read: Tokens, tokens: Tokens) -> tuple[Tokens, Tokens]:
+        """(weights, KV) memory seconds of a step, each term as `roofline.decode_step` charges it, so that a
+        decode-only step of B sequences reads what the single-stream decode of batch B reads (one formula).
+        Works on numpy arrays of steps too (serving_fit)."""
+        kv_rate = self.kv_bandwidth_bytes_per_s or self.bandwidth_bytes_per_s
+        weights = weight_bytes / self.bandwidth_bytes_per_s + self.alu_s
+        kv = self.kv_token_bytes * (kv_tokens_read + tokens) / kv_rate + self.score_s_per_token_read * kv_tokens_read
+        return weights, kv
 
     def expert_padding_s(self, tokens: float, decode_tokens: float) -> float:
         """Extra GEMM seconds of the grouped expert GEMMs: each touched expert's `m` tokens fill whole
@@ -140,8 +153,7 @@ class StepCost(_Plain):
         prefill_tokens: float = 0.0,
     ) -> tuple[float, float, float, float, float]:
         """(weights memory, GEMM compute, KV memory, attention compute, fixed) time of a step, seconds."""
-        weights = self.weight_bytes(tokens) / self.bandwidth_bytes_per_s
-        kv = self.kv_token_bytes * (kv_tokens_read + tokens) / self.bandwidth_bytes_per_s
+        weights, kv = self.memory_s(self.weight_bytes(tokens), kv_tokens_read, tokens)
         matmul = attention = 0.0
         if self.peak_flops and tokens > 0:
             matmul = self.gemm_s(tokens, prefill_tokens) + self.expert_padding_s(tokens, tokens - prefill_tokens)
@@ -212,6 +224,11 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
             for fixed_s, per_byte_s in allreduce_costs(tp, lay.group_link(tp) or link)
         )
     moe_fixed, moe_per_token = moe_comm_costs(model, lay)
+    bw = setup.hardware.memory_bandwidth_gb_per_s * GB
+    ecc = eff.ecc_overhead_for(setup.hardware)
+    # the per-head score traffic of an unfused decode attention, per context token a sequence reads
+    # (roofline.decode_score_elements at depth 1; window caps are not applied here, as for the KV read)
+    heads_layers = sum(g.n_layers * g.attention_dim / max(1, model.head_dim) for g in model.attention) / (tp * pp)
     return StepCost(
         weight_fixed_bytes=(head + weights.dense) / split,
         embedding_row_bytes=rows / moe,
@@ -220,7 +237,10 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         kv_token_bytes=kv_token,
         matmul_flops_per_token=matmul_flops,
         attention_flops_per_pair=attention / moe,
-        bandwidth_bytes_per_s=eff.bandwidth_fraction_for(setup.quantized) * setup.hardware.memory_bandwidth_gb_per_s * GB,
+        bandwidth_bytes_per_s=bw / (1.0 / eff.bandwidth_fraction_for(setup.quantized) + ecc),
+        kv_bandwidth_bytes_per_s=bw / (1.0 / eff.kv_fraction_for(setup.quantized) + ecc),
+        score_s_per_token_read=eff.decode_score_bytes * heads_layers / (dp * bw),
+        alu_s=unhidden_alu_time_s(model, setup.hardware, eff) / tp,
         peak_flops=(setup.peak.tflops or 0.0) * TFLOP,
         compute_fraction_max=serving.compute_fraction_max,
         compute_half_tokens=serving.compute_half_tokens,

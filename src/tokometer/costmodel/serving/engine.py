@@ -370,8 +370,7 @@ class Replica:
         if routed:
             weights += routed * (1.0 - (1.0 - cost.experts_k_over_e) ** tokens)
         # two rooflines, summed: the linear layers' GEMMs, then attention over the KV (cost.py)
-        w_mem = weights / cost.bandwidth_bytes_per_s
-        kv_mem = cost.kv_token_bytes * (kv_read + tokens) / cost.bandwidth_bytes_per_s
+        w_mem, kv_mem = cost.memory_s(weights, kv_read, tokens)
         matmul = attention = 0.0
         decoded = n_dec if decode_now else 0
         if cost.peak_flops:
