@@ -118,6 +118,13 @@ def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: s
         simulate_levels(run, model, predictor.options, notes)
 
 
+def _frontier_model(run: dict[str, Any], predictor: Predictor, served_model: str | None) -> str | None:
+    """The model the predicted frontier simulates: the one the run was predicted for (a named model only)."""
+    if run.get("prediction") is None:
+        return None
+    return predictor.model or (None if predictor.options.get("params_b") else served_model)
+
+
 @dataclass
 class BenchOutcome:
     """A finished (or interrupted) benchmark: the runner's result, the stored run dict and its id."""
@@ -152,9 +159,15 @@ def benchmark(
     save: bool = True,
     progress: Progress | None = None,
     runner: Callable[..., Any] = Runner,
+    gpus: int = 1,
     **runner_options: Any,
 ) -> BenchOutcome:
-    """Run the benchmark, writing each request as it completes; then predict, grade and finish the run."""
+    """Run the benchmark, writing each request as it completes; then predict, grade and finish the run.
+
+    `gpus`: the server's GPUs, which a concurrency run's throughput per GPU divides by (`bench_frontier`)."""
+    from tokometer.usecases.bench_frontier import attach_frontier, check_gpus
+
+    check_gpus(gpus)
     if predictor.wanted:
         predictor.check_hardware()
     elif predictor.model:
@@ -208,6 +221,8 @@ def benchmark(
     shape = result.to_dict()
     if result.endpoint is not None:
         predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"])
+        if shape.get("mode") == "concurrency":
+            attach_frontier(shape, gpus, _frontier_model(shape, predictor, result.endpoint.model), predictor.options, shape["notes"])
     run = RunRecord.from_dict({**shape, "source": "tokometer"})
     run_id = writer.run_id if writer is not None else None
     store_error = writer.error if writer is not None else None
