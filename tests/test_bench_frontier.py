@@ -7,24 +7,20 @@ import functools
 import json
 import random
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import golden  # noqa: E402
-from bench_fixtures import bench_home, run_cli  # noqa: E402, F401
-
-from tokometer.bench.client import RequestRecord  # noqa: E402
-from tokometer.bench.lengths import length_range  # noqa: E402
-from tokometer.bench.plan import BenchConfig  # noqa: E402
-from tokometer.bench.summary import summarize_levels  # noqa: E402
-from tokometer.errors import InputError  # noqa: E402
-from tokometer.usecases.bench_frontier import attach_frontier, measured  # noqa: E402
+import golden
+from bench_fixtures import bench_home, run_cli  # noqa: F401  (bench_home: autouse)
+from tokometer.bench.client import RequestRecord
+from tokometer.bench.lengths import length_range
+from tokometer.bench.plan import BenchConfig
+from tokometer.bench.summary import summarize_levels
+from tokometer.errors import InputError
+from tokometer.usecases.bench_frontier import attach_frontier, measured
 
 URL = golden.FAKE_URL
 

@@ -114,8 +114,8 @@ def bench(
     \b
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
-        tokometer bench http://localhost:8000 --concurrency 4,8,16,32 --input-len 1024 --output-len 1024 \
-            --range-ratio 0.2 --gpus 8 --predict-model llama-3.1-70b --hw h100-sxm -q fp8 --plot frontier.png
+        tokometer bench http://localhost:8000 --concurrency 4,16,64 --input-len 1024 --output-len 1024 --gpus 8
+        tokometer bench http://localhost:8000 --concurrency 8,32 --predict-model llama-3.1-70b --hw h100-sxm -q fp8 --plot f.png
 
     With --concurrency each level is also a point of the serving frontier: output tokens/s per GPU
     (over --gpus) and tokens/s per user (the median request's 1 / TPOT), with TTFT; with a model and

@@ -58,11 +58,11 @@ def measured(level: Mapping[str, Any], requests: Sequence[Mapping[str, Any]], gp
 def _workload(levels: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> tuple[int, int]:
     """(prompt, output) tokens for the simulator: the random workload's targets, else the levels' medians and means."""
     random = config.get("random_workload") or {}
-    prompts = [s.get("prompt_tokens") for lv in levels if (s := lv.get("summary") or {}).get("prompt_tokens")]
-    outputs = [s["output_tokens"]["mean"] for lv in levels
-               if isinstance((s := lv.get("summary") or {}).get("output_tokens"), Mapping) and s["output_tokens"].get("mean")]
-    prompt = random.get("input_len") or (sorted(prompts)[len(prompts) // 2] if prompts else 512)
-    output = random.get("output_len") or (sum(outputs) / len(outputs) if outputs else int(config.get("max_tokens") or 200))
+    prompts: list[float] = [float(s["prompt_tokens"]) for lv in levels if (s := lv.get("summary") or {}).get("prompt_tokens")]
+    outputs: list[float] = [float(s["output_tokens"]["mean"]) for lv in levels
+                            if isinstance((s := lv.get("summary") or {}).get("output_tokens"), Mapping) and s["output_tokens"].get("mean")]
+    prompt = float(random.get("input_len") or (sorted(prompts)[len(prompts) // 2] if prompts else 512))
+    output = float(random.get("output_len") or (sum(outputs) / len(outputs) if outputs else int(config.get("max_tokens") or 200)))
     return max(1, round(prompt)), max(1, round(output))
 
 
