@@ -210,3 +210,16 @@ def test_a_database_from_before_the_frontier_opens(tmp_path: Path) -> None:
         newer = old.with_(id=None, frontier={"gpus": 8, "predicted": None})
         new_id = store.save_run(newer)
         assert store.get_run(new_id).frontier == {"gpus": 8, "predicted": None}
+
+
+def test_rate_runs_take_the_random_workload_too() -> None:
+    bodies: list[dict[str, Any]] = []
+    with _recording_home(bodies):
+        out = golden.cli_output(["bench", URL, "--rate", "200", "--requests", "6", "--output-len", "8", "--range-ratio", "0.5",
+                                 "--seed", "3", "--json", "--no-save"])
+    outs = [b["max_tokens"] for b in bodies[1:]]
+    assert len(outs) == 6 and all(4 <= n <= 12 for n in outs) and len(set(outs)) > 1
+    # without --input-len the short fixed prompt stays
+    assert len({len(b["prompt"].split()) for b in bodies[1:]}) == 1
+    run = json.loads(out)
+    assert run["config"]["random_workload"]["output_len"] == 8 and "frontier" not in run
