@@ -223,3 +223,20 @@ def test_rate_runs_take_the_random_workload_too() -> None:
     assert len({len(b["prompt"].split()) for b in bodies[1:]}) == 1
     run = json.loads(out)
     assert run["config"]["random_workload"]["output_len"] == 8 and "frontier" not in run
+
+
+def test_a_real_server_at_known_speeds_gives_the_axes() -> None:
+    """A synthetic server on a socket: every stream at 100 tok/s after 100 ms, whatever the concurrency."""
+    from bench_fixtures import synthetic
+
+    with synthetic(tok_s=100.0, ttft_s=0.1, flavor="vllm") as server:
+        code, out, err = run_cli(["bench", server.url, "--concurrency", "1,4", "--runs", "2", "--warmup", "0", "--max-tokens", "21",
+                                  "--ignore-eos", "--gpus", "2", "--json", "--no-save"])
+    assert code == 0, err
+    levels = {lv["concurrency"]: lv["frontier"] for lv in json.loads(out)["levels"]}
+    for c, f in levels.items():
+        assert f["tok_s_per_user"] == pytest.approx(100.0, rel=0.15)  # 20 gaps of 10 ms
+        assert f["ttft_ms"] == pytest.approx(100.0, rel=0.3)
+        # c streams of 21 tokens each 0.1 + 0.2 s, two rounds back to back, over 2 GPUs
+        assert f["tok_s_per_gpu"] == pytest.approx(c * 21 / 0.3 / 2, rel=0.3)
+    assert levels[4]["tok_s_per_gpu"] > 3 * levels[1]["tok_s_per_gpu"]
