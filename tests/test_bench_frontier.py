@@ -240,3 +240,15 @@ def test_a_real_server_at_known_speeds_gives_the_axes() -> None:
         # c streams of 21 tokens each 0.1 + 0.2 s, two rounds back to back, over 2 GPUs
         assert f["tok_s_per_gpu"] == pytest.approx(c * 21 / 0.3 / 2, rel=0.3)
     assert levels[4]["tok_s_per_gpu"] > 3 * levels[1]["tok_s_per_gpu"]
+
+
+def test_the_prediction_runs_tp_over_the_servers_gpus() -> None:
+    args = ["bench", URL, "--concurrency", "2", "--runs", "1", "--max-tokens", "5", "--predict-model", "llama-3.1-8b",
+            "--hw", "h100-sxm", "--gpus", "2", "--json", "--no-save"]
+    with golden.fake_bench_home():
+        run = json.loads(golden.cli_output(args))
+    guide = run["frontier"]["predicted"]
+    assert guide["layout"] == "tp2" and guide["gpus"] == 2
+    assert "tp=2" in run["levels"][0]["simulation"]["deployment"]
+    point = next(p for p in guide["points"] if p["concurrency"] == 2)
+    assert run["levels"][0]["frontier"]["predicted_tok_s_per_gpu"] == pytest.approx(point["tok_s_per_gpu"])

@@ -62,8 +62,9 @@ class Predictor:
         return self.to_json(estimate(name, **self.options, **workload))
 
 
-def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: str | None, notes: list[str]) -> None:
-    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one)."""
+def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: str | None, notes: list[str], gpus: int = 1) -> None:
+    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one); the serving
+    simulation of rate and concurrency levels runs TP over the server's `gpus` (`bench --gpus`)."""
     from tokometer.bench.grading import grade, prediction_headline
     from tokometer.errors import TokometerError
 
@@ -115,7 +116,7 @@ def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: s
     if mode in ("concurrency", "rate") and model:
         from tokometer.usecases.bench_bridge import simulate_levels
 
-        simulate_levels(run, model, predictor.options, notes)
+        simulate_levels(run, model, {"tp": gpus, **predictor.options}, notes)
 
 
 def _frontier_model(run: dict[str, Any], predictor: Predictor, served_model: str | None) -> str | None:
@@ -220,7 +221,7 @@ def benchmark(
             writer.close()
     shape = result.to_dict()
     if result.endpoint is not None:
-        predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"])
+        predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"], gpus)
         if shape.get("mode") == "concurrency":
             attach_frontier(shape, gpus, _frontier_model(shape, predictor, result.endpoint.model), predictor.options, shape["notes"])
     run = RunRecord.from_dict({**shape, "source": "tokometer"})
