@@ -252,3 +252,13 @@ def test_the_prediction_runs_tp_over_the_servers_gpus() -> None:
     assert "tp=2" in run["levels"][0]["simulation"]["deployment"]
     point = next(p for p in guide["points"] if p["concurrency"] == 2)
     assert run["levels"][0]["frontier"]["predicted_tok_s_per_gpu"] == pytest.approx(point["tok_s_per_gpu"])
+
+
+def test_a_model_that_does_not_fit_leaves_a_note_not_a_crash() -> None:
+    args = ["bench", URL, "--concurrency", "2", "--runs", "1", "--max-tokens", "5", "--predict-model", "llama-3.1-70b",
+            "--hw", "rtx-4090", "-q", "fp16", "--json", "--no-save"]
+    with golden.fake_bench_home():
+        run = json.loads(golden.cli_output(args))
+    assert run["frontier"]["predicted"] is None
+    assert any(note.startswith("no predicted frontier:") for note in run["notes"])
+    assert run["levels"][0]["frontier"]["tok_s_per_user"] is not None  # the measured side stays
