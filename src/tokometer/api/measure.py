@@ -28,6 +28,7 @@ class BenchRun(JsonResult):
     deadline_s: float | None = None
     store_reason: str | None = None  # why the run is not (fully) in the database, in words ("the disk is full")
     saved_to: Path | None = None  # where the whole run was written instead (`tokometer runs import` stores it)
+    plot_saved_to: Path | None = None  # `plot_path`: the frontier figure of a concurrency run
 
     @property
     def status(self) -> str:
@@ -51,14 +52,20 @@ def benchmark(url: str, **options: Any) -> BenchRun:
     `slo_ttft_ms`, `slo_tpot_ms`, `stall_timeout_s`, `request_timeout_s`, `deadline_s`, `ignore_eos`,
     `seed`, `trace`/`trace_name`, `workers`, `ray_address`, `save` (True) and `progress`; with
     `predict_model` and `hw` (or `bandwidth_gb_per_s`) the run is graded against the prediction.
+    The random workload (`--concurrency`, `--rate`): `input_len`, `output_len`, `range_ratio`. The frontier
+    (`--concurrency`): `gpus` (the server's, default 1) and `plot_path` (a .png/.svg/.pdf of the measured
+    points over the predicted frontier).
     """
     from tokometer.bench.runner import BenchConfig
+    from tokometer.report.bench_frontier import check_plot_path, plot_bench_frontier
     from tokometer.report.json import estimate_json
+    from tokometer.usecases.bench_frontier import check_gpus
     from tokometer.usecases.benchmark import Predictor, benchmark
     from tokometer.usecases.request import mean_decode_depth
 
     bench_keys = {"runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms",
-                  "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed", "trace", "trace_name"}
+                  "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed", "trace", "trace_name",
+                  "input_len", "output_len", "range_ratio"}
     settings = {k: options.pop(k) for k in list(options) if k in bench_keys}
     for key in ("depths", "concurrency"):
         if isinstance(settings.get(key), int):
@@ -68,8 +75,16 @@ def benchmark(url: str, **options: Any) -> BenchRun:
     served_model, protocol, api_key = options.pop("model", None), options.pop("protocol", "auto"), options.pop("api_key", None)
     workers, ray_address = options.pop("workers", 1), options.pop("ray_address", None)
     save, progress, predict_model = options.pop("save", True), options.pop("progress", None), options.pop("predict_model", None)
+    gpus, plot_path = options.pop("gpus", 1), options.pop("plot_path", None)
+    if settings.get("range_ratio") is None:
+        settings.pop("range_ratio", None)
     config = BenchConfig(url=url, model=served_model, protocol=protocol, api_key=api_key, **settings)
     config.validate()
+    check_gpus(gpus)
+    if plot_path is not None:
+        check_plot_path(plot_path)
+        if config.mode != "concurrency":
+            raise InputError("--plot draws the frontier of a --concurrency run")
     runner_factory = None
     if workers > 1 or ray_address is not None:
         from tokometer.bench.distributed import distributed_runner
@@ -88,11 +103,14 @@ def benchmark(url: str, **options: Any) -> BenchRun:
     elif predict_model:
         raise InputError("--predict-model needs --hw (a catalog id, or `local` after `tokometer probe`) or --bandwidth")
     if runner_factory is None:
-        outcome = benchmark(config, predictor, save=save, progress=progress)
+        outcome = benchmark(config, predictor, save=save, progress=progress, gpus=gpus)
     else:
-        outcome = benchmark(config, predictor, save=save, progress=progress, runner=runner_factory)
+        outcome = benchmark(config, predictor, save=save, progress=progress, runner=runner_factory, gpus=gpus)
+    plotted = None
+    if plot_path is not None and any(level.frontier is not None for level in outcome.run.levels):
+        plotted = plot_bench_frontier(plot_path, outcome.run)
     return BenchRun(outcome.run, outcome.result, outcome.run_id, outcome.store_error, config.deadline_bound_s(), outcome.store_reason,
-                    outcome.saved_to)
+                    outcome.saved_to, plotted)
 
 
 async def bench_async(url: str, **options: Any) -> BenchRun:

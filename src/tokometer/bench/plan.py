@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokometer.bench.lengths import LengthRange, length_range
 from tokometer.bench.trace import TraceRequest
 from tokometer.domain.runrecord import RunMode
 from tokometer.errors import InputError
@@ -45,6 +46,26 @@ class BenchConfig:
     trace: tuple[TraceRequest, ...] = field(default=(), repr=False)
     trace_name: str | None = None
     level_names: tuple[str, ...] = ()  # a worker's labels for its levels: the whole run's, not its share
+    input_len: int | None = None  # the random workload (`bench.lengths`): prompt tokens per request, around this
+    output_len: int | None = None  # tokens to generate per request, around this (replaces max_tokens)
+    range_ratio: float = 0.0  # lengths uniform in [L (1 - R), L (1 + R)], as vLLM's random dataset
+
+    @property
+    def random_workload(self) -> bool:
+        """Whether the requests of --concurrency and --rate take drawn lengths (`--input-len`, `--output-len`)."""
+        return self.input_len is not None or self.output_len is not None
+
+    @property
+    def input_range(self) -> LengthRange | None:
+        """The prompt lengths drawn, or None: the short fixed prompt."""
+        return None if self.input_len is None else length_range(self.input_len, self.range_ratio, at_least=1)
+
+    @property
+    def output_range(self) -> LengthRange:
+        """The output lengths drawn (`--max-tokens` for every request without --output-len)."""
+        if self.output_len is None:
+            return LengthRange(self.max_tokens, self.max_tokens)
+        return length_range(self.output_len, self.range_ratio, at_least=1)
 
     @property
     def mode(self) -> RunMode:
@@ -90,6 +111,20 @@ class BenchConfig:
             raise InputError("--duration needs --rate")
         if self.deadline_s is not None and not self.deadline_s > 0:
             raise InputError(f"--deadline must be a positive number, got {self.deadline_s!r}")
+        self._validate_lengths()
+
+    def _validate_lengths(self) -> None:
+        for name, length in (("--input-len", self.input_len), ("--output-len", self.output_len)):
+            if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+                raise InputError(f"{name} must be a whole number of tokens, 1 or more, got {length!r}")
+        ratio = self.range_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0.0 <= ratio < 1.0:
+            raise InputError(f"--range-ratio must be at least 0 and below 1 (as vLLM's --random-range-ratio), got {ratio!r}")
+        if ratio and not self.random_workload:
+            raise InputError("--range-ratio spreads --input-len and --output-len: give one of them")
+        if self.random_workload and self.mode not in ("concurrency", "rate"):
+            raise InputError("--input-len and --output-len shape the requests of --concurrency and --rate; "
+                             "use --prompt-tokens and --max-tokens otherwise")
 
     def request_bound_s(self, prompt_tokens: int = 0, max_tokens: int | None = None) -> float:
         """Seconds one request may take: `--request-timeout`, else a floor on the server's speed.
@@ -99,7 +134,7 @@ class BenchConfig:
         """
         if self.request_timeout_s is not None:
             return self.request_timeout_s
-        out = self.max_tokens if max_tokens is None else max_tokens
+        out = self.output_range.high if max_tokens is None else max_tokens
         return 60.0 + prompt_tokens / 20.0 + out / 2.0
 
     def deadline_bound_s(self) -> float:
@@ -118,18 +153,25 @@ class BenchConfig:
         elif self.mode == "depth":
             slots = sum(self.runs * self.request_bound_s(d) for d in self.depths)
         elif self.mode == "concurrency":
-            slots = sum(len(level_rounds(self, i)) for i in range(len(self.concurrency))) * self.request_bound_s()
+            longest = self.request_bound_s(self.input_range.high if self.input_range else 0)
+            slots = sum(len(level_rounds(self, i)) for i in range(len(self.concurrency))) * longest
         elif self.mode == "trace":
             longest = max(self.request_bound_s(r.prompt_tokens, r.output_tokens) for r in self.trace)
             slots = self.trace[-1].arrival_s + longest
         else:
             duration = self.duration_s or (60.0 if self.requests is None else self.requests / (self.rate_rps or 1.0))
-            slots = duration + self.request_bound_s()
+            slots = duration + self.request_bound_s(self.input_range.high if self.input_range else 0)
         if self.requests is not None and self.mode not in ("rate", "concurrency"):
             slots = min(slots, (self.requests + 1) * self.request_bound_s(max(self.depths, default=self.prompt_tokens)))
         return warm + slots + 30.0  # + detection and the prompt-count pass
 
     def to_dict(self) -> dict[str, Any]:
+        data = self._to_dict()
+        if self.random_workload:  # only then, so runs without it keep their shape
+            data["random_workload"] = {"input_len": self.input_len, "output_len": self.output_len, "range_ratio": self.range_ratio}
+        return data
+
+    def _to_dict(self) -> dict[str, Any]:
         return {
             "url": self.url,
             "model": self.model,

@@ -54,4 +54,11 @@ def long_prompt(target_tokens: int, rng: random.Random, tokens_per_word: float =
     return f"{nonce(rng)} {filler(words, rng)}\n\nContinue the text above for as long as you can."
 
 
+def sized_prompt(target_tokens: int, rng: random.Random, tokens_per_word: float = 1.0) -> str:
+    """About `target_tokens` tokens in all (the random workload's `--input-len`): the nonce and the closing
+    request (about 12 tokens) count toward it, so a short target is mostly filler, never under a few words."""
+    return long_prompt(max(0, target_tokens - PROMPT_FRAME_TOKENS), rng, tokens_per_word)
+
+
+PROMPT_FRAME_TOKENS = 12  # the nonce and "Continue the text above for as long as you can.", in a BPE vocabulary
 CALIBRATION_WORDS = 200

@@ -15,6 +15,8 @@ Open-loop requests share one httpx pool or, with the wire client, take an idle k
 from `LanePool` (opening one when none is idle); the pool tells the caller when no request is in
 flight, so its writer parses finished streams in the gaps rather than beside timed ones. Prompts
 and arrival gaps come from the run's seeded generator in a fixed order, so a seed repeats them.
+With `--input-len`/`--output-len` (`bench.lengths`), each concurrency or rate request draws its prompt
+and output lengths from that generator too, before its prompt.
 """
 
 from __future__ import annotations
@@ -134,9 +136,10 @@ class Schedule:
             label = level_label(cfg, index)
             for round_index, streams in enumerate(level_rounds(cfg, index)):
                 await self.sync(round_key(index, round_index))
+                drawn = [self._request() for _ in range(streams)]
                 batch = [
-                    self.send(clients[i], "concurrency", label, prompts.short_prompt(self.rng), cfg.max_tokens, group=round_index)
-                    for i in range(streams)
+                    self.send(clients[i], "concurrency", label, prompt, out, group=round_index)
+                    for i, (prompt, out) in enumerate(drawn)
                 ]
                 results = await asyncio.gather(*batch, return_exceptions=True)
                 if any(isinstance(r, Stop) for r in results):
@@ -144,6 +147,16 @@ class Schedule:
                 for r in results:
                     if isinstance(r, BaseException):
                         raise r
+
+    def _request(self) -> tuple[str, int]:
+        """One concurrency or rate request's prompt and output tokens: the short prompt and --max-tokens,
+        or lengths drawn from the random workload's ranges (output first, then the prompt)."""
+        cfg = self.config
+        out = cfg.output_range.draw(self.rng)
+        wanted = cfg.input_range
+        if wanted is None:
+            return prompts.short_prompt(self.rng), out
+        return prompts.sized_prompt(wanted.draw(self.rng), self.rng, self.tokens_per_word), out
 
     async def _pooled(self, shared: Sender, label: str, prompt: str, max_tokens: int | None = None, phase: Phase = "rate") -> Exchange:
         """One open-loop request: httpx shares its pool; the wire client takes an idle lane or opens one."""
@@ -176,7 +189,8 @@ class Schedule:
             delay = arrival - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(self._pooled(client, label, prompts.short_prompt(self.rng))))
+            prompt, out = self._request()
+            tasks.append(asyncio.create_task(self._pooled(client, label, prompt, out)))
             sent += 1
             if self.progress is not None and duration:
                 self.progress(int(100 * (loop.time() - start) / duration), 100, "rate")

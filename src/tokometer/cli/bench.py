@@ -73,7 +73,12 @@ def _end_progress(progress: object) -> None:
 @click.option("--timeout", "stall_timeout_s", type=float, default=60.0, show_default=True, help="Seconds without data before a request counts as stalled (prompts over 2048 tokens get prompt/20 tok/s if longer).")
 @click.option("--request-timeout", "request_timeout_s", type=float, help="Seconds a whole request may take (default: 60 + prompt/20 + max-tokens/2).")
 @click.option("--deadline", "deadline_s", type=float, help="Seconds the whole run may take (default: every planned request at its --request-timeout); completed requests are kept.")
-@click.option("--ignore-eos/--no-ignore-eos", default=None, help="Ask the server to ignore end-of-sequence (default: where known to work).")
+@click.option("--ignore-eos/--no-ignore-eos", default=None, help="Ask the server to ignore end-of-sequence: `ignore_eos` for vLLM, SGLang and llama.cpp (with n_predict); Ollama has none, its options.num_predict caps the output (default: where known to work).")
+@click.option("--input-len", type=int, help="Random workload (--concurrency, --rate): prompt tokens per request, as vllm bench serve --random-input-len.")
+@click.option("--output-len", type=int, help="Random workload (--concurrency, --rate): tokens to generate per request (replaces --max-tokens), as --random-output-len.")
+@click.option("--range-ratio", type=float, help="Random workload: lengths drawn uniform in [L(1-R), L(1+R)], R in [0, 1), as vLLM's --random-range-ratio [default: 0].")
+@click.option("--gpus", type=int, default=1, show_default=True, help="GPUs the server runs on: --concurrency reports output tokens/s per GPU (the frontier's axis) over this many.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="--concurrency: write a figure (.png/.svg/.pdf) of the measured levels over the predicted frontier.")
 @click.option("--seed", type=int, help="Seed for prompts and arrivals.")
 @click.option("--trace", "trace_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Replay a trace's arrivals, prompt and output lengths (CSV: Azure TIMESTAMP,ContextTokens,GeneratedTokens or arrival_s,prompt_tokens,output_tokens; or JSON Lines).")
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True, help="Split the streams of --concurrency or --rate across this many local processes (or Ray workers with --ray).")
@@ -109,6 +114,13 @@ def bench(
     \b
         tokometer bench http://localhost:8080 --predict-model llama-3.1-8b -q q4_k_m --hw rtx-4090
         tokometer bench http://localhost:11434 -m llama3.1:8b --concurrency 1,2,4 --hw local
+        tokometer bench http://localhost:8000 --concurrency 4,16,64 --input-len 1024 --output-len 1024 --gpus 8
+        tokometer bench http://localhost:8000 --concurrency 8,32 --predict-model llama-3.1-70b --hw h100-sxm -q fp8 --plot f.png
+
+    With --concurrency each level is also a point of the serving frontier: output tokens/s per GPU
+    (over --gpus) and tokens/s per user (the median request's 1 / TPOT), with TTFT; with a model and
+    --hw the serving simulator's frontier for the same workload and layout (TP over --gpus) is shown
+    beside it.
     """
     from tokometer.api.measure import benchmark as run_bench
     from tokometer.domain.runrecord import RunSummary
@@ -137,6 +149,8 @@ def bench(
         click.echo(outcome.to_json())
     else:
         click.echo(render_run(record))
+        if outcome.plot_saved_to is not None:
+            click.echo(f"wrote the frontier figure to {outcome.plot_saved_to}")
         if run_id is not None:
             click.echo(f"\nsaved as run #{run_id}: `tokometer runs show {run_id}`")
     if outcome.saved_to is not None or outcome.store_reason is not None:

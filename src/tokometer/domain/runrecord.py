@@ -254,6 +254,35 @@ class SimulatedGrade:
 
 
 @dataclass(frozen=True)
+class LevelFrontier:
+    """A concurrency level as a point of the serving frontier (`usecases.bench_frontier`), measured and,
+    when the model and hardware are known, predicted by the serving simulator for the same workload.
+
+    `tok_s_per_gpu`: the level's output tokens/s over the server's `gpus`; `tok_s_per_user`: the median
+    over its requests of (N - 1) / (tN - t1), i.e. 1 / TPOT; `ttft_ms`: the median TTFT. The
+    `predicted_*` figures are the simulator's at the same concurrency (per user: 1 / mean TPOT).
+    """
+
+    gpus: int
+    output_tok_s: float | None
+    tok_s_per_gpu: float | None
+    tok_s_per_user: float | None
+    ttft_ms: float | None
+    total_tok_s_per_gpu: float | None = None  # input and output tokens, as InferenceMAX's tput_per_gpu
+    predicted_tok_s_per_gpu: float | None = None
+    predicted_tok_s_per_user: float | None = None
+    predicted_ttft_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LevelFrontier:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
 class Level:
     """One level of a depth, concurrency or rate run: its summary, and once graded its prediction."""
 
@@ -265,6 +294,7 @@ class Level:
     grading: dict[str, Any] | None = None
     simulation: SimulatedGrade | None = None  # rate and concurrency levels: the serving simulator's view
     extra: dict[str, Any] = field(default_factory=dict)
+    frontier: LevelFrontier | None = None  # concurrency levels: the frontier's two axes, measured (and predicted)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -278,6 +308,8 @@ class Level:
             data["grading"] = self.grading
         if self.simulation is not None:
             data["simulation"] = self.simulation.to_dict()
+        if self.frontier is not None:
+            data["frontier"] = self.frontier.to_dict()
         return data | self.extra
 
     @classmethod
@@ -294,7 +326,8 @@ class Level:
             prediction=data.get("prediction"),
             grading=data.get("grading"),
             simulation=SimulatedGrade.from_dict(data["simulation"]) if isinstance(data.get("simulation"), Mapping) else None,
-            extra=_known(data, ("label", kind, "summary", "prediction", "grading", "simulation")),
+            extra=_known(data, ("label", kind, "summary", "prediction", "grading", "simulation", "frontier")),
+            frontier=LevelFrontier.from_dict(data["frontier"]) if isinstance(data.get("frontier"), Mapping) else None,
         )
 
 
@@ -322,6 +355,9 @@ class RunRecord:
     source: str = "tokometer"
     id: int | None = None
     tokometer_version: str | None = None  # set on stored runs only
+    # concurrency runs: the server's GPUs, the axes' definitions and, with a model and --hw, the predicted
+    # frontier (`usecases.bench_frontier.attach_frontier`); absent from the JSON when None
+    frontier: dict[str, Any] | None = None
 
     def with_(self, **changes: Any) -> RunRecord:
         return replace(self, **changes)
@@ -340,9 +376,11 @@ class RunRecord:
         data["notes"] = list(self.notes)
         data["requests"] = list(self.requests)
         if stored:
-            data = {k: data[k] for k in _STORED_ORDER}
+            data = {k: data[k] for k in _STORED_ORDER} | ({"frontier": self.frontier} if self.frontier is not None else {})
         elif self.tokometer_version is None:
             del data["tokometer_version"]
+        if self.frontier is None:
+            data.pop("frontier", None)
         if not requests:
             del data["requests"]
         return data
@@ -406,7 +444,7 @@ class ListedRun:
 
 
 __all__ = [
-    "FAILURE_KINDS", "LEVEL_KINDS", "RUN_STATUSES", "TOKEN_SOURCES", "FailureKind", "Goodput", "Level", "LevelKind",
+    "FAILURE_KINDS", "LEVEL_KINDS", "RUN_STATUSES", "TOKEN_SOURCES", "FailureKind", "Goodput", "Level", "LevelFrontier", "LevelKind",
     "ListedRun", "MetricCheck", "Phase", "RequestRow", "RunMode", "RunRecord", "RunSource", "RunStatus", "RunSummary",
     "SIMULATED_METRICS", "SimulatedGrade", "Stats", "Throughput", "TokenSource",
 ]

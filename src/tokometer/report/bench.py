@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tokometer.domain.runrecord import Level, ListedRun, RunRecord, RunSummary
+from tokometer.report.bench_frontier import render_frontier_levels
 from tokometer.report.text import num, table
 
 
@@ -91,6 +92,10 @@ def render_run(run: RunRecord, *, with_requests: bool = False) -> str:
     if run.levels:
         lines.append("")
         lines.append(render_levels(run.levels))
+        frontier = render_frontier_levels(run)
+        if frontier:
+            lines.append("")
+            lines.append(frontier)
         simulated = [level for level in run.levels if level.simulation is not None]
         if simulated:
             lines.append("")

@@ -38,7 +38,7 @@ DB_NAME = "runs.db"
 _RUN_COLUMNS = (
     "started_at", "finished_at", "status", "source", "url", "model", "hardware", "mode", "protocol",
     "config_json", "server_json", "summary_json", "levels_json", "prediction_json", "grading_json",
-    "notes_json", "tokometer_version",
+    "notes_json", "tokometer_version", "frontier_json",
 )
 _LIST_COLUMNS = (
     "id, started_at, finished_at, status, source, url, model, hardware, mode, protocol, "
@@ -219,6 +219,7 @@ class RunStore:
             _dumps(run.grading),
             _dumps(list(run.notes)),
             run.tokometer_version or __version__,
+            _dumps(run.frontier),
         )
 
     def _insert_run(self, run: RunRecord) -> int:
@@ -339,6 +340,7 @@ class RunStore:
             run["levels"] = _loads(row["levels_json"]) or []
             run["notes"] = _loads(row["notes_json"]) or []
             run["tokometer_version"] = row["tokometer_version"]
+            run["frontier"] = _loads(row["frontier_json"])
             if with_requests:
                 run["requests"] = [
                     json.loads(r["record_json"])

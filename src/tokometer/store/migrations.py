@@ -82,6 +82,12 @@ def m002_run_indexes(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_model ON runs(model)")
 
 
+@migration
+def m003_run_frontier(db: sqlite3.Connection) -> None:
+    """A concurrency run's frontier (GPUs, definitions, predicted curve); NULL for the runs stored before."""
+    db.execute("ALTER TABLE runs ADD COLUMN frontier_json TEXT")
+
+
 @contextlib.contextmanager
 def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN ... COMMIT, or ROLLBACK on any exception (the connection is in autocommit mode).

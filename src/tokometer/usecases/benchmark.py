@@ -62,8 +62,9 @@ class Predictor:
         return self.to_json(estimate(name, **self.options, **workload))
 
 
-def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: str | None, notes: list[str]) -> None:
-    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one)."""
+def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: str | None, notes: list[str], gpus: int = 1) -> None:
+    """Attach `prediction`, `grading` and `hardware` to a run dict (levels graded one by one); the serving
+    simulation of rate and concurrency levels runs TP over the server's `gpus` (`bench --gpus`)."""
     from tokometer.bench.grading import grade, prediction_headline
     from tokometer.errors import TokometerError
 
@@ -115,7 +116,14 @@ def predict_and_grade(run: dict[str, Any], predictor: Predictor, served_model: s
     if mode in ("concurrency", "rate") and model:
         from tokometer.usecases.bench_bridge import simulate_levels
 
-        simulate_levels(run, model, predictor.options, notes)
+        simulate_levels(run, model, {"tp": gpus, **predictor.options}, notes)
+
+
+def _frontier_model(run: dict[str, Any], predictor: Predictor, served_model: str | None) -> str | None:
+    """The model the predicted frontier simulates: the one the run was predicted for (a named model only)."""
+    if run.get("prediction") is None:
+        return None
+    return predictor.model or (None if predictor.options.get("params_b") else served_model)
 
 
 @dataclass
@@ -152,9 +160,15 @@ def benchmark(
     save: bool = True,
     progress: Progress | None = None,
     runner: Callable[..., Any] = Runner,
+    gpus: int = 1,
     **runner_options: Any,
 ) -> BenchOutcome:
-    """Run the benchmark, writing each request as it completes; then predict, grade and finish the run."""
+    """Run the benchmark, writing each request as it completes; then predict, grade and finish the run.
+
+    `gpus`: the server's GPUs, which a concurrency run's throughput per GPU divides by (`bench_frontier`)."""
+    from tokometer.usecases.bench_frontier import attach_frontier, check_gpus
+
+    check_gpus(gpus)
     if predictor.wanted:
         predictor.check_hardware()
     elif predictor.model:
@@ -207,7 +221,9 @@ def benchmark(
             writer.close()
     shape = result.to_dict()
     if result.endpoint is not None:
-        predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"])
+        predict_and_grade(shape, predictor, result.endpoint.model, shape["notes"], gpus)
+        if shape.get("mode") == "concurrency":
+            attach_frontier(shape, gpus, _frontier_model(shape, predictor, result.endpoint.model), predictor.options, shape["notes"])
     run = RunRecord.from_dict({**shape, "source": "tokometer"})
     run_id = writer.run_id if writer is not None else None
     store_error = writer.error if writer is not None else None
