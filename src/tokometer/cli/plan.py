@@ -80,16 +80,15 @@ PLAN_FRONTIER_CONCURRENCIES = "1,4,16,64,256,1024"
 def _frontier(model: str, hardware: tuple[str, ...], quants: tuple[str, ...], engine: str, prompt: int, output: int,
               concurrencies: str | None, plot_file: str | None, seed: int, as_json: bool) -> None:
     """`plan --frontier`: every hardware x format x layout that fits, closed loops at each concurrency, the Pareto set."""
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.frontier import frontier
     from tokometer.report.serving import plot_frontier, render_frontier
-    from tokometer.usecases.frontier import frontier, parse_concurrencies
 
-    front = frontier(model, hardware=hardware, quants=quants, engine=engine, prompt=prompt, output=output,
-                     concurrencies=parse_concurrencies(concurrencies or PLAN_FRONTIER_CONCURRENCIES), seed=seed)
+    front = frontier(model, hardware, quant=quants, engine=engine, prompt=prompt, output=output,
+                     concurrencies=concurrencies or PLAN_FRONTIER_CONCURRENCIES, seed=seed)
     if plot_file:
-        plot_frontier(plot_file, front)
+        plot_frontier(plot_file, front.frontier)
     if as_json:
-        click.echo(to_json(front.to_dict()))
+        click.echo(front.to_json())
         return
     click.echo(f"{prompt}-in/{output}-out, closed loops; tokens/s per user = 1 / mean TPOT")
-    click.echo(render_frontier(front))
+    click.echo(render_frontier(front.frontier))

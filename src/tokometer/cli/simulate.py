@@ -113,23 +113,15 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
 def _frontier(model: str, hw: str, quant: str | None, engine: str, tp: int, dp: int, ep: int, overlap: bool, prompt: str,
               output: str, concurrencies: str | None, seed: int, plot_file: str | None, as_json: bool) -> None:
     """`simulate --frontier`: fixed lengths, closed loops over the concurrencies, the Pareto set."""
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.frontier import frontier
     from tokometer.report.serving import plot_frontier, render_frontier
-    from tokometer.usecases.frontier import frontier, parse_concurrencies
 
-    lengths = []
-    for name, text in (("--prompt", prompt), ("--output", output)):
-        try:
-            lengths.append(int(text))
-        except ValueError:
-            raise InputError(f"--frontier takes a fixed {name} length in tokens, got {text!r}") from None
-    layouts = None if (tp, dp, ep) == (1, 1, 1) else [(tp, dp, ep)]
-    front = frontier(model, hardware=[hw], quants=[quant], engine=engine, prompt=lengths[0], output=lengths[1],
-                     concurrencies=parse_concurrencies(concurrencies), layouts=layouts, overlap=overlap, seed=seed)
+    front = frontier(model, hw, quant=quant, engine=engine, tp=tp, dp=dp, ep=ep, overlap=overlap, prompt=prompt, output=output,
+                     concurrencies=concurrencies, seed=seed)
     if plot_file:
-        plot_frontier(plot_file, front)
+        plot_frontier(plot_file, front.frontier)
     if as_json:
-        click.echo(to_json(front.to_dict()))
+        click.echo(front.to_json())
     else:
         click.echo(f"{prompt}-in/{output}-out, closed loops; tokens/s per user = 1 / mean TPOT")
-        click.echo(render_frontier(front))
+        click.echo(render_frontier(front.frontier))

@@ -40,11 +40,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tokometer.api.feel import DEFAULT_RATES_TOK_S, feel
 from tokometer.domain.jsontext import to_json
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.guard import check_nesting, decode_text
 from tokometer.usecases.request import request_schema
-from tokometer.web import compute, feel, serving
+from tokometer.web import compute, serving
 from tokometer.web.aliases import aliases_for, canonical
 from tokometer.web.inputs import (
     LEVER_FIELDS,
@@ -218,10 +219,9 @@ def _feel(data: Data, request: Request) -> Any:
     given = data.get("text")
     if given is not None and not isinstance(given, str):
         raise InputError(f"text must be a string, got {given!r}")
-    body = given if given and given.strip() else feel.sample_text(lang)
-    rates = feel.parse_rates(data.get("rates") or list(feel.DEFAULT_RATES_TOK_S))
     seconds = optional_number(data, "seconds")
-    return feel.feel_plan(body, rates, 10.0 if seconds is None else seconds, lang, with_tokens=True)
+    plan = feel(data.get("rates") or DEFAULT_RATES_TOK_S, text=given, lang=lang, seconds=10.0 if seconds is None else seconds)
+    return plan.with_tokens()
 
 
 def _simulate(data: Data, request: Request) -> Any:

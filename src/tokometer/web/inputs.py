@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tokometer.api.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
 from tokometer.catalog import model_catalog
 from tokometer.domain.specs import BACKENDS
 from tokometer.errors import InputError, UnknownEntryError
 from tokometer.usecases.request import request_fields
 from tokometer.usecases.serving_curve import MAX_RATES as MAX_SWEEP_RATES
-from tokometer.web.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
 
 
 def _fields_of(*kinds: str) -> tuple[str, ...]:
