@@ -266,6 +266,13 @@ def names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(i.strip() for i in items if i.strip()) or None
 
 
+def plan_space() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The hardware and weight formats `plan` (and `plan --frontier`) search when none are given."""
+    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
+
+    return tuple(DEFAULT_HARDWARE), tuple(DEFAULT_QUANTS)
+
+
 def plan(
     model: str,
     *,
@@ -283,6 +290,7 @@ def plan(
     seed: int = 0,
     progress: bool = False,
     emit: str | None = None,
+    strict: bool = True,
 ) -> PlanResult:
     """The cheapest deployments of `model` serving `rate` req/s within the p99 objectives (`tokometer plan`).
 
@@ -290,7 +298,9 @@ def plan(
     (default: the priced datacenter GPUs, bf16/fp8/awq-int4); `price` overrides dollars per
     device-hour. No configuration meeting the objectives is an `InputError` naming the best achievable.
     `progress=True` draws a bar on stderr over the simulated finalists when stderr is a terminal;
-    `emit` (vllm, sglang, tensorrt-llm, llama-cpp) adds each row's launch command.
+    `emit` (vllm, sglang, tensorrt-llm, llama-cpp) adds each row's launch command. `strict=False`
+    answers no configuration with an empty result instead (`plan.best_ttft_p99_s`/`best_tpot_p99_s`:
+    the best any candidate reached), as the web's plan form shows it.
     """
     from tokometer.report.progress import wrapper
     from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
@@ -302,7 +312,7 @@ def plan(
         prices=parse_prices(price), seed=seed, top=top, disagg=disagg,
         progress=wrapper("simulating finalists", as_json=not progress),
     )
-    if not result.rows:
+    if not result.rows and strict:
         best = ", ".join(
             f"{name} {value * 1e3:,.0f} ms" for name, value in (("p99 TTFT", result.best_ttft_p99_s), ("p99 TPOT", result.best_tpot_p99_s))
             if value is not None

@@ -36,13 +36,13 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
     prefill pool and a decode pool, shown as P:D (e.g. 2P:6D); --no-disagg leaves the splits out."""
-    from tokometer.api.serving import names
+    from tokometer.api.serving import names, plan_space
     from tokometer.api.serving import plan as make_plan
     from tokometer.report.text import table
-    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
 
     if frontier:
-        _frontier(model, names(hw_list) or DEFAULT_HARDWARE, names(quant_list) or DEFAULT_QUANTS, engine, prompt, output,
+        hardware, quants = plan_space()
+        _frontier(model, names(hw_list) or hardware, names(quant_list) or quants, engine, prompt, output,
                   concurrencies, plot_file, seed, as_json)
         return
     if concurrencies is not None or plot_file is not None:

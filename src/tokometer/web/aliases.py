@@ -35,7 +35,7 @@ def _key(name: str) -> str:
 @functools.cache
 def estimate_aliases() -> dict[str, str]:
     """CLI flag (long and short, without dashes) -> `EstimateRequest` field, for every flag that differs."""
-    from tokometer.usecases.request import request_fields
+    from tokometer.api.request import request_fields
 
     names: dict[str, str] = {}
     for f in request_fields():

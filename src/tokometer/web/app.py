@@ -1,4 +1,4 @@
-"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.usecases.estimate`.
+"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over the public API (`tokometer.api`).
 
 Routes:
     /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /serving, /runs
@@ -40,11 +40,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tokometer.api.charts import latency_at_rate, panorama, roofline
 from tokometer.api.feel import DEFAULT_RATES_TOK_S, feel
+from tokometer.api.request import request_schema
 from tokometer.domain.jsontext import to_json
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.guard import check_nesting, decode_text
-from tokometer.usecases.request import request_schema
 from tokometer.web import compute, serving
 from tokometer.web.aliases import aliases_for, canonical
 from tokometer.web.inputs import (
@@ -181,7 +182,7 @@ def _roofline(data: Data, request: Request) -> Any:
     kwargs = one_device(setup_kwargs(data, extra=("batches",)), "/api/roofline")
     kwargs.pop("batch", None)
     batches = number_list("batches", data["batches"], integer=True) if data.get("batches") else None
-    return compute.roofline(kwargs, batches)
+    return roofline(batches, **kwargs).to_dict()
 
 
 def _utilisation(data: Data, request: Request) -> Any:
@@ -204,11 +205,11 @@ def _latency(data: Data, request: Request) -> Any:
         raise InputError(f"{missing} is required", field=missing)
     output = optional_number(data, "output_tokens", integer=True)
     more = {} if output is None else {"output_tokens": int(output)}
-    return compute.latency_at_rate(ttft_ms, tok_s, **more)
+    return latency_at_rate(ttft_ms, tok_s, **more).to_dict()
 
 
 def _panorama(data: Data, request: Request) -> Any:
-    return compute.panorama(setup_kwargs(data))
+    return panorama(**setup_kwargs(data)).to_dict()
 
 
 def _feel(data: Data, request: Request) -> Any:

@@ -1,4 +1,4 @@
-"""Request data -> keyword arguments of `tokometer.usecases.estimate.estimate`, checked before any work is done.
+"""Request data -> keyword arguments of `tokometer.estimate` (`api.predict.estimate`), checked before any work is done.
 
 The web API takes `EstimateRequest`'s field names (`params_b`, `bandwidth_gb_per_s`, `hw`..., and
 the levers `draft`, `tp`, `gpu_layers`... of `LEVER_FIELDS`), each read as its `kind` says, from a JSON
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokometer.api.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
+from tokometer.api.request import request_fields
+from tokometer.api.serving_curve import MAX_RATES as MAX_SWEEP_RATES
 from tokometer.catalog import model_catalog
 from tokometer.domain.specs import BACKENDS
 from tokometer.errors import InputError, UnknownEntryError
-from tokometer.usecases.request import request_fields
-from tokometer.usecases.serving_curve import MAX_RATES as MAX_SWEEP_RATES
 
 
 def _fields_of(*kinds: str) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokometer import __version__
-from tokometer.usecases.request import request_fields
+from tokometer.api.request import request_fields
 from tokometer.web.inputs import (
     API_FIELDS,
     LEVER_FIELDS,
