@@ -5,7 +5,7 @@ Routes:
         the pages (one HTML shell; the page's state lives in its query string)
     /api/estimate          `report.json.estimate_json`, the JSON of `tokometer estimate --json`, levers
                            included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
-    /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
+    /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel, /api/frontier
     /api/simulate, /api/plan  the Serving page: a rate sweep with its knee and one chosen point, and the
                            cheapest setups meeting p99 objectives (`web.serving`; bounded work per call)
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
@@ -233,6 +233,10 @@ def _plan(data: Data, request: Request) -> Any:
     return serving.plan_dict(data)
 
 
+def _frontier(data: Data, request: Request) -> Any:
+    return serving.frontier_dict(data)
+
+
 def _run_serving(data: Data, request: Request) -> Any:
     """A stored `bench --rate/--concurrency` run with the simulated curve for its workload."""
     run_id = request.path_params["run_id"]
@@ -395,6 +399,7 @@ def create_app(
         Route("/api/feel", endpoint(_feel), methods=both),
         Route("/api/simulate", endpoint(_simulate, threaded=True), methods=both),
         Route("/api/plan", endpoint(_plan, threaded=True), methods=both),
+        Route("/api/frontier", endpoint(_frontier, threaded=True), methods=both),
         *[Route(f"/api/{kind}", endpoint(_catalog(kind))) for kind in ("hardware", "models", "quants", "engines")],
         Route("/api/hardware/{name}", endpoint(_hardware_show)),
         Route("/api/runs", endpoint(_runs)),

@@ -58,6 +58,8 @@ MAX_NAME_CHARS = 200
 MAX_INT = 10**9
 MAX_RUNS_PAGE = 1000  # runs listed at once
 MAX_REQUESTS_PAGE = 1000  # a run's requests shown at once
+MAX_FRONTIER_CONCURRENCIES = 8
+MAX_FRONTIER_USERS = 1024  # a frontier point simulates twice its users' requests: 2,048 at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,8 @@ API_FIELDS: dict[str, ApiField] = {
     "seed": ApiField("int", "Random seed of the simulated arrivals and lengths.", None, -MAX_INT, MAX_INT),
     "top": ApiField("int", "How many setups to list.", None, -MAX_INT, MAX_INT),
     "disagg": ApiField("flag", "Also try prefill/decode disaggregation."),
+    "concurrencies": ApiField("ints", "Users kept in flight at each frontier point (closed loops).", None, 1,
+                              MAX_FRONTIER_USERS, max_items=MAX_FRONTIER_CONCURRENCIES),
 }
 
 TRUE_WORDS = ("true", "1", "yes", "on")

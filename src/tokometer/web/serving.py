@@ -17,12 +17,24 @@ from typing import Any
 
 from tokometer.api.serving_curve import MAX_RATES, ServingQuery, serving_curve
 from tokometer.errors import InputError
-from tokometer.web.inputs import catalog_model, flag, number, number_list, optional_number, text
+from tokometer.web.inputs import (
+    MAX_FRONTIER_CONCURRENCIES,
+    MAX_FRONTIER_USERS,
+    catalog_model,
+    flag,
+    number,
+    number_list,
+    optional_number,
+    text,
+)
 
 SIMULATE_FIELDS = ("model", "hw", "quant", "engine", "tp", "replicas", "prompt_tokens", "output_tokens", "num_requests",
                    "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed")
 PLAN_FIELDS = ("model", "hw", "quant", "engine", "rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms", "top", "disagg")
+FRONTIER_FIELDS = ("model", "hw", "quant", "engine", "prompt_tokens", "output_tokens", "concurrencies", "seed")
+MAX_FRONTIER_OUTPUT_TOKENS = 8192  # the decode steps of the slowest point grow with the answer's length
+DEFAULT_FRONTIER_CONCURRENCIES: tuple[int, ...] = (1, 4, 16, 64, 256)
 MAX_PLAN_HARDWARE = 12
 MAX_PLAN_QUANTS = 4
 MAX_PLAN_TOP = 10
@@ -129,6 +141,32 @@ def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
         disagg=flag("disagg", data["disagg"]) if _given(data, "disagg") else True, strict=False,
     )
     return {**result.to_dict(), "best_ttft_p99_s": result.plan.best_ttft_p99_s, "best_tpot_p99_s": result.plan.best_tpot_p99_s}
+
+
+def frontier_dict(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The predicted frontier on one device kind and format (`tokometer simulate --frontier --json`),
+    with the workload it was drawn for: closed loops at each concurrency on every layout that fits."""
+    from tokometer.api.frontier import frontier
+
+    _known(data, FRONTIER_FIELDS)
+    model = catalog_model(_required(data, "model"))
+    hw = _required(data, "hw")
+    if "," in hw:
+        raise InputError("hw names one device; the frontier compares layouts and concurrencies on it", field="hw")
+    prompt, output = _int(data, "prompt_tokens", 1000), _int(data, "output_tokens", 200)
+    for key, value, high in (("prompt_tokens", prompt, 1_000_000), ("output_tokens", output, MAX_FRONTIER_OUTPUT_TOKENS)):
+        if not 1 <= value <= high:
+            raise InputError(f"{key} must be between 1 and {high:,}, got {value:,}", field=key)
+    users = DEFAULT_FRONTIER_CONCURRENCIES
+    if _given(data, "concurrencies"):
+        users = tuple(sorted({int(c) for c in number_list("concurrencies", data["concurrencies"], integer=True,
+                                                           limit=MAX_FRONTIER_CONCURRENCIES)}))
+    for c in users:
+        if not 1 <= c <= MAX_FRONTIER_USERS:
+            raise InputError(f"concurrencies must be from 1 to {MAX_FRONTIER_USERS:,} users, got {c:,}", field="concurrencies")
+    result = frontier(model, hw, quant=_name(data, "quant"), engine=_name(data, "engine", "vllm") or "vllm", prompt=prompt,
+                      output=output, concurrencies=users, seed=_int(data, "seed", 0))
+    return {**result.to_dict(), "prompt_tokens": prompt, "output_tokens": output, "concurrencies": list(users)}
 
 
 OVERLAID_MODES = ("rate", "concurrency")
