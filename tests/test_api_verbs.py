@@ -160,3 +160,23 @@ def test_feel(tmp_path: Path) -> None:
     assert code == 2 and "empty" in err
     with pytest.raises(tokometer.InputError):
         tokometer.feel("0")
+
+
+def test_simulate_takes_one_request_type_whose_fields_are_the_commands_options() -> None:
+    from dataclasses import fields
+
+    from tokometer.cli import cli
+    from tokometer.usecases.simulate import SimulateRequest
+
+    command = cli.get_command(click.Context(cli), "simulate")
+    assert command is not None
+    options = {p.name for p in command.params} - {"frontier", "concurrencies", "plot_file", "as_json", "trace_file"}
+    assert options | {"trace"} == {f.name for f in fields(SimulateRequest)}  # the list is written once
+    request = SimulateRequest("llama-3.1-8b", "h100-sxm", offline=8, prompt=200, output=20, max_num_seqs=4)
+    typed = tokometer.simulate(request)
+    assert typed.to_json() == tokometer.simulate("llama-3.1-8b", "h100-sxm", offline=8, prompt=200, output=20, max_num_seqs=4).to_json()
+    assert typed.deployment.policy.max_num_seqs == 4 and typed.result.completed == 8
+    with pytest.raises(tokometer.InputError, match="max_num_seq'"):
+        tokometer.simulate("llama-3.1-8b", "h100-sxm", offline=8, max_num_seq=4)
+    with pytest.raises(tokometer.InputError, match="hardware"):
+        tokometer.simulate("llama-3.1-8b", offline=8)

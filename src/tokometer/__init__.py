@@ -41,6 +41,7 @@ _EXPORTS = {
     "RunExport": "tokometer.api.runs",
     "RunList": "tokometer.api.runs",
     "RunsPath": "tokometer.api.runs",
+    "SimulateRequest": "tokometer.usecases.simulate",
     "SimulateResult": "tokometer.api.serving",
     "StoredRun": "tokometer.api.runs",
     "SweepTable": "tokometer.api.explore",
@@ -99,6 +100,7 @@ __all__ = [
     "RunExport",
     "RunList",
     "RunsPath",
+    "SimulateRequest",
     "SimulateResult",
     "StoredRun",
     "SweepTable",
@@ -174,6 +176,7 @@ if TYPE_CHECKING:
     from tokometer.usecases.curves import EstimateCurves, estimate_curves
     from tokometer.usecases.estimate import Estimate
     from tokometer.usecases.request import EstimateRequest
+    from tokometer.usecases.simulate import SimulateRequest
 
 
 def __getattr__(name: str) -> Any:
