@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from tokometer.cli import main
 from tokometer.usecases.serving_curve import MAX_RATES, MAX_REQUESTS
 from tokometer.web.app import create_app
+from web_helpers import FakeStore
 
 SETUP = {"model": "llama-3.1-8b", "hw": "h100-sxm", "quant": "bf16", "prompt_tokens": 500, "output_tokens": 100,
          "num_requests": 200}
@@ -158,10 +159,10 @@ OVERLAY_RUNS: list[dict[str, Any]] = [
 ]
 
 
-class OverlayStore:
+class OverlayStore(FakeStore):
     """A run store holding a rate run, a concurrency run and a speed run (the runs page's overlay)."""
 
-    def list_runs(self, limit: int = 50) -> list[Any]:
+    def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[Any]:
         from tokometer.domain.runrecord import ListedRun
 
         return [ListedRun.from_dict({"source": "tokometer", **run}) for run in OVERLAY_RUNS[:limit]]

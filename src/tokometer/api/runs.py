@@ -67,14 +67,17 @@ def show_run(run_id: int, *, requests: bool = False, requests_limit: int | None 
     10^5), and the result's `requests_total` says how many there are.
     """
     from tokometer.store import open_store
-    from tokometer.usecases.benchmark import load_run
 
     with open_store() as store:
         if requests_limit is None:
+            from tokometer.usecases.benchmark import load_run
+
             return StoredRun(load_run(store, run_id, with_requests=requests), requests)
         run = store.get_run(run_id, requests_limit=requests_limit, requests_offset=requests_offset)
         total = store.count_requests(run_id)
         if run.is_incomplete:  # killed mid-run: summarise everything it stored, show the page
+            from tokometer.usecases.benchmark import load_run
+
             whole = load_run(store, run_id, with_requests=False)
             run = run.with_(summary=whole.summary, notes=whole.notes)
     return StoredRun(run, True, total)

@@ -2,17 +2,14 @@
 
 No HTTP here (that is `app.py`): these functions take checked arguments (see `inputs.py`) and
 return data, so tests call them directly. The figures come from the same API functions a notebook
-or the CLI calls (`estimate`, `utilization`, `list_catalog`, `show_hardware`, `show_run`, and the
+or the CLI calls (`estimate`, `utilization`, `list_catalog`, `show_hardware`, `list_runs`, `show_run`, and the
 charts in `api/charts.py`); this module only shapes them for the pages.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import math
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from tokometer import __version__
@@ -26,6 +23,7 @@ from tokometer.api.charts import (
     decode_curve,
 )
 from tokometer.api.predict import estimate, utilization
+from tokometer.api.runs import list_runs, show_run
 from tokometer.errors import TokometerError
 
 __all__ = ["catalog_rows", "curve", "estimate_dict", "hardware_entry", "meta", "run_detail", "runs", "utilisation"]
@@ -105,26 +103,6 @@ def utilisation(
     }
 
 
-@contextlib.contextmanager
-def _store() -> Iterator[Any]:
-    """`tokometer.store.open_store()`, closed after use; None while the run store is not installed."""
-    try:
-        module = importlib.import_module("tokometer.store")
-    except ImportError:
-        module = None
-    opener = getattr(module, "open_store", None)
-    if opener is None:
-        yield None
-        return
-    store = opener()
-    try:
-        yield store
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
-
-
 def _ratio(a: Any, b: Any) -> float | None:
     if isinstance(a, int | float) and isinstance(b, int | float) and b and math.isfinite(a / b):
         return float(a / b)
@@ -132,11 +110,11 @@ def _ratio(a: Any, b: Any) -> float | None:
 
 
 def runs(limit: int = 50) -> dict[str, Any]:
-    """Stored benchmark runs, newest first, each with measured / predicted ratios."""
-    with _store() as store:
-        if store is None:
-            return {"available": False, "runs": []}
-        listed = store.list_runs(limit=limit)
+    """Stored benchmark runs, newest first, each with measured / predicted ratios (`api.list_runs`)."""
+    try:
+        listed = list_runs(limit=limit).runs
+    except ImportError:  # no run store installed
+        return {"available": False, "runs": []}
     rows = []
     for run in listed:
         prediction = run.prediction or {}
@@ -155,25 +133,17 @@ RUN_ID = re.compile(r"[1-9][0-9]{0,17}")  # what a stored run's id looks like (A
 
 
 def run_detail(run_id: str, *, requests_limit: int = 200, requests_offset: int = 0) -> dict[str, Any] | None:
-    """One stored run with one page of its requests, or None when there is no store or no such run.
+    """One stored run with one page of its requests (`api.show_run`), or None when there is no store or
+    no such run.
 
     A large imported run can hold 10^5 requests; the page keeps the answer small, and
     `requests_total` says how many there are.
     """
     if not RUN_ID.fullmatch(run_id):
         return None
-    with _store() as store:
-        if store is None:
-            return None
-        try:
-            run = store.get_run(int(run_id), requests_limit=requests_limit, requests_offset=requests_offset)
-            total = store.count_requests(int(run_id))
-            if run.is_incomplete:  # killed mid-run: summarise what it stored
-                from tokometer.api.runs import show_run
-
-                whole = show_run(int(run_id)).run
-                run = run.with_(summary=whole.summary, notes=whole.notes)
-        except (LookupError, TokometerError):
-            return None
-    shown = run.to_dict(stored=True)
-    return {**shown, "requests_total": total, "requests_offset": requests_offset, "requests_limit": requests_limit}
+    try:
+        shown = show_run(int(run_id), requests_limit=requests_limit, requests_offset=requests_offset)
+    except (ImportError, LookupError, TokometerError):
+        return None
+    return {**shown.run.to_dict(stored=True), "requests_total": shown.requests_total, "requests_offset": requests_offset,
+            "requests_limit": requests_limit}
