@@ -15,7 +15,8 @@ import pytest
 from bench_fixtures import bench_home  # noqa: F401
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
-VERBS = ["estimate", "simulate", "plan", "validate", "calibrate", "fit", "sweep", "benchmark", "bench_async", "probe", "list_catalog"]
+VERBS = ["estimate", "simulate", "plan", "validate", "calibrate", "fit", "sweep", "benchmark", "bench_async", "probe", "list_catalog",
+         "frontier", "utilization", "feel", "list_runs", "runs_path", "show_hardware", "show_model"]
 
 
 def python_blocks(text: str) -> list[str]:

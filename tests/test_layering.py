@@ -4,8 +4,9 @@
 packages, and `test_architecture_lists_every_package` keeps the two equal). Layers, top down: entry
 points (`cli`, `web`, `__main__`, the package's `__init__`) -> `report` -> `usecases` -> adapters
 (`bench`, `store`, `catalog`, `ingest`) -> `costmodel` (pure) -> `specs`, `units`, `errors`, `home`.
-A module may import its own layer or any layer below it, never above; `web` reaches the cost model
-only through the use-cases and reports; `catalog` never imports the cost model; no two modules and no
+A module may import its own layer or any layer below it, never above; `web` and `cli` reach the
+use cases only through the public API (`tokometer.api`, which the web's handlers do import), never the
+cost model; `catalog` never imports the cost model; no two modules and no
 two packages import each other, directly or round a loop (a failure names the edge). The cost model
 does no I/O.
 """
@@ -32,7 +33,10 @@ LAYERS = {
     "cli": ENTRY, "web": ENTRY, "api": ENTRY, "__main__": ENTRY, "__init__": ENTRY,
 }
 # (importer package, imported package) pairs refused even where the layers would allow them
-FORBIDDEN = {("web", "costmodel"), ("catalog", "costmodel"), ("catalog", "usecases"), ("store", "bench")}
+FORBIDDEN = {("web", "costmodel"), ("web", "usecases"), ("web", "fitting"), ("cli", "costmodel"), ("cli", "usecases"),
+             ("catalog", "costmodel"), ("catalog", "usecases"), ("store", "bench")}
+# the web modules that answer requests: each gets its figures from the public API
+WEB_HANDLERS = ("app", "compute", "serving")
 # known exceptions (importing module, imported module); do not add
 KNOWN_EXCEPTIONS: set[tuple[str, str]] = set()
 IO_MODULES = {"httpx", "sqlite3", "socket", "subprocess", "urllib", "huggingface_hub", "requests", "os"}
@@ -95,6 +99,33 @@ def test_forbidden_shortcuts(path: Path) -> None:
             continue
         reached = target.split(".")[1] if "." in target else "__init__"
         assert (package, reached) not in FORBIDDEN, f"{module} imports {target}: {package} must not reach {reached}"
+
+
+def shortcut_imports(module: str, targets: list[str]) -> list[str]:
+    """`module imports target` for every import of a refused (importer package, imported package) pair."""
+    package = module.split(".")[1] if "." in module else "__init__"
+    found = []
+    for target in targets:
+        reached = target.split(".")[1] if "." in target else "__init__"
+        if (package, reached) in FORBIDDEN and (module, target) not in KNOWN_EXCEPTIONS:
+            found.append(f"{module} imports {target}: {package} must not reach {reached}")
+    return found
+
+
+@pytest.mark.parametrize("name", WEB_HANDLERS)
+def test_web_handlers_call_the_public_api(name: str) -> None:
+    path = SRC / "web" / f"{name}.py"
+    targets = list(internal_imports(path))
+    assert any(t == "tokometer.api" or t.startswith("tokometer.api.") for t in targets), f"web/{name}.py imports no tokometer.api"
+    assert shortcut_imports(module_name(path), targets) == []
+
+
+def test_the_web_check_sees_a_use_case_import() -> None:
+    assert shortcut_imports("tokometer.web.compute", ["tokometer.api.predict", "tokometer.usecases.estimate"]) == [
+        "tokometer.web.compute imports tokometer.usecases.estimate: web must not reach usecases"
+    ]
+    assert shortcut_imports("tokometer.cli.plan", ["tokometer.usecases.plan"]) != []
+    assert shortcut_imports("tokometer.api.serving", ["tokometer.usecases.plan"]) == []
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -13,18 +13,9 @@ from hypothesis import strategies as st
 
 from tokometer.cli import cli
 from tokometer.errors import InputError
+from tokometer.report.feel import animate, frame_lines, ticker_line
+from tokometer.usecases.feel import LANGUAGES, Lane, feel_plan, parse_rates, sample_text, tokenize
 from tokometer.usecases.reading import reading_verdict_code
-from tokometer.web.feel import (
-    LANGUAGES,
-    Lane,
-    animate,
-    feel_plan,
-    frame_lines,
-    parse_rates,
-    sample_text,
-    ticker_line,
-    tokenize,
-)
 
 
 @given(st.text(max_size=400))
@@ -138,7 +129,7 @@ def test_feel_json_and_text_file(tmp_path: Path) -> None:
 
 def test_feel_animates_in_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    monkeypatch.setattr("tokometer.web.feel.animate", lambda *a, **k: calls.append(k["ansi"]) or 0.0)
+    monkeypatch.setattr("tokometer.report.feel.animate", lambda *a, **k: calls.append(k["ansi"]) or 0.0)
     monkeypatch.setenv("TERM", "dumb")
     result = CliRunner().invoke(cli, ["feel", "--animate", "--rates", "5"])
     assert result.exit_code == 0 and calls == [False]

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 from tokometer.cli import main
 from tokometer.usecases.serving_curve import MAX_RATES, MAX_REQUESTS
 from tokometer.web.app import create_app
+from web_helpers import FakeStore
 
 SETUP = {"model": "llama-3.1-8b", "hw": "h100-sxm", "quant": "bf16", "prompt_tokens": 500, "output_tokens": 100,
          "num_requests": 200}
@@ -158,10 +159,10 @@ OVERLAY_RUNS: list[dict[str, Any]] = [
 ]
 
 
-class OverlayStore:
+class OverlayStore(FakeStore):
     """A run store holding a rate run, a concurrency run and a speed run (the runs page's overlay)."""
 
-    def list_runs(self, limit: int = 50) -> list[Any]:
+    def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[Any]:
         from tokometer.domain.runrecord import ListedRun
 
         return [ListedRun.from_dict({"source": "tokometer", **run}) for run in OVERLAY_RUNS[:limit]]
@@ -213,3 +214,67 @@ def test_runs_that_cannot_be_overlaid_say_why(client: TestClient, store: None) -
     speed = client.get("/api/runs/23/serving")
     assert speed.status_code == 422 and "only `bench --rate`" in speed.json()["error"]
     assert client.get("/api/runs/99/serving").status_code == 404
+
+
+# --- the frontier -----------------------------------------------------------------------------------
+
+FRONTIER = {"model": "llama-3.1-8b", "hw": "h100-sxm", "quant": "bf16", "prompt_tokens": 500, "output_tokens": 100,
+            "concurrencies": [1, 8, 64]}
+
+
+def test_the_frontier_is_the_cli_frontier(client: TestClient, capsys: pytest.CaptureFixture[str]) -> None:
+    data = client.post("/api/frontier", json=FRONTIER).json()
+    try:
+        main(["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "-q", "bf16", "--prompt", "500", "--output", "100", "--frontier",
+              "--concurrencies", "1,8,64", "--json"])
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+    cli = json.loads(capsys.readouterr().out)
+    assert {k: data[k] for k in cli} == cli
+    assert data["prompt_tokens"] == 500 and data["output_tokens"] == 100 and data["concurrencies"] == [1, 8, 64]
+    assert {p["concurrency"] for p in data["points"]} == {1, 8, 64} and {p["gpus"] for p in data["points"]} >= {1, 8}
+    front = data["frontier"]
+    assert front and all(p["on_frontier"] for p in front) and all(p["ttft_p99_s"] > 0 for p in front)
+    users = [p["tok_s_per_user"] for p in front]
+    gpus = [p["tok_s_per_gpu"] for p in front]
+    assert users == sorted(users, reverse=True) and gpus == sorted(gpus)  # less speed per user buys more per GPU
+    # the CLI's names work too, and a GET with a query string answers the same
+    same = client.get("/api/frontier", params={"model": "llama-3.1-8b", "hw": "h100-sxm", "q": "bf16", "prompt": "500",
+                                               "output": "100", "concurrencies": "64,1,8"}).json()
+    assert same == data
+
+
+def test_the_frontier_defaults_to_five_user_counts(client: TestClient) -> None:
+    data = client.post("/api/frontier", json={"model": "llama-3.1-8b", "hw": "l40s", "output_tokens": 50}).json()
+    assert data["concurrencies"] == [1, 4, 16, 64, 256] and {p["concurrency"] for p in data["points"]} == {1, 4, 16, 64, 256}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"concurrencies": [0, 4]}, "concurrencies"),
+        ({"concurrencies": [2048]}, "concurrencies"),
+        ({"concurrencies": list(range(1, 10))}, "concurrencies"),
+        ({"hw": "h100-sxm,l4"}, "hw"),
+        ({"output_tokens": 100_000}, "output_tokens"),
+        ({"model": "no-such-model"}, "model"),
+        ({"rate_per_s": 4}, "rate_per_s"),
+    ],
+)
+def test_bad_frontier_input_is_a_422_naming_the_field(client: TestClient, change: dict[str, Any], field: str) -> None:
+    answer = client.post("/api/frontier", json={**FRONTIER, **change})
+    assert answer.status_code == 422 and answer.json().get("field") == field, answer.json()
+
+
+def test_the_serving_page_asks_for_the_frontier() -> None:
+    """Without a browser: the page's script posts the form's deployment to /api/frontier and draws its
+    two axes, and both languages say what they are."""
+    from tokometer.web.app import STATIC_DIR
+
+    script = (STATIC_DIR / "js" / "pages" / "serving.js").read_text(encoding="utf-8")
+    assert "post('/api/frontier'" in script and "tok_s_per_user" in script and "tok_s_per_gpu" in script
+    en, fr = (json.loads((STATIC_DIR / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "fr"))
+    keys = {k for k in en if k.startswith("serve.frontier.")}
+    assert len(keys) >= 10 and keys <= set(fr)
+    assert "per GPU" in en["serve.frontier.yLabel"] and "par GPU" in fr["serve.frontier.yLabel"]
+    assert all(en[k] != fr[k] for k in keys if k != "serve.frontier.col.gpus")

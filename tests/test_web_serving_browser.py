@@ -117,6 +117,25 @@ def test_the_page_reads_on_a_phone_in_french(browser: Any, server: str) -> None:
     page.context.close()
 
 
+def test_the_frontier_is_drawn_on_demand_in_both_languages(browser: Any, server: str) -> None:
+    body = {k: API_BODY[k] for k in ("model", "quant", "hw", "prompt_tokens", "output_tokens")}
+    want = TestClient(create_app()).post("/api/frontier", json=body).json()
+    for lang, width, title in (("en", 1280, "frontier"), ("fr", 390, "frontière")):
+        page, errors = open_page(browser, server, f"/serving?{QUERY}&lang={lang}", width, 900)
+        assert page.locator("[data-testid=frontier-table]").count() == 0  # drawn only when asked
+        assert title in page.locator("h3.sec").last.inner_text().lower()
+        page.click("[data-testid=frontier-draw]")
+        page.wait_for_selector("[data-testid=frontier-table] tbody tr", timeout=60_000)
+        cells = page.locator("[data-testid=frontier-table] tbody td[data-value]").evaluate_all("els => els.map(e => Number(e.dataset.value))")
+        assert cells == [v for p in want["frontier"] for v in (p["tok_s_per_user"], p["tok_s_per_gpu"])]
+        chart = page.locator("[data-testid=frontier-chart] svg.chart")
+        assert chart.locator("polyline[data-series=frontier]").count() == 1
+        assert page.evaluate(SIDEWAYS_PX) <= 1
+        shot(page, f"serving-frontier-{lang}")
+        assert errors == []
+        page.context.close()
+
+
 def test_a_rate_run_is_drawn_on_the_simulated_curve(browser: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
     import types

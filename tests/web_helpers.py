@@ -53,12 +53,19 @@ RUNS: list[dict[str, Any]] = [
 
 
 class FakeStore:
-    """Typed reads, as `RunStore` gives them (`ListedRun`, `RunRecord`); an unknown id is a LookupError."""
+    """Typed reads, as `RunStore` gives them (`ListedRun`, `RunRecord`); an unknown id is a LookupError.
+    A context manager, as `RunStore` is (`tokometer.api.runs` opens and closes it)."""
 
-    def list_runs(self, limit: int = 50) -> list[Any]:
+    def __enter__(self) -> FakeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def list_runs(self, limit: int = 50, *, model: str | None = None, offset: int = 0) -> list[Any]:
         from tokometer.domain.runrecord import ListedRun
 
-        return [ListedRun.from_dict({"source": "tokometer", **run}) for run in RUNS[:limit]]
+        return [ListedRun.from_dict({"source": "tokometer", **run}) for run in RUNS[offset:offset + limit]]
 
     def get_run(self, run_id: int, *, requests_limit: int | None = None, requests_offset: int = 0) -> Any:
         from tokometer.domain.runrecord import RunRecord

@@ -65,3 +65,42 @@ def list_catalog(kind: str, *, vendor: str | None = None, segment: str | None = 
         engines = tuple(engine_catalog())
         return CatalogListing(kind, engines, tuple(e.to_dict() for e in engines))
     raise InputError(f"kind must be one of {', '.join(CATALOG_KINDS)}, got {kind!r}", field="kind")
+
+
+@dataclass(frozen=True)
+class CatalogEntry(JsonResult):
+    """One resolved entry with every number and its source: a `HardwareSpec` (`item`) or a model's
+    architecture and accounting (`item`: its `ModelSpec`), as `tokometer hardware|models show` prints it."""
+
+    kind: str
+    item: Any
+    data: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `tokometer <kind> show --json` shape."""
+        return dict(self.data)
+
+
+def show_hardware(name: str) -> CatalogEntry:
+    """One hardware entry (catalog id or name, or `local` after `tokometer probe`) with its sources
+    (`tokometer hardware show`)."""
+    from tokometer.catalog import hardware_catalog
+
+    h = hardware_catalog().get(name)
+    return CatalogEntry("hardware", h, h.to_dict())
+
+
+def show_model(name: str, *, kv_dtype: str = "fp16") -> CatalogEntry:
+    """Resolved architecture and accounting of a model (`tokometer models show`): a catalog name, a
+    config.json, a model folder, a .gguf or .safetensors file, or a Hugging Face Hub id.
+
+    Weight bytes are exact when read from files, else parameters x the published format; the per-token
+    KV figures are in `kv_dtype`.
+    """
+    from tokometer.catalog import quant_catalog
+    from tokometer.report.models import model_report
+    from tokometer.usecases.resolve import resolve_model
+
+    spec = resolve_model(name)
+    weights = None if spec.exact_weight_bytes is not None else quant_catalog().find(spec.default_quant or "bf16")
+    return CatalogEntry("models", spec, model_report(spec, quant_catalog().get(kv_dtype), weights))

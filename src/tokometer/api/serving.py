@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from tokometer.costmodel.serving.disagg import Disagg
     from tokometer.usecases.launch import Launch
     from tokometer.usecases.plan import Plan
-    from tokometer.usecases.simulate import CurvePoint, Deployment
+    from tokometer.usecases.simulate import CurvePoint, Deployment, SimulateRequest
 
 
 @dataclass(frozen=True)
@@ -75,49 +75,11 @@ def _ms(name: str, value: float | None) -> float | None:
     return value / 1e3
 
 
-def simulate(
-    model: str,
-    hw: str,
-    *,
-    quant: str | None = None,
-    engine: str = "vllm",
-    kv_dtype: str | None = None,
-    tp: int = 1,
-    pp: int = 1,
-    ep: int = 1,
-    dp: int = 1,
-    nodes: int = 1,
-    inter_link: str | None = None,
-    overlap: bool = False,
-    ep_imbalance: float = 1.0,
-    replicas: int = 1,
-    disagg: str | None = None,
-    kv_link: str | None = None,
-    router: str = "round-robin",
-    rate: str | float | Sequence[float] | None = None,
-    sweep_rate: bool = False,
-    burstiness: float = 1.0,
-    constant_rate: bool = False,
-    concurrency: int | None = None,
-    think_s: float = 0.0,
-    offline: int | None = None,
-    trace: str | None = None,
-    prompt: str | int = "1000",
-    output: str | int = "200",
-    lengths: str | None = None,
-    num_requests: int = 1000,
-    slo_ttft: float | None = None,
-    slo_tpot: float | None = None,
-    max_num_seqs: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    memory_fraction: float | None = None,
-    prefix_cache_hit: float | None = None,
-    scheduler_steps: int | None = None,
-    seed: int = 0,
-    progress: bool = False,
-) -> SimulateResult:
-    """Simulate `model` served on `hw` by an engine's scheduler, step by step (`tokometer simulate`).
+def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progress: bool = False, **fields: Any) -> SimulateResult:
+    """Simulate a model served on `hw` by an engine's scheduler, step by step (`tokometer simulate`).
 
+    Takes a `SimulateRequest`, or the model, the hardware and its fields as keyword arguments with the
+    command's names and units (`simulate("llama-3.1-8b", "h100-sxm", rate=[1, 4], prompt=200)`).
     `ep`/`dp`/`nodes`/`inter_link`/`overlap`/`ep_imbalance` lay out a MoE replica as clusters do (expert
     parallel, attention data parallel, nodes over a network, two-batch overlap).
     One workload: `rate` (req/s; a list or "1,2,4" draws the curve), `sweep_rate=True`, `concurrency`,
@@ -131,8 +93,8 @@ def simulate(
     from tokometer.report.progress import Counter, wrapper
     from tokometer.usecases.serving_curve import MAX_REPLICAS
     from tokometer.usecases.simulate import (
+        SimulateRequest,
         auto_rates,
-        deploy,
         disaggregation,
         knee,
         parse_lengths,
@@ -141,62 +103,60 @@ def simulate(
         sweep_rates,
     )
 
-    chosen = [n for n, v in (("--rate", rate), ("--sweep-rate", sweep_rate or None), ("--concurrency", concurrency),
-                             ("--offline", offline), ("--trace", trace)) if v is not None]
+    r = request if isinstance(request, SimulateRequest) else _simulate_request(SimulateRequest, request, hw, fields)
+    chosen = [n for n, v in (("--rate", r.rate), ("--sweep-rate", r.sweep_rate or None), ("--concurrency", r.concurrency),
+                             ("--offline", r.offline), ("--trace", r.trace)) if v is not None]
     if len(chosen) != 1:
         raise InputError("give exactly one workload: --rate R, --sweep-rate, --concurrency N, --offline N or --trace FILE"
                          + (f" (got {', '.join(chosen)})" if chosen else ""))
-    slo = (_ms("--slo-ttft", slo_ttft), _ms("--slo-tpot", slo_tpot))
-    prompt, output = str(prompt), str(output)
-    if lengths:
-        parts = lengths.split(",")
+    slo = (_ms("--slo-ttft", r.slo_ttft), _ms("--slo-tpot", r.slo_tpot))
+    prompt, output = str(r.prompt), str(r.output)
+    if r.lengths:
+        parts = r.lengths.split(",")
         if len(parts) != 2:
             raise InputError("--lengths takes PROMPT_DIST,OUTPUT_DIST, e.g. lognormal:800:0.6,uniform:50:400")
         prompt, output = parts
     p_dist, o_dist = parse_lengths(prompt), parse_lengths(output)
-    n = offline if offline is not None else num_requests
+    n = r.offline if r.offline is not None else r.num_requests
     if isinstance(n, int) and n < 1:
         raise InputError(f"the number of requests must be at least 1, got {n}")
-    for name, value in (("--tp", tp), ("--pp", pp), ("--ep", ep), ("--dp", dp), ("--nodes", nodes)):
+    for name, value in (("--tp", r.tp), ("--pp", r.pp), ("--ep", r.ep), ("--dp", r.dp), ("--nodes", r.nodes)):
         if value < 1:
             raise InputError(f"{name} must be a whole number of devices, 1 or more, got {value}")
-    dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, inter_link=inter_link,
-                 overlap=overlap, ep_imbalance=ep_imbalance, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
-                 max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
-                 prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
-    kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
-    if disagg is not None:
-        if replicas != 1:
+    dep = r.deployment()
+    kwargs: dict[str, Any] = {"replicas": r.replicas, "router": r.router, "seed": r.seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
+    if r.disagg is not None:
+        if r.replicas != 1:
             raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
-        kwargs["disagg"] = disaggregation(dep, disagg, kv_link)
-    elif kv_link is not None:
+        kwargs["disagg"] = disaggregation(dep, r.disagg, r.kv_link)
+    elif r.kv_link is not None:
         raise InputError("--kv-link only applies with --disagg P:D")
-    if not 1 <= replicas <= MAX_REPLICAS:  # the simulator steps every replica: the web's bound, not a hang
-        raise InputError(f"--replicas must be from 1 to {MAX_REPLICAS}, got {replicas}")
-    if not (0 < burstiness <= MAX_BURSTINESS):
-        raise InputError(f"--burstiness must be above 0 and at most {MAX_BURSTINESS:g}, got {burstiness:g}")
-    arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
+    if not 1 <= r.replicas <= MAX_REPLICAS:  # the simulator steps every replica: the web's bound, not a hang
+        raise InputError(f"--replicas must be from 1 to {MAX_REPLICAS}, got {r.replicas}")
+    if not (0 < r.burstiness <= MAX_BURSTINESS):
+        raise InputError(f"--burstiness must be above 0 and at most {MAX_BURSTINESS:g}, got {r.burstiness:g}")
+    arrival = "constant" if r.constant_rate else ("gamma" if r.burstiness != 1.0 else "poisson")
     base = Workload("offline", n, p_dist, o_dist)
     pools = kwargs.get("disagg")
-    if rate is not None or sweep_rate:
-        if rate is None:
+    if r.rate is not None or r.sweep_rate:
+        if r.rate is None:
             rates = auto_rates(dep, base, **kwargs)
-        elif isinstance(rate, str):
-            rates = parse_rates(rate)
-        elif isinstance(rate, int | float):
-            rates = parse_rates(str(rate))
+        elif isinstance(r.rate, str):
+            rates = parse_rates(r.rate)
+        elif isinstance(r.rate, int | float):
+            rates = parse_rates(str(r.rate))
         else:
-            rates = parse_rates(",".join(str(r) for r in rate))
-        base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=burstiness)
-        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=burstiness)  # checks the inputs
+            rates = parse_rates(",".join(str(x) for x in r.rate))
+        base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=r.burstiness)
+        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=r.burstiness)  # checks the inputs
         if len(rates) > 1:
             points = sweep_rates(dep, base, rates, progress=wrapper("request rates", as_json=not progress, unit="rate"), **kwargs)
             return SimulateResult(dep, base, points=tuple(points), knee=knee(points), disagg=pools, slo_ttft_s=slo[0], slo_tpot_s=slo[1])
         workload = base
-    elif concurrency is not None:
-        workload = Workload("closed", n, p_dist, o_dist, concurrency=concurrency, think_s=think_s)
-    elif trace is not None:
-        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(trace))
+    elif r.concurrency is not None:
+        workload = Workload("closed", n, p_dist, o_dist, concurrency=r.concurrency, think_s=r.think_s)
+    elif r.trace is not None:
+        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(r.trace))
     else:
         workload = base
     if workload.total_requests >= LONG_RUN_REQUESTS and pools is None:
@@ -205,6 +165,20 @@ def simulate(
     else:
         result = run(dep, workload, **kwargs)
     return SimulateResult(dep, workload, result=result, disagg=pools, slo_ttft_s=slo[0], slo_tpot_s=slo[1])
+
+
+def _simulate_request(make: type[SimulateRequest], model: str, hw: str | None, fields: dict[str, Any]) -> SimulateRequest:
+    """A `SimulateRequest` from `simulate`'s arguments; an unknown keyword is an `InputError` naming it."""
+    from dataclasses import fields as fields_of
+
+    known = {f.name for f in fields_of(make)}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise InputError(f"simulate takes no option {unknown[0]!r}; it takes {', '.join(sorted(known - {'model', 'hw'}))}",
+                         field=unknown[0])
+    if hw is None and "hw" not in fields:
+        raise InputError("simulate needs the hardware (hw)", field="hw")
+    return make(**{"model": model, "hw": hw, **fields})
 
 
 @dataclass(frozen=True)
@@ -266,6 +240,13 @@ def names(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(i.strip() for i in items if i.strip()) or None
 
 
+def plan_space() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The hardware and weight formats `plan` (and `plan --frontier`) search when none are given."""
+    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
+
+    return tuple(DEFAULT_HARDWARE), tuple(DEFAULT_QUANTS)
+
+
 def plan(
     model: str,
     *,
@@ -283,6 +264,7 @@ def plan(
     seed: int = 0,
     progress: bool = False,
     emit: str | None = None,
+    strict: bool = True,
 ) -> PlanResult:
     """The cheapest deployments of `model` serving `rate` req/s within the p99 objectives (`tokometer plan`).
 
@@ -290,7 +272,9 @@ def plan(
     (default: the priced datacenter GPUs, bf16/fp8/awq-int4); `price` overrides dollars per
     device-hour. No configuration meeting the objectives is an `InputError` naming the best achievable.
     `progress=True` draws a bar on stderr over the simulated finalists when stderr is a terminal;
-    `emit` (vllm, sglang, tensorrt-llm, llama-cpp) adds each row's launch command.
+    `emit` (vllm, sglang, tensorrt-llm, llama-cpp) adds each row's launch command. `strict=False`
+    answers no configuration with an empty result instead (`plan.best_ttft_p99_s`/`best_tpot_p99_s`:
+    the best any candidate reached), as the web's plan form shows it.
     """
     from tokometer.report.progress import wrapper
     from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
@@ -302,7 +286,7 @@ def plan(
         prices=parse_prices(price), seed=seed, top=top, disagg=disagg,
         progress=wrapper("simulating finalists", as_json=not progress),
     )
-    if not result.rows:
+    if not result.rows and strict:
         best = ", ".join(
             f"{name} {value * 1e3:,.0f} ms" for name, value in (("p99 TTFT", result.best_ttft_p99_s), ("p99 TPOT", result.best_tpot_p99_s))
             if value is not None

@@ -188,13 +188,11 @@ def runs() -> None:
 @json_option
 def runs_list(limit: int, model: str | None, as_json: bool) -> None:
     """The most recent runs, newest first."""
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.runs import list_runs
     from tokometer.report.bench import render_list
-    from tokometer.store import open_store
 
-    with open_store() as store:
-        found = store.list_runs(limit=limit, model=model)
-    click.echo(to_json([run.to_dict() for run in found]) if as_json else render_list(found))
+    found = list_runs(limit=limit, model=model)
+    click.echo(found.to_json() if as_json else render_list(found.runs))
 
 
 @runs.command("show")
@@ -203,14 +201,11 @@ def runs_list(limit: int, model: str | None, as_json: bool) -> None:
 @json_option
 def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
     """One run in full: summary, levels, prediction, grade, flags."""
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.runs import show_run
     from tokometer.report.bench import render_run
-    from tokometer.store import open_store
-    from tokometer.usecases.benchmark import load_run
 
-    with open_store() as store:
-        run = load_run(store, run_id, with_requests=with_requests)
-    click.echo(to_json(run.to_dict(stored=True, requests=with_requests)) if as_json else render_run(run, with_requests=with_requests))
+    shown = show_run(run_id, requests=with_requests)
+    click.echo(shown.to_json() if as_json else render_run(shown.run, with_requests=with_requests))
 
 
 @runs.command("compare")
@@ -218,19 +213,11 @@ def runs_show(run_id: int, with_requests: bool, as_json: bool) -> None:
 @json_option
 def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
     """Runs side by side, with each one's change against the first."""
-    from tokometer.domain.jsontext import to_json
-    from tokometer.report.bench import compare_table, render_compare
-    from tokometer.store import open_store
+    from tokometer.api.runs import compare_runs
+    from tokometer.report.bench import render_compare
 
-    if len(run_ids) < 2:
-        raise InputError("give at least two run ids to compare")
-    with open_store() as store:
-        found = store.get_runs(run_ids, with_requests=False)
-    if as_json:
-        header = ("id", "started_at", "url", "model", "hardware", "mode", "source")
-        click.echo(to_json({"runs": [{k: getattr(r, k) for k in header} for r in found], "rows": compare_table(found)}))
-    else:
-        click.echo(render_compare(found))
+    compared = compare_runs(run_ids)
+    click.echo(compared.to_json() if as_json else render_compare(compared.runs))
 
 
 @runs.command("export")
@@ -242,16 +229,12 @@ def runs_compare(run_ids: tuple[int, ...], as_json: bool) -> None:
 @json_option
 def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: int, output: Path | None, as_json: bool) -> None:
     """Runs as JSON (everything, timestamps included) or CSV."""
-    from tokometer.domain.jsontext import to_json
-    from tokometer.report.bench import to_csv
-    from tokometer.store import open_store
+    from tokometer.api.runs import export_runs
 
     if as_json:
         fmt = "json"
-    with open_store() as store:
-        ids = list(run_ids) or [r.id for r in store.list_runs(limit=limit)]
-        found = store.get_runs(ids, with_requests=fmt == "json" or per_request)
-    text = to_json([run.to_dict(stored=True) for run in found]) if fmt == "json" else to_csv(found, requests=per_request)
+    found = export_runs(run_ids, limit=limit, requests=fmt == "json" or per_request)
+    text = found.to_json() if fmt == "json" else found.to_csv(requests=per_request)
     if output is None:
         click.echo(text, nl=fmt == "json")
     else:
@@ -259,7 +242,7 @@ def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: in
             output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror}") from None
-        click.echo(f"wrote {len(found)} run(s) to {output}", err=True)
+        click.echo(f"wrote {len(found.runs)} run(s) to {output}", err=True)
 
 
 @runs.command("import")
@@ -267,25 +250,13 @@ def runs_export(run_ids: tuple[int, ...], fmt: str, per_request: bool, limit: in
 @json_option
 def runs_import(files: tuple[Path, ...], as_json: bool) -> None:
     """Import `llama-bench -o json`, `vllm bench serve` JSON or a tokometer export."""
-    from tokometer.bench.grading import grade
-    from tokometer.bench.importers import import_file
-    from tokometer.domain.jsontext import to_json
-    from tokometer.store import open_store
+    from tokometer.api.runs import import_runs
 
-    loaded = []
-    for path in files:
-        for run in import_file(path):
-            run.setdefault("grading", grade(run.get("summary") or {}, None))
-            loaded.append((path, run))
-    imported = []
-    with open_store() as store:
-        for path, run in loaded:
-            run_id = store.save_run(run)
-            imported.append({"id": run_id, "file": str(path), "source": run.get("source"), "model": run.get("model"), "requests": len(run.get("requests") or [])})
+    imported = import_runs(files)
     if as_json:
-        click.echo(to_json(imported))
+        click.echo(imported.to_json())
     else:
-        for item in imported:
+        for item in imported.imported:
             click.echo(f"imported {item['file']} ({item['source']}, {item['model']}, {item['requests']} samples) as run #{item['id']}")
 
 
@@ -294,13 +265,12 @@ def runs_import(files: tuple[Path, ...], as_json: bool) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask.")
 def runs_delete(run_id: int, yes: bool) -> None:
     """Delete one run and its requests."""
-    from tokometer.store import open_store
+    from tokometer.api.runs import delete_run, show_run
 
-    with open_store() as store:
-        store.get_run(run_id, with_requests=False)
-        if not yes:
-            click.confirm(f"delete run #{run_id}?", abort=True)
-        store.delete_run(run_id)
+    if not yes:
+        show_run(run_id, requests_limit=0)  # an unknown id is refused before asking
+        click.confirm(f"delete run #{run_id}?", abort=True)
+    delete_run(run_id)
     click.echo(f"deleted run #{run_id}")
 
 
@@ -308,11 +278,10 @@ def runs_delete(run_id: int, yes: bool) -> None:
 @json_option
 def runs_path(as_json: bool) -> None:
     """Where the runs database lives ($TOKOMETER_HOME/runs.db)."""
-    from tokometer.domain.jsontext import to_json
-    from tokometer.store import default_path
+    from tokometer.api.runs import runs_path as where
 
-    path = default_path()
-    click.echo(to_json({"path": str(path), "exists": path.exists()}) if as_json else str(path))
+    found = where()
+    click.echo(found.to_json() if as_json else str(found.path))
 
 
 @click.command()

@@ -48,12 +48,11 @@ def hardware_list(vendor: str | None, segment: str | None, sort_key: str, as_jso
 @json_option
 def hardware_show(name: str, as_json: bool) -> None:
     """Show one hardware entry with every number and its source."""
-    from tokometer.catalog import hardware_catalog
+    from tokometer.api.catalogs import show_hardware
 
-    h = hardware_catalog().get(name)
-    data = h.to_dict()
-    text = "\n".join(f"{k}: {v}" for k, v in data.items() if v not in (None, (), []))
-    _emit(data, as_json, text)
+    entry = show_hardware(name)
+    text = "\n".join(f"{k}: {v}" for k, v in entry.data.items() if v not in (None, (), []))
+    click.echo(entry.to_json() if as_json else text)
 
 
 @click.group()
@@ -89,14 +88,11 @@ def models_show(name: str, kv_dtype: str, as_json: bool) -> None:
     model.safetensors.index.json, or a Hugging Face Hub id (owner/name[@revision]). Weight bytes
     are exact when read from files; otherwise parameters x the published format.
     """
-    from tokometer.catalog import quant_catalog
-    from tokometer.report.models import model_report, render_model_report
-    from tokometer.usecases.resolve import resolve_model
+    from tokometer.api.catalogs import show_model
+    from tokometer.report.models import render_model_report
 
-    spec = resolve_model(name)
-    weights = None if spec.exact_weight_bytes is not None else quant_catalog().find(spec.default_quant or "bf16")
-    report = model_report(spec, quant_catalog().get(kv_dtype), weights)
-    _emit(report, as_json, render_model_report(report))
+    entry = show_model(name, kv_dtype=kv_dtype)
+    click.echo(entry.to_json() if as_json else render_model_report(dict(entry.data)))
 
 
 @click.group()

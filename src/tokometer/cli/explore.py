@@ -45,13 +45,11 @@ def utilization(model: str | None, as_json: bool, **options: Any) -> None:
     \b
         tokometer utilization llama-3.1-8b --hw rtx-4090 -q q4_k_m --measured-decode 45
     """
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.predict import utilization as run_utilization
     from tokometer.report.estimate import render_utilization
-    from tokometer.report.json import utilization_dict
-    from tokometer.usecases.utilization import utilization as run_utilization
 
-    report = run_utilization(model, **options)
-    click.echo(to_json(utilization_dict(report)) if as_json else render_utilization(report))
+    result = run_utilization(model, **options)
+    click.echo(result.to_json() if as_json else render_utilization(result.report))
 
 
 @click.command()

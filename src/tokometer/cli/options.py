@@ -18,7 +18,7 @@ def request_options(group: str) -> Callable[[F], F]:
     """The click options of one group of `EstimateRequest` fields, in the order the request lists them."""
 
     def decorate(f: F) -> F:
-        from tokometer.usecases.request import request_fields
+        from tokometer.api.request import request_fields
 
         chosen = [fld for fld in request_fields() if fld.metadata.get("group") == group]
         for fld in reversed(chosen):

@@ -36,13 +36,13 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
     prefill pool and a decode pool, shown as P:D (e.g. 2P:6D); --no-disagg leaves the splits out."""
-    from tokometer.api.serving import names
+    from tokometer.api.serving import names, plan_space
     from tokometer.api.serving import plan as make_plan
     from tokometer.report.text import table
-    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
 
     if frontier:
-        _frontier(model, names(hw_list) or DEFAULT_HARDWARE, names(quant_list) or DEFAULT_QUANTS, engine, prompt, output,
+        hardware, quants = plan_space()
+        _frontier(model, names(hw_list) or hardware, names(quant_list) or quants, engine, prompt, output,
                   concurrencies, plot_file, seed, as_json)
         return
     if concurrencies is not None or plot_file is not None:
@@ -80,16 +80,15 @@ PLAN_FRONTIER_CONCURRENCIES = "1,4,16,64,256,1024"
 def _frontier(model: str, hardware: tuple[str, ...], quants: tuple[str, ...], engine: str, prompt: int, output: int,
               concurrencies: str | None, plot_file: str | None, seed: int, as_json: bool) -> None:
     """`plan --frontier`: every hardware x format x layout that fits, closed loops at each concurrency, the Pareto set."""
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.frontier import frontier
     from tokometer.report.serving import plot_frontier, render_frontier
-    from tokometer.usecases.frontier import frontier, parse_concurrencies
 
-    front = frontier(model, hardware=hardware, quants=quants, engine=engine, prompt=prompt, output=output,
-                     concurrencies=parse_concurrencies(concurrencies or PLAN_FRONTIER_CONCURRENCIES), seed=seed)
+    front = frontier(model, hardware, quant=quants, engine=engine, prompt=prompt, output=output,
+                     concurrencies=concurrencies or PLAN_FRONTIER_CONCURRENCIES, seed=seed)
     if plot_file:
-        plot_frontier(plot_file, front)
+        plot_frontier(plot_file, front.frontier)
     if as_json:
-        click.echo(to_json(front.to_dict()))
+        click.echo(front.to_json())
         return
     click.echo(f"{prompt}-in/{output}-out, closed loops; tokens/s per user = 1 / mean TPOT")
-    click.echo(render_frontier(front))
+    click.echo(render_frontier(front.frontier))

@@ -3,6 +3,8 @@ SLOs). Entry points only: the work is in `usecases/`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from tokometer.cli.options import json_option
@@ -51,14 +53,8 @@ from tokometer.errors import InputError
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--plot", "plot_file", help="Write a figure (.png/.svg/.pdf): the curve for a sweep, the frontier, batch and KV over time otherwise.")
 @json_option
-def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str | None, tp: int, pp: int, ep: int, dp: int,
-             nodes: int, inter_link: str | None, overlap: bool, ep_imbalance: float, replicas: int,
-             disagg: str | None, kv_link: str | None, router: str, rate: str | None, sweep_rate: bool, burstiness: float, constant_rate: bool,
-             concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
-             output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
-             max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
-             prefix_cache_hit: float | None, scheduler_steps: int | None, frontier: bool, concurrencies: str | None, seed: int,
-             plot_file: str | None, as_json: bool) -> None:
+def simulate(model: str, hw: str, frontier: bool, concurrencies: str | None, plot_file: str | None, as_json: bool,
+             trace_file: str | None, **options: Any) -> None:
     """Simulate MODEL served on --hw by an engine's scheduler, step by step on the roofline.
 
     Give one workload: --rate R (or a list, or --sweep-rate), --concurrency N, --offline N or --trace FILE.
@@ -67,19 +63,14 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     from tokometer.report.serving import plot_serving, render_curve, render_result
 
     if frontier:
-        _frontier(model, hw, quant, engine, tp, dp, ep, overlap, prompt, output, concurrencies, seed, plot_file, as_json)
+        o = options
+        _frontier(model, hw, o["quant"], o["engine"], o["tp"], o["dp"], o["ep"], o["overlap"], o["prompt"], o["output"],
+                  concurrencies, o["seed"], plot_file, as_json)
         return
     if concurrencies is not None:
         raise InputError("--concurrencies goes with --frontier")
-    sim = run_simulate(
-        model, hw, quant=quant, engine=engine, kv_dtype=kv_dtype, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, inter_link=inter_link,
-        overlap=overlap, ep_imbalance=ep_imbalance, replicas=replicas, disagg=disagg, kv_link=kv_link,
-        router=router, rate=rate, sweep_rate=sweep_rate, burstiness=burstiness, constant_rate=constant_rate, concurrency=concurrency,
-        think_s=think_s, offline=offline, trace=trace_file, prompt=prompt, output=output, lengths=lengths, num_requests=num_requests,
-        slo_ttft=slo_ttft, slo_tpot=slo_tpot, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        memory_fraction=memory_fraction, prefix_cache_hit=prefix_cache_hit, scheduler_steps=scheduler_steps, seed=seed,
-        progress=not as_json,
-    )
+    # the options are `SimulateRequest`'s fields, by the same names
+    sim = run_simulate(model, hw, trace=trace_file, progress=not as_json, **options)
     dep, workload, slo = sim.deployment, sim.workload, (sim.slo_ttft_s, sim.slo_tpot_s)
     if sim.points:
         points, k = list(sim.points), sim.knee
@@ -113,23 +104,15 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
 def _frontier(model: str, hw: str, quant: str | None, engine: str, tp: int, dp: int, ep: int, overlap: bool, prompt: str,
               output: str, concurrencies: str | None, seed: int, plot_file: str | None, as_json: bool) -> None:
     """`simulate --frontier`: fixed lengths, closed loops over the concurrencies, the Pareto set."""
-    from tokometer.domain.jsontext import to_json
+    from tokometer.api.frontier import frontier
     from tokometer.report.serving import plot_frontier, render_frontier
-    from tokometer.usecases.frontier import frontier, parse_concurrencies
 
-    lengths = []
-    for name, text in (("--prompt", prompt), ("--output", output)):
-        try:
-            lengths.append(int(text))
-        except ValueError:
-            raise InputError(f"--frontier takes a fixed {name} length in tokens, got {text!r}") from None
-    layouts = None if (tp, dp, ep) == (1, 1, 1) else [(tp, dp, ep)]
-    front = frontier(model, hardware=[hw], quants=[quant], engine=engine, prompt=lengths[0], output=lengths[1],
-                     concurrencies=parse_concurrencies(concurrencies), layouts=layouts, overlap=overlap, seed=seed)
+    front = frontier(model, hw, quant=quant, engine=engine, tp=tp, dp=dp, ep=ep, overlap=overlap, prompt=prompt, output=output,
+                     concurrencies=concurrencies, seed=seed)
     if plot_file:
-        plot_frontier(plot_file, front)
+        plot_frontier(plot_file, front.frontier)
     if as_json:
-        click.echo(to_json(front.to_dict()))
+        click.echo(front.to_json())
     else:
         click.echo(f"{prompt}-in/{output}-out, closed loops; tokens/s per user = 1 / mean TPOT")
-        click.echo(render_frontier(front))
+        click.echo(render_frontier(front.frontier))

@@ -77,31 +77,31 @@ def feel(rates: str, text_file: Path | None, lang: str, seconds: float, animate:
     People read about 5-10 tok/s; below about 2-3 tok/s a streamed answer feels broken.
     Columns use plain ANSI cursor moves; in a dumb terminal one ticker line is redrawn instead.
     """
-    from tokometer.domain.jsontext import to_json
-    from tokometer.web.feel import animate as run_animation
-    from tokometer.web.feel import feel_plan, parse_rates, render_plan, sample_text
+    from tokometer.api.feel import feel as feel_plan
+    from tokometer.report.feel import animate as run_animation
+    from tokometer.report.feel import render_plan
 
-    if text_file is None:
-        body = sample_text(lang)
-    elif str(text_file) == "-":
+    body = None
+    if str(text_file) == "-":
         body = sys.stdin.read()
-    else:
+    elif text_file is not None:
         try:
             body = text_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read {text_file}: {exc}") from None
-    rate_list = parse_rates(rates)
-    plan = feel_plan(body, rate_list, seconds, None if text_file else lang)
+    if body is not None and not body.strip():
+        raise InputError("the text is empty")
+    plan = feel_plan(rates, text=body, lang=lang, seconds=seconds)
     if as_json:
-        click.echo(to_json(plan))
+        click.echo(plan.to_json())
         return
     if animate is None:
         animate = sys.stdout.isatty()
     if animate:
         ansi = os.environ.get("TERM", "") not in ("", "dumb")
         try:
-            run_animation(body, rate_list, seconds, sys.stdout, ansi=ansi)
+            run_animation(plan.text, [lane["rate_tok_s"] for lane in plan.plan["lanes"]], seconds, sys.stdout, ansi=ansi)
         except KeyboardInterrupt:
             click.echo("")
         click.echo("")
-    click.echo(render_plan(plan))
+    click.echo(render_plan(dict(plan.plan)))

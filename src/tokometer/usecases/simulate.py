@@ -13,7 +13,7 @@ import csv
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,69 @@ class Deployment:
             "policy": self.policy.to_dict(),
             "serving_efficiency": self.efficiency.to_dict(),
         }
+
+
+DEPLOY, SCHEDULER, WORKLOAD = "deploy", "scheduler", "workload"  # which part of a simulation a field sets
+
+
+def _part(part: str, default: Any) -> Any:
+    return field(default=default, metadata={"part": part})
+
+
+@dataclass(frozen=True)
+class SimulateRequest:
+    """`tokometer simulate`'s inputs, named and in the units of its options: the one list of them, read by
+    the CLI, `tokometer.simulate` and `deploy` (each field's `part`: the replica, its scheduler, the load).
+
+    `slo_ttft`/`slo_tpot` are milliseconds; `prompt`/`output` token counts or distributions
+    ("lognormal:800:0.6"); one workload among `rate` (req/s, or a list), `sweep_rate`, `concurrency`,
+    `offline` (a count) and `trace` (a JSONL/CSV path).
+    """
+
+    model: str
+    hw: str
+    quant: str | None = _part(DEPLOY, None)
+    engine: str = _part(DEPLOY, "vllm")
+    kv_dtype: str | None = _part(DEPLOY, None)
+    tp: int = _part(DEPLOY, 1)
+    pp: int = _part(DEPLOY, 1)
+    ep: int = _part(DEPLOY, 1)
+    dp: int = _part(DEPLOY, 1)
+    nodes: int = _part(DEPLOY, 1)
+    inter_link: str | None = _part(DEPLOY, None)
+    overlap: bool = _part(DEPLOY, False)
+    ep_imbalance: float = _part(DEPLOY, 1.0)
+    max_num_seqs: int | None = _part(SCHEDULER, None)
+    max_num_batched_tokens: int | None = _part(SCHEDULER, None)
+    memory_fraction: float | None = _part(SCHEDULER, None)
+    prefix_cache_hit: float | None = _part(SCHEDULER, None)  # the policy's prefix_cache_hit_fraction
+    scheduler_steps: int | None = _part(SCHEDULER, None)
+    replicas: int = _part(WORKLOAD, 1)
+    disagg: str | None = _part(WORKLOAD, None)
+    kv_link: str | None = _part(WORKLOAD, None)
+    router: str = _part(WORKLOAD, "round-robin")
+    rate: str | float | tuple[float, ...] | None = _part(WORKLOAD, None)
+    sweep_rate: bool = _part(WORKLOAD, False)
+    burstiness: float = _part(WORKLOAD, 1.0)
+    constant_rate: bool = _part(WORKLOAD, False)
+    concurrency: int | None = _part(WORKLOAD, None)
+    think_s: float = _part(WORKLOAD, 0.0)
+    offline: int | None = _part(WORKLOAD, None)
+    trace: str | None = _part(WORKLOAD, None)
+    prompt: str | int = _part(WORKLOAD, "1000")
+    output: str | int = _part(WORKLOAD, "200")
+    lengths: str | None = _part(WORKLOAD, None)
+    num_requests: int = _part(WORKLOAD, 1000)
+    slo_ttft: float | None = _part(WORKLOAD, None)
+    slo_tpot: float | None = _part(WORKLOAD, None)
+    seed: int = _part(WORKLOAD, 0)
+
+    def deployment(self) -> Deployment:
+        """The replica this request describes: `deploy` with its layout and scheduler fields."""
+        layout = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("part") == DEPLOY}
+        knobs = {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("part") == SCHEDULER}
+        knobs["prefix_cache_hit_fraction"] = knobs.pop("prefix_cache_hit")
+        return deploy(self.model, self.hw, **layout, **knobs)
 
 
 def deploy(

@@ -9,12 +9,7 @@ from typing import Any
 
 from tokometer.bench.plausibility import MAX_STREAM_TOK_S
 from tokometer.costmodel.layout import Layout
-from tokometer.costmodel.utilisation import Utilisation, utilisation
-
-# the web's MBU, MFU and placement go through here: the same rules as `utilization`
-from tokometer.costmodel.utilisation import mbu as mbu
-from tokometer.costmodel.utilisation import mfu as mfu
-from tokometer.costmodel.utilisation import placement as placement
+from tokometer.costmodel.utilisation import Utilisation, placement, utilisation
 from tokometer.domain.specs import HardwareSpec, ModelSpec
 from tokometer.errors import InputError, require_positive
 from tokometer.usecases.estimate import Estimate, estimate
@@ -28,6 +23,7 @@ class UtilizationReport:
     estimate: Estimate
     utilisation: Utilisation
     cpu_only_tok_s: float | None
+    placement: str  # where the measurement sits: above-ceiling, above-band, in-band, below-band, far-below
 
 
 def utilization(
@@ -75,4 +71,6 @@ def utilization(
         prefill=e.prefill,
         on_cpu=e.hardware.kind == "cpu",
     )
-    return UtilizationReport(estimate=e, utilisation=report, cpu_only_tok_s=cpu_only)
+    where = placement(measured_decode_tok_s, ceiling_tok_s=e.ceiling_tok_s, estimate_tok_s=e.estimate_tok_s,
+                      band_low_tok_s=e.estimate_interval.low, band_high_tok_s=e.estimate_interval.high, cpu_only_tok_s=cpu_only)
+    return UtilizationReport(estimate=e, utilisation=report, cpu_only_tok_s=cpu_only, placement=where)

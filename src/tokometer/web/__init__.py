@@ -1,7 +1,7 @@
 """The local web app (`tokometer serve`): pages over the same library API and JSON shapes as the CLI.
 
-`create_app()` lives in `tokometer.web.app` (it imports Starlette); `tokometer.web.feel` is pure and
-also serves `tokometer feel`. Importing this package imports neither.
+`create_app()` lives in `tokometer.web.app` (it imports Starlette), imported on first use. The
+handlers call the public API (`tokometer.api`), as the CLI does, never the use cases directly.
 """
 
 from __future__ import annotations

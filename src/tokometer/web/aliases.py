@@ -24,6 +24,8 @@ PLAN_ALIASES = {
     "rate": "rate_per_s", "q": "quant", "e": "engine", "prompt": "prompt_tokens", "output": "output_tokens",
     "slo_ttft_p99": "slo_ttft_ms", "slo_tpot_p99": "slo_tpot_ms", "slo_ttft": "slo_ttft_ms", "slo_tpot": "slo_tpot_ms",
 }  # fmt: skip
+# /api/frontier: the flags of `tokometer simulate --frontier`
+FRONTIER_ALIASES = {"q": "quant", "e": "engine", "prompt": "prompt_tokens", "output": "output_tokens"}
 # `tokometer utilization`'s own flags, beside the estimate's
 UTILISATION_ALIASES = {"measured_decode": "measured_decode_tok_s", "measured_prefill": "measured_prefill_tok_s"}
 
@@ -35,7 +37,7 @@ def _key(name: str) -> str:
 @functools.cache
 def estimate_aliases() -> dict[str, str]:
     """CLI flag (long and short, without dashes) -> `EstimateRequest` field, for every flag that differs."""
-    from tokometer.usecases.request import request_fields
+    from tokometer.api.request import request_fields
 
     names: dict[str, str] = {}
     for f in request_fields():
@@ -51,6 +53,8 @@ def aliases_for(path: str) -> dict[str, str]:
         return SIMULATE_ALIASES
     if path.startswith("/api/plan"):
         return PLAN_ALIASES
+    if path.startswith("/api/frontier"):
+        return FRONTIER_ALIASES
     if path.startswith(("/api/utilisation", "/api/utilization")):
         return {**estimate_aliases(), **UTILISATION_ALIASES}
     if path.startswith(("/api/estimate", "/api/curve", "/api/roofline", "/api/panorama")):

@@ -1,11 +1,11 @@
-"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over `tokometer.usecases.estimate`.
+"""The web app: static pages (HTML, CSS, ES modules; no build step) and a JSON API over the public API (`tokometer.api`).
 
 Routes:
     /, /throughput, /batch, /latency, /memory, /utilisation, /curves, /hardware, /feel, /serving, /runs
         the pages (one HTML shell; the page's state lives in its query string)
     /api/estimate          `report.json.estimate_json`, the JSON of `tokometer estimate --json`, levers
                            included (draft, acceptance, draft_tokens, tp, pp, link, gpu_layers...)
-    /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel
+    /api/curve, /api/roofline, /api/utilisation, /api/latency, /api/panorama, /api/feel, /api/frontier
     /api/simulate, /api/plan  the Serving page: a rate sweep with its knee and one chosen point, and the
                            cheapest setups meeting p99 objectives (`web.serving`; bounded work per call)
     /api/hardware, /api/models, /api/quants, /api/engines (`tokometer <kind> list --json`)
@@ -40,11 +40,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tokometer.api.charts import latency_at_rate, panorama, roofline
+from tokometer.api.feel import DEFAULT_RATES_TOK_S, feel
+from tokometer.api.request import request_schema
 from tokometer.domain.jsontext import to_json
 from tokometer.errors import InputError, TokometerError, UnknownEntryError
 from tokometer.guard import check_nesting, decode_text
-from tokometer.usecases.request import request_schema
-from tokometer.web import compute, feel, serving
+from tokometer.web import compute, serving
 from tokometer.web.aliases import aliases_for, canonical
 from tokometer.web.inputs import (
     LEVER_FIELDS,
@@ -180,7 +182,7 @@ def _roofline(data: Data, request: Request) -> Any:
     kwargs = one_device(setup_kwargs(data, extra=("batches",)), "/api/roofline")
     kwargs.pop("batch", None)
     batches = number_list("batches", data["batches"], integer=True) if data.get("batches") else None
-    return compute.roofline(kwargs, batches)
+    return roofline(batches, **kwargs).to_dict()
 
 
 def _utilisation(data: Data, request: Request) -> Any:
@@ -203,11 +205,11 @@ def _latency(data: Data, request: Request) -> Any:
         raise InputError(f"{missing} is required", field=missing)
     output = optional_number(data, "output_tokens", integer=True)
     more = {} if output is None else {"output_tokens": int(output)}
-    return compute.latency_at_rate(ttft_ms, tok_s, **more)
+    return latency_at_rate(ttft_ms, tok_s, **more).to_dict()
 
 
 def _panorama(data: Data, request: Request) -> Any:
-    return compute.panorama(setup_kwargs(data))
+    return panorama(**setup_kwargs(data)).to_dict()
 
 
 def _feel(data: Data, request: Request) -> Any:
@@ -218,10 +220,9 @@ def _feel(data: Data, request: Request) -> Any:
     given = data.get("text")
     if given is not None and not isinstance(given, str):
         raise InputError(f"text must be a string, got {given!r}")
-    body = given if given and given.strip() else feel.sample_text(lang)
-    rates = feel.parse_rates(data.get("rates") or list(feel.DEFAULT_RATES_TOK_S))
     seconds = optional_number(data, "seconds")
-    return feel.feel_plan(body, rates, 10.0 if seconds is None else seconds, lang, with_tokens=True)
+    plan = feel(data.get("rates") or DEFAULT_RATES_TOK_S, text=given, lang=lang, seconds=10.0 if seconds is None else seconds)
+    return plan.with_tokens()
 
 
 def _simulate(data: Data, request: Request) -> Any:
@@ -230,6 +231,10 @@ def _simulate(data: Data, request: Request) -> Any:
 
 def _plan(data: Data, request: Request) -> Any:
     return serving.plan_dict(data)
+
+
+def _frontier(data: Data, request: Request) -> Any:
+    return serving.frontier_dict(data)
 
 
 def _run_serving(data: Data, request: Request) -> Any:
@@ -394,6 +399,7 @@ def create_app(
         Route("/api/feel", endpoint(_feel), methods=both),
         Route("/api/simulate", endpoint(_simulate, threaded=True), methods=both),
         Route("/api/plan", endpoint(_plan, threaded=True), methods=both),
+        Route("/api/frontier", endpoint(_frontier, threaded=True), methods=both),
         *[Route(f"/api/{kind}", endpoint(_catalog(kind))) for kind in ("hardware", "models", "quants", "engines")],
         Route("/api/hardware/{name}", endpoint(_hardware_show)),
         Route("/api/runs", endpoint(_runs)),

@@ -1,4 +1,4 @@
-"""Request data -> keyword arguments of `tokometer.usecases.estimate.estimate`, checked before any work is done.
+"""Request data -> keyword arguments of `tokometer.estimate` (`api.predict.estimate`), checked before any work is done.
 
 The web API takes `EstimateRequest`'s field names (`params_b`, `bandwidth_gb_per_s`, `hw`..., and
 the levers `draft`, `tp`, `gpu_layers`... of `LEVER_FIELDS`), each read as its `kind` says, from a JSON
@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tokometer.api.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
+from tokometer.api.request import request_fields
+from tokometer.api.serving_curve import MAX_RATES as MAX_SWEEP_RATES
 from tokometer.catalog import model_catalog
 from tokometer.domain.specs import BACKENDS
 from tokometer.errors import InputError, UnknownEntryError
-from tokometer.usecases.request import request_fields
-from tokometer.usecases.serving_curve import MAX_RATES as MAX_SWEEP_RATES
-from tokometer.web.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
 
 
 def _fields_of(*kinds: str) -> tuple[str, ...]:
@@ -58,6 +58,8 @@ MAX_NAME_CHARS = 200
 MAX_INT = 10**9
 MAX_RUNS_PAGE = 1000  # runs listed at once
 MAX_REQUESTS_PAGE = 1000  # a run's requests shown at once
+MAX_FRONTIER_CONCURRENCIES = 8
+MAX_FRONTIER_USERS = 1024  # a frontier point simulates twice its users' requests: 2,048 at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,8 @@ API_FIELDS: dict[str, ApiField] = {
     "seed": ApiField("int", "Random seed of the simulated arrivals and lengths.", None, -MAX_INT, MAX_INT),
     "top": ApiField("int", "How many setups to list.", None, -MAX_INT, MAX_INT),
     "disagg": ApiField("flag", "Also try prefill/decode disaggregation."),
+    "concurrencies": ApiField("ints", "Users kept in flight at each frontier point (closed loops).", None, 1,
+                              MAX_FRONTIER_USERS, max_items=MAX_FRONTIER_CONCURRENCIES),
 }
 
 TRUE_WORDS = ("true", "1", "yes", "on")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokometer import __version__
-from tokometer.usecases.request import request_fields
+from tokometer.api.request import request_fields
 from tokometer.web.inputs import (
     API_FIELDS,
     LEVER_FIELDS,
@@ -25,7 +25,7 @@ from tokometer.web.inputs import (
     SETUP_FIELDS,
     ApiField,
 )
-from tokometer.web.serving import PLAN_FIELDS, SIMULATE_FIELDS
+from tokometer.web.serving import FRONTIER_FIELDS, PLAN_FIELDS, SIMULATE_FIELDS
 
 NUMERAL = {"type": "string", "maxLength": 64, "description": "a decimal numeral, as a form or a query string sends it"}
 ERROR = {
@@ -50,6 +50,7 @@ COMPUTING: dict[str, tuple[str, tuple[str, ...]]] = {
     "/api/feel": ("What a streaming speed feels like: the timing of a sample answer", ("rates", "seconds", "lang", "text")),
     "/api/simulate": ("A serving rate sweep with its knee (the serving simulator)", SIMULATE_FIELDS),
     "/api/plan": ("The cheapest setups meeting p99 objectives", PLAN_FIELDS),
+    "/api/frontier": ("The predicted frontier: tokens/s per GPU against tokens/s per user, with TTFT", FRONTIER_FIELDS),
 }
 # GET endpoint -> (summary, query fields, path parameters, what a 200 holds)
 READING: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], str]] = {

@@ -1,11 +1,12 @@
-"""The Serving page's endpoints: `/api/simulate` (a rate sweep with its knee and one chosen point) and
-`/api/plan` (the cheapest setups meeting p99 objectives), from `usecases.serving_curve` and
-`usecases.plan`.
+"""The Serving page's endpoints: `/api/simulate` (a rate sweep with its knee and one chosen point),
+`/api/plan` (the cheapest setups meeting p99 objectives) and `/api/frontier` (tokens/s per GPU against
+tokens/s per user), from the public API: `serving_curve`, `plan` and `frontier`.
 
 Inputs are checked here with the field at fault, catalog names only (no paths, no Hub ids). Work
 per call is bounded: at most `serving_curve.MAX_REQUESTS` requests per simulated point and
 `MAX_RATES` points; a plan searches at most `MAX_PLAN_HARDWARE` devices x `MAX_PLAN_QUANTS` formats
-with the usecase's own fixed request count for its finalists.
+with the usecase's own fixed request count for its finalists; a frontier at most
+`MAX_FRONTIER_CONCURRENCIES` closed loops on each layout that fits one device kind and format.
 """
 
 from __future__ import annotations
@@ -14,14 +15,26 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from tokometer.api.serving_curve import MAX_RATES, ServingQuery, serving_curve
 from tokometer.errors import InputError
-from tokometer.usecases.serving_curve import MAX_RATES, ServingQuery, serving_curve
-from tokometer.web.inputs import catalog_model, flag, number, number_list, optional_number, text
+from tokometer.web.inputs import (
+    MAX_FRONTIER_CONCURRENCIES,
+    MAX_FRONTIER_USERS,
+    catalog_model,
+    flag,
+    number,
+    number_list,
+    optional_number,
+    text,
+)
 
 SIMULATE_FIELDS = ("model", "hw", "quant", "engine", "tp", "replicas", "prompt_tokens", "output_tokens", "num_requests",
                    "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed")
 PLAN_FIELDS = ("model", "hw", "quant", "engine", "rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms", "top", "disagg")
+FRONTIER_FIELDS = ("model", "hw", "quant", "engine", "prompt_tokens", "output_tokens", "concurrencies", "seed")
+MAX_FRONTIER_OUTPUT_TOKENS = 8192  # the decode steps of the slowest point grow with the answer's length
+DEFAULT_FRONTIER_CONCURRENCIES: tuple[int, ...] = (1, 4, 16, 64, 256)
 MAX_PLAN_HARDWARE = 12
 MAX_PLAN_QUANTS = 4
 MAX_PLAN_TOP = 10
@@ -102,7 +115,7 @@ def _names(data: Mapping[str, Any], key: str, limit: int) -> tuple[str, ...] | N
 def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
     """The plan as `tokometer plan --json` prints it; no configuration is an answer (empty `configs`
     with the best p99 any candidate reached), not an error."""
-    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS, plan
+    from tokometer.api.serving import plan
 
     _known(data, PLAN_FIELDS)
     model = catalog_model(_required(data, "model"))
@@ -122,16 +135,38 @@ def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
     if not (rate > 0 and math.isfinite(rate)):
         raise InputError(f"rate_per_s must be a positive number, got {rate!r}", field="rate_per_s")
     result = plan(
-        model, rate=rate, prompt=prompt, output=output, slo_ttft_s=ttft_s, slo_tpot_s=tpot_s,
-        hardware=_names(data, "hw", MAX_PLAN_HARDWARE) or DEFAULT_HARDWARE,
-        quants=_names(data, "quant", MAX_PLAN_QUANTS) or DEFAULT_QUANTS,
+        model, rate=rate, prompt=prompt, output=output, slo_ttft_p99=float(optional_number(data, "slo_ttft_ms") or 0), slo_tpot_p99=float(optional_number(data, "slo_tpot_ms") or 0),
+        hw=_names(data, "hw", MAX_PLAN_HARDWARE), quant=_names(data, "quant", MAX_PLAN_QUANTS),
         engine=_name(data, "engine", "vllm") or "vllm", top=top,
-        disagg=flag("disagg", data["disagg"]) if _given(data, "disagg") else True,
+        disagg=flag("disagg", data["disagg"]) if _given(data, "disagg") else True, strict=False,
     )
-    return {
-        "configs": [r.to_dict(rate, output) for r in result.rows], "considered": result.considered,
-        "pruned": result.pruned, "best_ttft_p99_s": result.best_ttft_p99_s, "best_tpot_p99_s": result.best_tpot_p99_s,
-    }
+    return {**result.to_dict(), "best_ttft_p99_s": result.plan.best_ttft_p99_s, "best_tpot_p99_s": result.plan.best_tpot_p99_s}
+
+
+def frontier_dict(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The predicted frontier on one device kind and format (`tokometer simulate --frontier --json`),
+    with the workload it was drawn for: closed loops at each concurrency on every layout that fits."""
+    from tokometer.api.frontier import frontier
+
+    _known(data, FRONTIER_FIELDS)
+    model = catalog_model(_required(data, "model"))
+    hw = _required(data, "hw")
+    if "," in hw:
+        raise InputError("hw names one device; the frontier compares layouts and concurrencies on it", field="hw")
+    prompt, output = _int(data, "prompt_tokens", 1000), _int(data, "output_tokens", 200)
+    for key, value, high in (("prompt_tokens", prompt, 1_000_000), ("output_tokens", output, MAX_FRONTIER_OUTPUT_TOKENS)):
+        if not 1 <= value <= high:
+            raise InputError(f"{key} must be between 1 and {high:,}, got {value:,}", field=key)
+    users = DEFAULT_FRONTIER_CONCURRENCIES
+    if _given(data, "concurrencies"):
+        users = tuple(sorted({int(c) for c in number_list("concurrencies", data["concurrencies"], integer=True,
+                                                           limit=MAX_FRONTIER_CONCURRENCIES)}))
+    for c in users:
+        if not 1 <= c <= MAX_FRONTIER_USERS:
+            raise InputError(f"concurrencies must be from 1 to {MAX_FRONTIER_USERS:,} users, got {c:,}", field="concurrencies")
+    result = frontier(model, hw, quant=_name(data, "quant"), engine=_name(data, "engine", "vllm") or "vllm", prompt=prompt,
+                      output=output, concurrencies=users, seed=_int(data, "seed", 0))
+    return {**result.to_dict(), "prompt_tokens": prompt, "output_tokens": output, "concurrencies": list(users)}
 
 
 OVERLAID_MODES = ("rate", "concurrency")

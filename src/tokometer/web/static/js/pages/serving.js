@@ -1,6 +1,7 @@
 // Serving: many users on one deployment. A rate sweep through the step-level simulator draws p99 TTFT
 // and TPOT against throughput (SLO lines, knee marked); the slider picks a rate; the plan table lists
-// the cheapest setups meeting the SLOs at that rate (`tokometer simulate --rate` / `tokometer plan`).
+// the cheapest setups meeting the SLOs at that rate (`tokometer simulate --rate` / `tokometer plan`); a
+// button draws the predicted frontier, tokens/s per GPU against tokens/s per user (`simulate --frontier`).
 import { ApiError, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { calculator } from '../form.js';
@@ -105,6 +106,75 @@ function planTable(plan, rate) {
         h('td', { class: 'wrap' }, message(r.binding))))))));
 }
 
+/** The frontier request for a form's values: the deployment and lengths, each layout that fits tried. */
+function frontierBody(values) {
+  const { model, hw, quant, serving_engine: engine, prompt_tokens: prompt, output_tokens: output } = values;
+  return Object.fromEntries(Object.entries({ model, hw, quant, engine, prompt_tokens: prompt, output_tokens: output })
+    .filter(([, v]) => v !== undefined && v !== null && v !== ''));
+}
+
+/**
+ * The chart of an `/api/frontier` answer: every simulated point (layout x concurrency) as a dot, the
+ * Pareto set as a line, tokens/s per user across and tokens/s per GPU up, as InferenceMAX draws it;
+ * each layout's own points are joined in order of users.
+ */
+export function frontierChart(data) {
+  const all = data.points;
+  const front = data.frontier;
+  const x = range(all.map((p) => p.tok_s_per_user), { zero: true });
+  const y = range(all.map((p) => p.tok_s_per_gpu), { zero: true });
+  const ends = [front[0], front[front.length - 1]].filter(Boolean);
+  const layouts = new Map(); // one line per layout, through its user counts
+  for (const p of all) {
+    const key = `${p.hardware} ${p.quant} ${p.layout}`;
+    if (!layouts.has(key)) layouts.set(key, []);
+    layouts.get(key).push(p);
+  }
+  return h('figure', { 'data-testid': 'frontier-chart' },
+    chart({
+      title: t('serve.frontier.chartTitle'), x, y, xLabel: t('serve.frontier.xLabel'), yLabel: t('serve.frontier.yLabel'),
+      series: [
+        ...[...layouts.values()].map((pts, i) => ({ name: `layout-${i}`, cls: 's-kv', dots: true,
+          points: pts.sort((a, b) => a.concurrency - b.concurrency).map((p) => [p.tok_s_per_user, p.tok_s_per_gpu]) })),
+        { name: 'frontier', cls: 's-estimate', dots: true, points: front.map((p) => [p.tok_s_per_user, p.tok_s_per_gpu]) },
+      ],
+      points: ends.map((p) => ({ x: p.tok_s_per_user, y: p.tok_s_per_gpu, label: `${p.layout} · ${int(p.concurrency)}`, cls: '' })),
+    }),
+    legend([['s-estimate', t('serve.frontier.pareto')], ['s-kv', t('serve.frontier.others')]]),
+    h('figcaption', {}, t('serve.frontier.caption', { prompt: int(data.prompt_tokens), output: int(data.output_tokens) })));
+}
+
+function frontierTable(data) {
+  const cols = ['layout', 'gpus', 'users', 'perUser', 'perGpu', 'ttft'];
+  return h('div', { class: 'tablewrap' }, h('table', { class: 'data', 'data-testid': 'frontier-table' },
+    h('thead', {}, h('tr', {}, cols.map((c, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t(`serve.frontier.col.${c}`))))),
+    h('tbody', {}, data.frontier.map((p) => h('tr', {},
+      h('td', {}, `${p.hardware} · ${p.quant} · ${p.layout}`), h('td', { class: 'num' }, int(p.gpus)),
+      h('td', { class: 'num' }, int(p.concurrency)), h('td', { class: 'num', 'data-value': p.tok_s_per_user }, num(p.tok_s_per_user)),
+      h('td', { class: 'num', 'data-value': p.tok_s_per_gpu }, num(p.tok_s_per_gpu)),
+      h('td', { class: 'num' }, `${num(ms(p.ttft_mean_s))} · ${num(ms(p.ttft_p99_s))}`))))));
+}
+
+/** The frontier section: drawn on demand (a few seconds of simulation), for the form's deployment. */
+function frontierSection(body) {
+  const out = h('div', { 'data-testid': 'frontier-out', 'aria-live': 'polite' });
+  const button = h('button', { type: 'button', 'data-testid': 'frontier-draw' }, t('serve.frontier.draw'));
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    clear(out, h('p', { class: 'muted' }, t('serve.frontier.working')));
+    try {
+      const data = await post('/api/frontier', frontierBody(body));
+      clear(out, frontierChart(data), frontierTable(data));
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      clear(out, h('p', { class: 'muted', 'data-testid': 'frontier-error' }, message(error.message)));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return h('div', {}, h('p', { class: 'muted' }, t('serve.frontier.lead')), button, out);
+}
+
 /** A range input beside the rate field: dragging it writes the field, which recomputes (debounced). */
 function slider(form) {
   const input = h('input', { type: 'range', min: '0', max: '1', step: 'any', 'data-testid': 'rate-slider', 'aria-label': t('f.rate_per_s') });
@@ -160,7 +230,9 @@ export async function mount(root) {
         h('h3', { class: 'sec' }, t('serve.atRate', { rate: num(rate) })),
         summary(sim),
         h('h3', { class: 'sec' }, t('serve.planTitle')),
-        planTable(plan, rate));
+        planTable(plan, rate),
+        h('h3', { class: 'sec' }, t('serve.frontier.title')),
+        frontierSection(body));
     },
   });
   bar = slider(page.form);

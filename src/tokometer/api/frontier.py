@@ -1,0 +1,72 @@
+"""`tokometer.frontier`: the predicted serving frontier, tokens/s per GPU against tokens/s per user
+(`tokometer simulate --frontier`, `plan --frontier`, the web serving page's frontier chart)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tokometer.api.result import JsonResult
+from tokometer.errors import InputError
+
+if TYPE_CHECKING:
+    from tokometer.usecases.frontier import Frontier
+
+
+@dataclass(frozen=True)
+class FrontierResult(JsonResult):
+    """Every simulated (hardware, format, layout, concurrency) point (`frontier.points`) and the Pareto
+    set among them (`frontier.pareto`), with the workload they were simulated on."""
+
+    frontier: Frontier
+    prompt: int
+    output: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `tokometer simulate --frontier --json` (and `plan --frontier --json`) shape."""
+        return self.frontier.to_dict()
+
+
+def _tokens(name: str, value: int | str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InputError(f"--frontier takes a fixed {name} length in tokens, got {value!r}", field=name.lstrip("-")) from None
+
+
+def frontier(
+    model: str,
+    hw: str | Sequence[str],
+    *,
+    quant: str | Sequence[str] | None = None,
+    engine: str = "vllm",
+    tp: int = 1,
+    dp: int = 1,
+    ep: int = 1,
+    overlap: bool = False,
+    prompt: int | str = 1024,
+    output: int | str = 1024,
+    concurrencies: str | Sequence[int] | None = None,
+    seed: int = 0,
+) -> FrontierResult:
+    """Simulate closed loops of users at each concurrency on every layout that fits, and mark the Pareto
+    set of (tokens/s per GPU, tokens/s per user = 1 / mean TPOT), each point with its TTFT.
+
+    `hw`/`quant`: one name, a comma-separated string or a list (`quant=None`: the model's own format);
+    `tp`/`dp`/`ep` other than 1 fix one layout, else TP 1-8 and, for a MoE model, DP x EP are tried;
+    `concurrencies` "1,8,64" or a list (default 1, 2, 4 ... 1024); `prompt`/`output` fixed token counts.
+    """
+    from tokometer.api.serving import names
+    from tokometer.usecases.frontier import frontier as run_frontier
+    from tokometer.usecases.frontier import parse_concurrencies
+
+    hardware = names(hw)
+    if not hardware:
+        raise InputError("name the hardware (hw) to draw a frontier on", field="hw")
+    users = concurrencies if concurrencies is None or isinstance(concurrencies, str) else ",".join(str(c) for c in concurrencies)
+    lengths = _tokens("--prompt", prompt), _tokens("--output", output)
+    layouts = None if (tp, dp, ep) == (1, 1, 1) else [(tp, dp, ep)]
+    front = run_frontier(model, hardware=hardware, quants=names(quant) or (None,), engine=engine, prompt=lengths[0],
+                         output=lengths[1], concurrencies=parse_concurrencies(users), layouts=layouts, overlap=overlap, seed=seed)
+    return FrontierResult(front, lengths[0], lengths[1])
