@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tokometer.costmodel.serving.conversations import Book
 from tokometer.costmodel.serving.cost import StepCost
-from tokometer.costmodel.serving.engine import Replica, StepRecord
+from tokometer.costmodel.serving.engine import Replica, Request, StepRecord
 from tokometer.costmodel.serving.policies import TOO_LONG_FOR_MODEL, kv_rule
+from tokometer.costmodel.serving.prefix_cache import Content
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
 from tokometer.domain.serving_specs import SchedulerPolicy
@@ -68,6 +70,8 @@ class ServingResult(_Plain):
     replicas: int
     rejected_by_reason: dict[str, int]  # why each rejected request could never run
     truncated: int  # requests the engine cut short (llama.cpp stops when a slot's context is full)
+    prefix_hit_share: float | None = None  # share of admitted prompt tokens the prefix cache served
+    prefix_evicted_tokens: int = 0  # cached idle KV tokens evicted to make room
 
     @property
     def binding(self) -> str:
@@ -94,52 +98,100 @@ class _Users:
 
 
 
+LAST = Content(())  # "the content of the request popped last" (a sentinel)
+
+
 class _Arrivals:
     """The run's requests in time order, from closed-loop users or an open-loop stream, and what a
-    request that never runs (too long, or refused) gives back: its user, who then thinks and sends again."""
+    request that never runs (too long, or refused) gives back: its user, who then thinks and sends again.
+
+    A workload that shares prompt content (`Workload.shares_prefixes`) has a `conversations.Book`:
+    each request popped carries its `content` (for the prefix cache), and conversations' next turns
+    arrive from the book's heap when their answer is in (`on_done`)."""
 
     def __init__(self, workload: Workload, rng: random.Random) -> None:
         self.workload = workload
         self.rng = rng
+        self.book = Book(workload, rng) if workload.shares_prefixes else None
+        self.content: Content | None = None  # the content of the request popped last
+        stream = self.book.starts() if self.book is not None else workload
         self.users = _Users(workload, rng) if workload.arrival == "closed" else None
-        self._stream: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if self.users is None else None
+        if self.book is not None:
+            self.book.users = self.users
+        self._stream: Iterator[tuple[float, int, int]] | None = open_loop(stream, rng) if self.users is None else None
         self._next = next(self._stream, None) if self._stream is not None else None
 
     @property
     def on_finish(self) -> Callable[[float], None] | None:
-        """The callback a replica calls when a request finishes (closed loop only)."""
+        """The callback a replica calls when a request finishes (closed loop without conversations)."""
+        if self.book is not None and self.book.turns > 1:
+            return None
         return self.users.on_finish if self.users is not None else None
+
+    @property
+    def on_done(self) -> Callable[[Request, float], None] | None:
+        """The callback a replica calls with each finished request (conversations: the next turn)."""
+        return self._answered if self.book is not None and self.book.turns > 1 else None
+
+    def _answered(self, req: Request, now: float) -> None:
+        assert self.book is not None
+        if not self.book.answered(req.content, req.output, now) and self.users is not None:
+            self.users.on_finish(now)
 
     def next_s(self) -> float:
         """When the next request arrives; infinity once there are none."""
         if self.users is not None:
-            return self.users.heap[0] if self.users.heap else math.inf
-        return self._next[0] if self._next is not None else math.inf
+            t = self.users.heap[0] if self.users.heap else math.inf
+        else:
+            t = self._next[0] if self._next is not None else math.inf
+        book = self.book
+        if book is not None and book.heap and book.heap[0][0] < t:
+            return book.heap[0][0]
+        return t
 
     def pop(self) -> tuple[float, int, int]:
-        """The next request: (arrival s, prompt tokens, output tokens)."""
+        """The next request: (arrival s, prompt tokens, output tokens); its content in `self.content`."""
+        book = self.book
+        if book is not None and book.heap:
+            first = self.users.heap[0] if self.users is not None and self.users.heap else (
+                self._next[0] if self.users is None and self._next is not None else math.inf)
+            if book.heap[0][0] <= first:
+                t, _, p, o, self.content = heapq.heappop(book.heap)
+                return t, p, o
         if self.users is not None:
             t = heapq.heappop(self.users.heap)
-            return t, self.workload.prompt.sample(self.rng), self.workload.output.sample(self.rng)
-        assert self._next is not None and self._stream is not None
-        out = self._next
-        self._next = next(self._stream, None)
+            out = t, self.workload.prompt.sample(self.rng), self.workload.output.sample(self.rng)
+        else:
+            assert self._next is not None and self._stream is not None
+            out = self._next
+            self._next = next(self._stream, None)
+        if book is not None:
+            prompt, self.content = book.dress(out[1])
+            return out[0], prompt, out[2]
         return out
 
-    def dropped(self, now: float) -> None:
-        """A request that will never run: its user (closed loop) is free again at `now`."""
+    def dropped(self, now: float, content: Content | None = LAST) -> None:
+        """A request that will never run (default: the one popped last): its conversation goes on,
+        or its user (closed loop) is free again at `now`."""
+        if self.book is not None and self.book.answered(self.content if content is LAST else content, 0, now):
+            return
         if self.users is not None:
             self.users.on_finish(now)
 
     def submit(
         self, target: Replica, now: float, arrival: float, prompt: int, output: int, *,
-        ready: float | None = None, cached: int = 0, then_output: int = 0,
+        ready: float | None = None, cached: int = 0, then_output: int = 0, content: Content | None = LAST,
     ) -> None:
-        """`target.submit(...)` with the same arguments; a refused request frees its user at `now`."""
+        """`target.submit(...)` with the same arguments and the request's content (default: the one
+        popped last); a refused request frees its user at `now`."""
         before = target.rejected
-        target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output)
+        content = self.content if content is LAST else content
+        if content is None:
+            target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output)
+        else:
+            target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output, content=content)
         if target.rejected > before:
-            self.dropped(now)
+            self.dropped(now, content)
 
 
 class Router:
@@ -276,7 +328,7 @@ def simulate(
     arrivals = _Arrivals(workload, random.Random(seed))
     pool = [
         Replica(
-            cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish,
+            cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, record=record if replicas == 1 else None,
         )
         for _ in range(replicas)
@@ -374,4 +426,6 @@ def _result(
         replicas=len(workers),
         rejected_by_reason=dict(sorted(reasons.items())),
         truncated=sum(r.truncated for r in workers),
+        prefix_hit_share=(sum(r.hit_admitted for r in workers) / admitted) if (admitted := sum(r.prompt_admitted for r in workers)) else None,
+        prefix_evicted_tokens=sum(r.pcache.evicted_tokens for r in workers),
     )
