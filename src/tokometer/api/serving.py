@@ -41,7 +41,8 @@ class SimulateResult(JsonResult):
             return {"deployment": self.deployment.to_dict(), **curve_dict(list(self.points), self.knee)}
         assert self.result is not None
         return (
-            {"deployment": self.deployment.to_dict(), "workload": self.workload.to_dict() | {"trace": len(self.workload.trace)},
+            {"deployment": self.deployment.to_dict(),
+             "workload": self.workload.to_dict() | {"trace": len(self.workload.trace), "trace_content": len(self.workload.trace_content)},
              "result": self.result.to_dict(), "binding": self.result.binding}
             | ({"disagg": self.disagg.to_dict()} if self.disagg is not None else {})
         )
@@ -113,6 +114,10 @@ def simulate(
     memory_fraction: float | None = None,
     prefix_cache_hit: float | None = None,
     scheduler_steps: int | None = None,
+    system_prompt: int | None = None,
+    system_prompt_share: float | None = None,
+    system_prompts: int = 1,
+    turns: int = 1,
     seed: int = 0,
     progress: bool = False,
 ) -> SimulateResult:
@@ -124,6 +129,12 @@ def simulate(
     `offline` or `trace` (a JSONL/CSV path). `prompt`/`output` are token counts or distributions
     ("lognormal:800:0.6"); `slo_ttft`/`slo_tpot` are milliseconds, as on the command line.
     `progress=True` draws a bar on stderr for rate sweeps and long runs when stderr is a terminal.
+
+    Shared prefixes decide the prefix cache's hits (each engine's own cache, `policies.prefix_cache`):
+    `system_prompt` tokens that a `system_prompt_share` of requests (default all) start with, one of
+    `system_prompts`; `turns` per conversation, each turn's prompt the history plus new `prompt` text,
+    `think_s` after the last answer; a trace's prefix_id/conversation_id columns. `prefix_cache_hit`
+    (a fixed share of every prompt) wins over them when given.
     """
     from dataclasses import replace
 
@@ -136,7 +147,7 @@ def simulate(
         disaggregation,
         knee,
         parse_lengths,
-        read_trace,
+        read_trace_ids,
         run,
         sweep_rates,
     )
@@ -176,7 +187,13 @@ def simulate(
     if not (0 < burstiness <= MAX_BURSTINESS):
         raise InputError(f"--burstiness must be above 0 and at most {MAX_BURSTINESS:g}, got {burstiness:g}")
     arrival = "constant" if constant_rate else ("gamma" if burstiness != 1.0 else "poisson")
-    base = Workload("offline", n, p_dist, o_dist)
+    if system_prompt_share is not None and system_prompt is None:
+        raise InputError("--system-prompt-share needs --system-prompt TOKENS (the shared prompt's length)")
+    shared: dict[str, Any] = {
+        "system_prompt_tokens": system_prompt or 0, "system_prompts": system_prompts, "turns": turns, "think_s": think_s,
+        "system_prompt_share": (1.0 if system_prompt_share is None else system_prompt_share) if system_prompt else 0.0,
+    }
+    base = Workload("offline", n, p_dist, o_dist, **shared)
     pools = kwargs.get("disagg")
     if rate is not None or sweep_rate:
         if rate is None:
@@ -188,15 +205,16 @@ def simulate(
         else:
             rates = parse_rates(",".join(str(r) for r in rate))
         base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=burstiness)
-        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=burstiness)  # checks the inputs
+        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=burstiness, **shared)  # checks the inputs
         if len(rates) > 1:
             points = sweep_rates(dep, base, rates, progress=wrapper("request rates", as_json=not progress, unit="rate"), **kwargs)
             return SimulateResult(dep, base, points=tuple(points), knee=knee(points), disagg=pools, slo_ttft_s=slo[0], slo_tpot_s=slo[1])
         workload = base
     elif concurrency is not None:
-        workload = Workload("closed", n, p_dist, o_dist, concurrency=concurrency, think_s=think_s)
+        workload = Workload("closed", n, p_dist, o_dist, concurrency=concurrency, **shared)
     elif trace is not None:
-        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(trace))
+        rows, ids = read_trace_ids(trace)
+        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=rows, trace_content=ids, **shared)
     else:
         workload = base
     if workload.total_requests >= LONG_RUN_REQUESTS and pools is None:
