@@ -54,7 +54,8 @@ class Book:
 
     def __init__(self, workload: Workload, rng: random.Random) -> None:
         self.workload = workload
-        self.rng = rng
+        self.rng = random.Random(rng.getrandbits(64))  # its own streams: which requests share, which prompt,
+        self.which = random.Random(rng.getrandbits(64))  # so the same requests share whatever the count
         self.ident = 0
         self.order = 0
         self.heap: list[tuple[float, int, int, int, Content]] = []  # (time, order, prompt, output, content)
@@ -85,7 +86,7 @@ class Book:
         segs: list[Segment] = []
         if self.share and (self.share >= 1.0 or self.rng.random() < self.share):
             n = self.workload.system_prompts
-            k = self.rng.randrange(n) if n > 1 else 0
+            k = self.which.randrange(n) if n > 1 else 0
             tokens = self.workload.system_prompt_tokens
             segs.append((("s", k, tokens), tokens))
         head = sum(t for _, t in segs)
