@@ -17,7 +17,9 @@ half a block of fragmentation. What the engine refuses, whom it admits and whom 
 next step's decode tokens would not fit is the engine's own memory rule (`policies.kv_rule`:
 vLLM and LMDeploy preempt the newest by recompute, SGLang retracts and raises its new-token
 ratio, TensorRT-LLM and static batches book each request's whole length and never evict,
-llama.cpp gives each request a slot). A request that could never run is refused when it arrives,
+llama.cpp gives each request a slot). A request whose prompt shares content with others (`content`)
+asks the engine's prefix cache (`prefix_cache.py`) what it hits, which skips prefill, and what
+running requests already hold, which it does not count again in KV. A request that could never run is refused when it arrives,
 with its reason; a step that runs nothing is counted, and too many in a row raise
 `SimulationStalled` (never a silent spin).
 """

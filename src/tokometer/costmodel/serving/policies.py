@@ -19,6 +19,9 @@ engine rule it copies, with the source it copies it from:
 - `LlamaCppSlots` (llama.cpp server): `--parallel` slots, each owning `n_ctx / n_parallel` tokens
   of KV; a prompt that fills its slot is refused, and generation stops when the slot is full.
 
+`prefix_cache` picks each engine's prefix cache (vLLM, SGLang and TensorRT-LLM blocks shared and
+evicted LRU, llama.cpp's per-slot prompt, none for LMDeploy and static batches), with its sources.
+
 A request that could never run (prompt + output beyond the whole cache, or its slot) is refused
 when it arrives, with its reason (`refusal`), so no rule waits on it forever. Each rule's
 `admits` and `refusal` agree: whatever `refusal` lets through is admitted by an empty engine.
