@@ -36,10 +36,10 @@ from tokometer.costmodel.serving.simulate import (
     Observer,
     Router,
     ServingResult,
-    _Arrivals,
     _result,
     busiest_behind,
     context_limit,
+    make_arrivals,
     watch,
 )
 from tokometer.costmodel.serving.workload import Workload
@@ -106,7 +106,7 @@ def simulate_disagg(
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if workload.total_requests > MAX_REQUESTS:
         raise InputError(f"{workload.total_requests:,} requests is more than the simulator takes in one run ({MAX_REQUESTS:,})")
-    arrivals = _Arrivals(workload, random.Random(seed))
+    arrivals = make_arrivals(workload, random.Random(seed))
     transfers: list[tuple[float, int, float, int, int, Content | None]] = []  # (ready, order, arrival, prompt, output, content)
     order = 0
 

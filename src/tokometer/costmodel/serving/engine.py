@@ -103,7 +103,7 @@ class Replica:
         self.admit_room = kv_capacity_tokens - self.watermark if self.rule.prompt_only else None
         self.always_taken = self.rule.always_taken(self)
         self.pcache = prefix_cache(policy, kv_capacity_tokens)  # decides hits for requests with `content`
-        self.prompt_admitted = 0  # prompt tokens admitted (first admissions and readmissions)
+        self.prompt_admitted = 0  # prompt tokens admitted with a prefix cache at play (readmissions too)
         self.hit_admitted = 0  # of which the prefix cache served
         self.reserved = 0.0  # tokens booked by a reserving rule (TensorRT-LLM, static, llama.cpp slots)
         self.owed = 0  # sum of remaining output: prefilling (output - generated) + decoding finish_k
@@ -343,7 +343,7 @@ class Replica:
                 waiting.popleft()
                 if shared:
                     pcache.acquire(req)
-                if not req.cached:
+                if shared or (hit and not req.cached):
                     self.prompt_admitted += req.prompt
                     self.hit_admitted += req.prompt - todo
                 if req.admitted < 0:

@@ -103,95 +103,116 @@ LAST = Content(())  # "the content of the request popped last" (a sentinel)
 
 class _Arrivals:
     """The run's requests in time order, from closed-loop users or an open-loop stream, and what a
-    request that never runs (too long, or refused) gives back: its user, who then thinks and sends again.
+    request that never runs (too long, or refused) gives back: its user, who then thinks and sends again."""
 
-    A workload that shares prompt content (`Workload.shares_prefixes`) has a `conversations.Book`:
-    each request popped carries its `content` (for the prefix cache), and conversations' next turns
-    arrive from the book's heap when their answer is in (`on_done`)."""
+    content: Content | None = None  # what the request popped last shares (`_SharedArrivals`)
+    on_done: Callable[[Request, float], None] | None = None  # called with each finished request
 
-    def __init__(self, workload: Workload, rng: random.Random) -> None:
+    def __init__(self, workload: Workload, rng: random.Random, stream: Workload | None = None) -> None:
         self.workload = workload
         self.rng = rng
-        self.book = Book(workload, rng) if workload.shares_prefixes else None
-        self.content: Content | None = None  # the content of the request popped last
-        stream = self.book.starts() if self.book is not None else workload
         self.users = _Users(workload, rng) if workload.arrival == "closed" else None
-        if self.book is not None:
-            self.book.users = self.users
-        self._stream: Iterator[tuple[float, int, int]] | None = open_loop(stream, rng) if self.users is None else None
+        self._stream: Iterator[tuple[float, int, int]] | None = (
+            open_loop(stream or workload, rng) if self.users is None else None)
         self._next = next(self._stream, None) if self._stream is not None else None
 
     @property
     def on_finish(self) -> Callable[[float], None] | None:
-        """The callback a replica calls when a request finishes (closed loop without conversations)."""
-        if self.book is not None and self.book.turns > 1:
-            return None
+        """The callback a replica calls when a request finishes (closed loop only)."""
         return self.users.on_finish if self.users is not None else None
-
-    @property
-    def on_done(self) -> Callable[[Request, float], None] | None:
-        """The callback a replica calls with each finished request (conversations: the next turn)."""
-        return self._answered if self.book is not None and self.book.turns > 1 else None
-
-    def _answered(self, req: Request, now: float) -> None:
-        assert self.book is not None
-        if not self.book.answered(req.content, req.output, now) and self.users is not None:
-            self.users.on_finish(now)
 
     def next_s(self) -> float:
         """When the next request arrives; infinity once there are none."""
         if self.users is not None:
-            t = self.users.heap[0] if self.users.heap else math.inf
-        else:
-            t = self._next[0] if self._next is not None else math.inf
-        book = self.book
-        if book is not None and book.heap and book.heap[0][0] < t:
-            return book.heap[0][0]
-        return t
+            return self.users.heap[0] if self.users.heap else math.inf
+        return self._next[0] if self._next is not None else math.inf
 
     def pop(self) -> tuple[float, int, int]:
-        """The next request: (arrival s, prompt tokens, output tokens); its content in `self.content`."""
-        book = self.book
-        if book is not None and book.heap:
-            first = self.users.heap[0] if self.users is not None and self.users.heap else (
-                self._next[0] if self.users is None and self._next is not None else math.inf)
-            if book.heap[0][0] <= first:
-                t, _, p, o, self.content = heapq.heappop(book.heap)
-                return t, p, o
+        """The next request: (arrival s, prompt tokens, output tokens)."""
         if self.users is not None:
             t = heapq.heappop(self.users.heap)
-            out = t, self.workload.prompt.sample(self.rng), self.workload.output.sample(self.rng)
-        else:
-            assert self._next is not None and self._stream is not None
-            out = self._next
-            self._next = next(self._stream, None)
-        if book is not None:
-            prompt, self.content = book.dress(out[1])
-            return out[0], prompt, out[2]
+            return t, self.workload.prompt.sample(self.rng), self.workload.output.sample(self.rng)
+        assert self._next is not None and self._stream is not None
+        out = self._next
+        self._next = next(self._stream, None)
         return out
 
-    def dropped(self, now: float, content: Content | None = LAST) -> None:
-        """A request that will never run (default: the one popped last): its conversation goes on,
-        or its user (closed loop) is free again at `now`."""
-        if self.book is not None and self.book.answered(self.content if content is LAST else content, 0, now):
-            return
+    def dropped(self, now: float, content: Content | None = None) -> None:
+        """A request that will never run: its user (closed loop) is free again at `now`."""
         if self.users is not None:
             self.users.on_finish(now)
 
     def submit(
         self, target: Replica, now: float, arrival: float, prompt: int, output: int, *,
+        ready: float | None = None, cached: int = 0, then_output: int = 0, content: Content | None = None,
+    ) -> None:
+        """`target.submit(...)` with the same arguments; a refused request frees its user at `now`."""
+        before = target.rejected
+        target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output)
+        if target.rejected > before:
+            self.dropped(now)
+
+
+LAST = Content(())  # "the content of the request popped last" (a sentinel)
+
+
+class _SharedArrivals(_Arrivals):
+    """Arrivals of a workload whose prompts share content (`Workload.shares_prefixes`), through a
+    `conversations.Book`: each request popped carries its `content` (for the prefix cache), and a
+    conversation's next turn arrives from the book's heap once its answer is in (`on_done`)."""
+
+    def __init__(self, workload: Workload, rng: random.Random) -> None:
+        self.book = Book(workload, rng)
+        super().__init__(workload, rng, self.book.starts())
+        self.book.users = self.users
+        if self.book.turns > 1:
+            self.on_done = self._answered
+
+    @property
+    def on_finish(self) -> Callable[[float], None] | None:
+        """Closed loop without conversations only: with them, a user goes on from `on_done`."""
+        return None if self.book.turns > 1 else super().on_finish
+
+    def _answered(self, req: Request, now: float) -> None:
+        if not self.book.answered(req.content, req.output, now) and self.users is not None:
+            self.users.on_finish(now)
+
+    def next_s(self) -> float:
+        t = super().next_s()
+        heap = self.book.heap
+        return heap[0][0] if heap and heap[0][0] < t else t
+
+    def pop(self) -> tuple[float, int, int]:
+        """The next request, its content in `self.content`: a conversation's next turn, or a new request."""
+        heap = self.book.heap
+        if heap and heap[0][0] <= super().next_s():
+            t, _, p, o, self.content = heapq.heappop(heap)
+            return t, p, o
+        t, p, o = super().pop()
+        prompt, self.content = self.book.dress(p)
+        return t, prompt, o
+
+    def dropped(self, now: float, content: Content | None = LAST) -> None:
+        """A request that will never run (default: the one popped last): its conversation goes on,
+        or its user (closed loop) is free again at `now`."""
+        if not self.book.answered(self.content if content is LAST else content, 0, now):
+            super().dropped(now)
+
+    def submit(
+        self, target: Replica, now: float, arrival: float, prompt: int, output: int, *,
         ready: float | None = None, cached: int = 0, then_output: int = 0, content: Content | None = LAST,
     ) -> None:
-        """`target.submit(...)` with the same arguments and the request's content (default: the one
-        popped last); a refused request frees its user at `now`."""
+        """`target.submit(...)` with the request's content (default: the one popped last)."""
         before = target.rejected
         content = self.content if content is LAST else content
-        if content is None:
-            target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output)
-        else:
-            target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output, content=content)
+        target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output, content=content)
         if target.rejected > before:
             self.dropped(now, content)
+
+
+def make_arrivals(workload: Workload, rng: random.Random) -> _Arrivals:
+    """The arrivals of `workload`: shared-content bookkeeping only when its prompts share content."""
+    return _SharedArrivals(workload, rng) if workload.shares_prefixes else _Arrivals(workload, rng)
 
 
 class Router:
@@ -325,7 +346,7 @@ def simulate(
             f"{workload.total_requests:,} requests is more than the simulator takes in one run "
             f"({MAX_REQUESTS:,}, about two minutes); steady-state figures settle within 10^4-10^5 requests"
         )
-    arrivals = _Arrivals(workload, random.Random(seed))
+    arrivals = make_arrivals(workload, random.Random(seed))
     pool = [
         Replica(
             cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
