@@ -72,6 +72,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     from tokometer.report.serving import plot_serving, render_curve, render_result
 
     if frontier:
+        if system_prompt is not None or system_prompt_share is not None or system_prompts != 1 or turns != 1:
+            raise InputError("--frontier sweeps fixed lengths with nothing shared: leave out --system-prompt* and --turns")
         _frontier(model, hw, quant, engine, tp, dp, ep, overlap, prompt, output, concurrencies, seed, plot_file, as_json)
         return
     if concurrencies is not None:

@@ -162,10 +162,6 @@ class BlockPrefixCache:
             self.idle_tokens -= tokens
             self.evicted_tokens += tokens
 
-    def held_tokens(self, segs: dict[Hashable, int]) -> int:
-        """Tokens of the held segments (for the invariant checker: `segs` maps key -> tokens)."""
-        return sum(tokens for key, tokens in segs.items() if self.refs.get(key))
-
 
 class SlotPromptCache:
     """llama.cpp server: each slot reuses the common prefix of its last request; no sharing."""
