@@ -68,6 +68,15 @@ def test_a_shared_system_prompt_cuts_the_median_ttft(engine: str) -> None:
     assert shared.tput_in_tok_s * shared.duration_s == pytest.approx(alone.tput_in_tok_s * alone.duration_s)
 
 
+def test_offline_throughput_rises_with_a_shared_prompt() -> None:
+    """Hits skip prefill compute: the same offline batch of 2,000 + 200-token prompts finishes sooner."""
+    wl = Workload(num_requests=300, prompt=fixed(200), output=fixed(50), system_prompt_tokens=2000, system_prompt_share=1.0)
+    shared, alone = run("vllm", wl), run("vllm", replace(wl, system_prompts=100_000))
+    assert shared.completed == alone.completed == 300
+    assert shared.req_per_s > 1.5 * alone.req_per_s
+    assert shared.time_prefill_s < 0.5 * alone.time_prefill_s
+
+
 def test_the_hit_rate_falls_when_the_kv_cache_is_tiny() -> None:
     """20 system prompts of 2,000 tokens: a cache that holds them all hits; one that holds a few
     evicts them (LRU) before they come round again."""
@@ -245,6 +254,8 @@ def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "prefix cache:" in out and "served from the cache" in out
     code, _, err = cli(capsys, "simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--rate", "1", "--system-prompts", "0")
     assert code == 2 and "Traceback" not in err and "--system-prompts" in err
+    code, _, err = cli(capsys, "simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--frontier", "--turns", "3")
+    assert code == 2 and "Traceback" not in err and "--turns" in err
 
 
 def test_a_trace_with_prefix_and_conversation_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
