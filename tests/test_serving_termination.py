@@ -102,6 +102,17 @@ def scenarios(draw: Any, engine: str) -> dict[str, Any]:
     if arrival == "trace":
         times = sorted(draw(st.lists(st.floats(0.0, 5.0), min_size=n, max_size=n)))
         kw["trace"] = tuple((t, draw(st.integers(0, CONTEXT + 64)), draw(st.integers(1, 300))) for t in times)
+        if draw(st.booleans()):  # prefix and conversation ids: rows share a prefix, or continue a conversation
+            kw["trace_content"] = tuple(
+                (draw(st.sampled_from(("", "a", "b"))), draw(st.sampled_from((0, 32, 700))), draw(st.sampled_from(("", "x", "y"))))
+                for _ in times)
+    # shared prefixes for the prefix cache: system prompts (one or several) and multi-turn conversations
+    if draw(st.booleans()):
+        kw["system_prompt_tokens"] = draw(st.sampled_from((16, 300, 2000)))
+        kw["system_prompt_share"] = draw(st.sampled_from((0.0, 0.5, 0.9, 1.0)))
+        kw["system_prompts"] = draw(st.sampled_from((1, 3)))
+    if arrival != "trace":
+        kw["turns"] = draw(st.sampled_from((1, 1, 2, 4)))
     workload = Workload(**kw)
     # from a cache that holds no request to one that holds them all many times over
     if draw(st.booleans()):

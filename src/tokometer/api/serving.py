@@ -41,7 +41,8 @@ class SimulateResult(JsonResult):
             return {"deployment": self.deployment.to_dict(), **curve_dict(list(self.points), self.knee)}
         assert self.result is not None
         return (
-            {"deployment": self.deployment.to_dict(), "workload": self.workload.to_dict() | {"trace": len(self.workload.trace)},
+            {"deployment": self.deployment.to_dict(),
+             "workload": self.workload.to_dict() | {"trace": len(self.workload.trace), "trace_content": len(self.workload.trace_content)},
              "result": self.result.to_dict(), "binding": self.result.binding}
             | ({"disagg": self.disagg.to_dict()} if self.disagg is not None else {})
         )
@@ -86,6 +87,12 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
     `offline` or `trace` (a JSONL/CSV path). `prompt`/`output` are token counts or distributions
     ("lognormal:800:0.6"); `slo_ttft`/`slo_tpot` are milliseconds, as on the command line.
     `progress=True` draws a bar on stderr for rate sweeps and long runs when stderr is a terminal.
+
+    Shared prefixes decide the prefix cache's hits (each engine's own cache, `policies.prefix_cache`):
+    `system_prompt` tokens that a `system_prompt_share` of requests (default all) start with, one of
+    `system_prompts`; `turns` per conversation, each turn's prompt the history plus new `prompt` text,
+    `think_s` after the last answer; a trace's prefix_id/conversation_id columns. `prefix_cache_hit`
+    (a fixed share of every prompt) wins over them when given.
     """
     from dataclasses import replace
 
@@ -98,7 +105,7 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
         disaggregation,
         knee,
         parse_lengths,
-        read_trace,
+        read_trace_ids,
         run,
         sweep_rates,
     )
@@ -136,7 +143,14 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
     if not (0 < r.burstiness <= MAX_BURSTINESS):
         raise InputError(f"--burstiness must be above 0 and at most {MAX_BURSTINESS:g}, got {r.burstiness:g}")
     arrival = "constant" if r.constant_rate else ("gamma" if r.burstiness != 1.0 else "poisson")
-    base = Workload("offline", n, p_dist, o_dist)
+    if r.system_prompt_share is not None and r.system_prompt is None:
+        raise InputError("--system-prompt-share needs --system-prompt TOKENS (the shared prompt's length)")
+    shared: dict[str, Any] = {
+        "system_prompt_tokens": r.system_prompt or 0, "system_prompts": r.system_prompts, "turns": r.turns,
+        "think_s": r.think_s,
+        "system_prompt_share": (1.0 if r.system_prompt_share is None else r.system_prompt_share) if r.system_prompt else 0.0,
+    }
+    base = Workload("offline", n, p_dist, o_dist, **shared)
     pools = kwargs.get("disagg")
     if r.rate is not None or r.sweep_rate:
         if r.rate is None:
@@ -148,15 +162,16 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
         else:
             rates = parse_rates(",".join(str(x) for x in r.rate))
         base = replace(base, arrival=arrival, rate_per_s=rates[0], burstiness=r.burstiness)
-        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=r.burstiness)  # checks the inputs
+        Workload(arrival, n, p_dist, o_dist, rate_per_s=rates[0], burstiness=r.burstiness, **shared)  # checks the inputs
         if len(rates) > 1:
             points = sweep_rates(dep, base, rates, progress=wrapper("request rates", as_json=not progress, unit="rate"), **kwargs)
             return SimulateResult(dep, base, points=tuple(points), knee=knee(points), disagg=pools, slo_ttft_s=slo[0], slo_tpot_s=slo[1])
         workload = base
     elif r.concurrency is not None:
-        workload = Workload("closed", n, p_dist, o_dist, concurrency=r.concurrency, think_s=r.think_s)
+        workload = Workload("closed", n, p_dist, o_dist, concurrency=r.concurrency, **shared)
     elif r.trace is not None:
-        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=read_trace(r.trace))
+        rows, ids = read_trace_ids(r.trace)
+        workload = Workload("trace", prompt=p_dist, output=o_dist, trace=rows, trace_content=ids, **shared)
     else:
         workload = base
     if workload.total_requests >= LONG_RUN_REQUESTS and pools is None:

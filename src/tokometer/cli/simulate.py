@@ -34,7 +34,7 @@ from tokometer.errors import InputError
 @click.option("--burstiness", type=float, default=1.0, show_default=True, help="Gamma arrivals: 1 is Poisson, below 1 burstier.")
 @click.option("--constant-rate", is_flag=True, help="Evenly spaced arrivals instead of Poisson.")
 @click.option("--concurrency", type=int, help="Closed loop: N users, each sends again when answered.")
-@click.option("--think-s", type=float, default=0.0, show_default=True, help="Closed loop: seconds a user waits before the next request.")
+@click.option("--think-s", type=float, default=0.0, show_default=True, help="Closed loop, and between --turns: seconds a user waits before the next request.")
 @click.option("--offline", type=int, help="N requests all at t = 0 (max throughput).")
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Replay a JSONL/CSV trace (arrival time, prompt, output; Azure LLM trace columns work).")
 @click.option("--prompt", default="1000", show_default=True, help="Prompt tokens: N or a distribution (uniform:LO:HI, normal:MEAN:SD, lognormal:MEDIAN:SIGMA, file:PATH).")
@@ -46,7 +46,11 @@ from tokometer.errors import InputError
 @click.option("--max-num-seqs", type=int, help="Scheduler: sequences running at once.")
 @click.option("--max-num-batched-tokens", type=int, help="Scheduler: tokens per engine step.")
 @click.option("--memory-fraction", type=float, help="Scheduler: share of memory for weights+KV (or of free memory, per engine).")
-@click.option("--prefix-cache-hit", type=float, help="Share of each prompt served from the prefix cache (0-0.99).")
+@click.option("--prefix-cache-hit", type=float, help="A fixed share of each prompt served from the prefix cache (0-0.99); wins over the content-based cache.")
+@click.option("--system-prompt", type=int, help="Prefix caching: a shared system prompt of TOKENS that requests start with (their own text is --prompt).")
+@click.option("--system-prompt-share", type=float, help="Share of requests (conversations) that start with a system prompt [default: 1 with --system-prompt].")
+@click.option("--system-prompts", type=int, default=1, show_default=True, help="Distinct shared system prompts, each as likely.")
+@click.option("--turns", type=int, default=1, show_default=True, help="Requests per conversation: each turn's prompt is the history plus new --prompt text, sent --think-s after the answer.")
 @click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
 @click.option("--frontier", is_flag=True, help="Sweep concurrency (and, without --tp/--dp/--ep, the layouts that fit): the Pareto set of tokens/s per GPU against tokens/s per user.")
 @click.option("--concurrencies", help="--frontier: users to simulate, e.g. 1,8,64,512 [default: 1, 2, 4 ... 1024].")
@@ -64,6 +68,8 @@ def simulate(model: str, hw: str, frontier: bool, concurrencies: str | None, plo
 
     if frontier:
         o = options
+        if o["system_prompt"] is not None or o["system_prompt_share"] is not None or o["system_prompts"] != 1 or o["turns"] != 1:
+            raise InputError("--frontier sweeps fixed lengths with nothing shared: leave out --system-prompt* and --turns")
         _frontier(model, hw, o["quant"], o["engine"], o["tp"], o["dp"], o["ep"], o["overlap"], o["prompt"], o["output"],
                   concurrencies, o["seed"], plot_file, as_json)
         return

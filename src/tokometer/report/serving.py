@@ -49,6 +49,11 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
         f"batch: {r.mean_batch:,.1f} sequences on average · KV cache {r.mean_kv_utilisation:.0%} used on average"
         f" · {r.preemptions:,} preemptions · {r.steps:,} engine steps",
     ]
+    if r.prefix_hit_share:
+        lines.append(
+            f"prefix cache: {r.prefix_hit_share:.0%} of admitted prompt tokens were served from the cache"
+            + (f" · {r.prefix_evicted_tokens:,} cached tokens evicted" if r.prefix_evicted_tokens else "")
+        )
     if r.goodput_share is not None and (slo[0] is not None or slo[1] is not None):
         parts = [f"TTFT <= {slo[0] * 1e3:g} ms" if slo[0] is not None else "", f"TPOT <= {slo[1] * 1e3:g} ms" if slo[1] is not None else ""]
         lines.append(

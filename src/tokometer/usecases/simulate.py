@@ -133,6 +133,10 @@ class SimulateRequest:
     num_requests: int = _part(WORKLOAD, 1000)
     slo_ttft: float | None = _part(WORKLOAD, None)
     slo_tpot: float | None = _part(WORKLOAD, None)
+    system_prompt: int | None = _part(WORKLOAD, None)  # tokens of the shared system prompt(s)
+    system_prompt_share: float | None = _part(WORKLOAD, None)  # share of requests that start with one (default 1)
+    system_prompts: int = _part(WORKLOAD, 1)  # distinct shared system prompts
+    turns: int = _part(WORKLOAD, 1)  # turns per conversation, each prompt carrying the history
     seed: int = _part(WORKLOAD, 0)
 
     def deployment(self) -> Deployment:
@@ -402,6 +406,20 @@ def read_trace(path: str) -> tuple[tuple[float, int, int], ...]:
     Columns are matched case-insensitively (`TIMESTAMP,ContextTokens,GeneratedTokens` works, as does
     `arrival_s,prompt_tokens,output_tokens`). Times become seconds after the first request.
     """
+    return read_trace_ids(path)[0]
+
+
+PREFIX_ID_KEYS = ("prefix_id", "system_prompt_id")
+PREFIX_TOKENS_KEYS = ("prefix_tokens", "prefix_len", "system_prompt_tokens")
+CONVERSATION_KEYS = ("conversation_id", "session_id", "chat_id")
+
+
+def read_trace_ids(path: str) -> tuple[tuple[tuple[float, int, int], ...], tuple[tuple[str, int, str], ...]]:
+    """`read_trace`, and each row's (prefix id, prefix tokens, conversation id) for the prefix cache
+    when the trace has a `prefix_id` or `conversation_id` column (else an empty tuple): rows with the
+    same prefix id share their first `prefix_tokens` (0 or absent: `--system-prompt`'s length), and a
+    row continues the previous row of its conversation (its prompt holds that row's prompt and answer).
+    """
     text = _read(path)
     rows: list[dict[str, Any]]
     if path.endswith((".jsonl", ".ndjson")) or text.lstrip().startswith("{"):
@@ -441,7 +459,21 @@ def read_trace(path: str) -> tuple[tuple[float, int, int], ...]:
     from tokometer.costmodel.serving.workload import check_trace
 
     check_trace(out)
-    return tuple(out)
+    pid_key, ptok_key, cid_key = (next((keys[c] for c in cands if c in keys), None)
+                                  for cands in (PREFIX_ID_KEYS, PREFIX_TOKENS_KEYS, CONVERSATION_KEYS))
+    if pid_key is None and cid_key is None:
+        return tuple(out), ()
+    ids = tuple(
+        (_ident(row.get(pid_key) if pid_key else None), _count(row.get(ptok_key) or 0, path, i, ptok_key) if ptok_key else 0,
+         _ident(row.get(cid_key) if cid_key else None))
+        for i, row in enumerate(rows, start=2 if not text.lstrip().startswith("{") else 1)
+    )
+    return tuple(out), ids
+
+
+def _ident(value: Any) -> str:
+    """A prefix or conversation id as text ("" for none), at most 200 characters."""
+    return "" if value is None else str(value).strip()[:200]
 
 
 def _key(keys: dict[str, str], candidates: Sequence[str], path: str, what: str) -> str:

@@ -29,16 +29,17 @@ from dataclasses import dataclass
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.engine import Replica, Request
+from tokometer.costmodel.serving.prefix_cache import Content
 from tokometer.costmodel.serving.simulate import (
     MAX_REQUESTS,
     ROUTERS,
     Observer,
     Router,
     ServingResult,
-    _Arrivals,
     _result,
     busiest_behind,
     context_limit,
+    make_arrivals,
     watch,
 )
 from tokometer.costmodel.serving.workload import Workload
@@ -105,18 +106,19 @@ def simulate_disagg(
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if workload.total_requests > MAX_REQUESTS:
         raise InputError(f"{workload.total_requests:,} requests is more than the simulator takes in one run ({MAX_REQUESTS:,})")
-    arrivals = _Arrivals(workload, random.Random(seed))
-    transfers: list[tuple[float, int, float, int, int]] = []  # (ready, order, arrival, prompt, output)
+    arrivals = make_arrivals(workload, random.Random(seed))
+    transfers: list[tuple[float, int, float, int, int, Content | None]] = []  # (ready, order, arrival, prompt, output, content)
     order = 0
 
     def handoff(req: Request, now: float) -> None:
         nonlocal order
         order += 1
-        heapq.heappush(transfers, (now + disagg.transfer_s(req.prompt), order, req.arrival, req.prompt, req.then_output))
+        heapq.heappush(transfers, (now + disagg.transfer_s(req.prompt), order, req.arrival, req.prompt, req.then_output,
+                                   req.content))
 
     prefill = [Replica(cost, policy, kv_capacity_tokens, on_done=handoff) for _ in range(disagg.prefill_replicas)]
     decode = [
-        Replica(cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish,
+        Replica(cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
                 slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
         for _ in range(disagg.decode_replicas)
     ]
@@ -136,8 +138,8 @@ def simulate_disagg(
         if t_ready == math.inf and t_arrive == math.inf:
             break
         if t_ready <= t_arrive:
-            ready, _, arrival, p, o = heapq.heappop(transfers)
-            arrivals.submit(to_decode.pick(), ready, arrival, p, o, ready=ready, cached=p - 1)
+            ready, _, arrival, p, o, content = heapq.heappop(transfers)
+            arrivals.submit(to_decode.pick(), ready, arrival, p, o, ready=ready, cached=p - 1, content=content)
             continue
         t, p, o = arrivals.pop()
         if p + o > limit:

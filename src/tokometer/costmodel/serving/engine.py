@@ -17,7 +17,9 @@ half a block of fragmentation. What the engine refuses, whom it admits and whom 
 next step's decode tokens would not fit is the engine's own memory rule (`policies.kv_rule`:
 vLLM and LMDeploy preempt the newest by recompute, SGLang retracts and raises its new-token
 ratio, TensorRT-LLM and static batches book each request's whole length and never evict,
-llama.cpp gives each request a slot). A request that could never run is refused when it arrives,
+llama.cpp gives each request a slot). A request whose prompt shares content with others (`content`)
+asks the engine's prefix cache (`prefix_cache.py`) what it hits, which skips prefill, and what
+running requests already hold, which it does not count again in KV. A request that could never run is refused when it arrives,
 with its reason; a step that runs nothing is counted, and too many in a row raise
 `SimulationStalled` (never a silent spin).
 """
@@ -29,7 +31,8 @@ from collections import deque
 from collections.abc import Callable
 
 from tokometer.costmodel.serving.cost import StepCost
-from tokometer.costmodel.serving.policies import UNSERVABLE, kv_rule
+from tokometer.costmodel.serving.policies import UNSERVABLE, kv_rule, prefix_cache
+from tokometer.costmodel.serving.prefix_cache import Content
 from tokometer.costmodel.serving.stats import StreamStat, Trace
 from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.errors import SimulationStalled
@@ -47,8 +50,8 @@ class Request:
     """One request in flight; mutable, slots only (the simulator creates one per request)."""
 
     __slots__ = (
-        "admitted", "arrival", "booked", "cached", "done", "finish_k", "first", "generated", "join_k", "output",
-        "prompt", "ready", "then_output", "todo",
+        "admitted", "arrival", "booked", "cached", "content", "done", "finish_k", "first", "generated", "held", "hit",
+        "join_k", "nsegs", "output", "prompt", "ready", "slot", "then_output", "todo",
     )
 
     def __init__(self, arrival: float, prompt: int, output: int, ready: float | None = None) -> None:
@@ -66,6 +69,11 @@ class Request:
         self.join_k = 0
         self.finish_k = -1
         self.booked = 0.0  # tokens the engine's rule reserved for it while it runs
+        self.content: Content | None = None  # what its prompt shares with others (prefix caching)
+        self.hit = 0  # prompt tokens the prefix cache serves at admission
+        self.held = 0  # prompt tokens running requests already hold in KV (counted once)
+        self.nsegs = 0  # shared segments it holds in the prefix cache while it runs
+        self.slot = -1  # llama.cpp: the slot it runs in
 
 
 class Replica:
@@ -94,6 +102,9 @@ class Replica:
         self.reserves = self.rule.reserves
         self.admit_room = kv_capacity_tokens - self.watermark if self.rule.prompt_only else None
         self.always_taken = self.rule.always_taken(self)
+        self.pcache = prefix_cache(policy, kv_capacity_tokens)  # decides hits for requests with `content`
+        self.prompt_admitted = 0  # prompt tokens admitted with a prefix cache at play (readmissions too)
+        self.hit_admitted = 0  # of which the prefix cache served
         self.reserved = 0.0  # tokens booked by a reserving rule (TensorRT-LLM, static, llama.cpp slots)
         self.owed = 0  # sum of remaining output: prefilling (output - generated) + decoding finish_k
         self.stalled = 0  # steps in a row that ran nothing and refused nothing
@@ -156,13 +167,14 @@ class Replica:
 
     def submit(
         self, arrival: float, prompt: int, output: int, *, ready: float | None = None, cached: int = 0,
-        then_output: int = 0,
+        then_output: int = 0, content: Content | None = None,
     ) -> None:
         """Queue a request sent at `arrival` that this replica can take from `ready` (default: arrival).
 
         `cached`: prompt tokens whose K/V came with it (a disaggregated decode pool receives all but
         the last, which it computes to sample the first token). `then_output`: output tokens that
-        another pool will generate after this one's prefill (kept for `on_done`).
+        another pool will generate after this one's prefill (kept for `on_done`). `content`: what
+        its prompt shares with others, for the prefix cache (`prefix_cache`) and the next turn.
         """
         if arrival < self.first_arrival:
             self.first_arrival = arrival
@@ -183,6 +195,7 @@ class Replica:
         if cached or then_output:
             req.cached = min(cached, req.prompt - 1)
             req.then_output = then_output
+        req.content = content
         self.waiting.append(req)
 
     # ---------------------------------------------------------------- one step
@@ -222,7 +235,7 @@ class Replica:
         decoded = self.k - req.join_k
         held = req.prompt + decoded
         self.depth_sum -= held
-        self.kv_used -= held + self.frag
+        self.kv_used -= held + self.frag - (self.pcache.release(req, finished=False) if req.nsegs or req.slot >= 0 else 0)
         self.n_dec -= 1
         self.n_running -= 1
         self.owed -= req.finish_k
@@ -301,6 +314,7 @@ class Replica:
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
             frag = self.frag
+            pcache = self.pcache
             # the recompute rules' `admits`, inlined (it runs every step): prompt + half a block,
             # above the watermark, once this step's decodes have their tokens
             room = self.admit_room
@@ -310,22 +324,32 @@ class Replica:
                 self.growing = decode_tokens  # KV this step's decodes take: admission leaves it free
             while waiting and budget > 0 and self.n_running < max_seqs:
                 req = waiting[0]
+                shared = req.content is not None and not req.cached
+                if shared:  # the prefix cache decides its hit and what KV it shares (prefix_cache.py)
+                    pcache.lookup(req)
                 if room is not None:
-                    if self.kv_used + req.prompt + frag > room:
+                    if self.kv_used + req.prompt - req.held + frag > room:
                         break
                 elif not self.admits(self, req):
                     break
                 if req.cached:
                     todo = req.prompt - req.cached
+                elif shared:
+                    todo = req.prompt - req.hit
                 else:
                     todo = req.prompt if not hit else max(1, int(req.prompt * (1.0 - hit)))
                 if todo > budget and not chunked and tokens > decode_tokens:
                     break  # unchunked: a prompt over the budget runs as the step's only prefill
                 waiting.popleft()
+                if shared:
+                    pcache.acquire(req)
+                if shared or (hit and not req.cached):
+                    self.prompt_admitted += req.prompt
+                    self.hit_admitted += req.prompt - todo
                 if req.admitted < 0:
                     req.admitted = self.clock
                     self.queue.add(self.clock - req.ready)
-                self.kv_used += req.prompt + frag
+                self.kv_used += req.prompt - req.held + frag
                 self.n_running += 1
                 self.owed += req.output - req.generated
                 if self.reserves:
@@ -426,7 +450,7 @@ class Replica:
                     if req.finish_k == k:
                         held = req.prompt + (k - req.join_k)
                         self.depth_sum -= held
-                        self.kv_used -= held + self.frag
+                        self.kv_used -= held + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
                         self.n_dec -= 1
                         self.n_running -= 1
                         self.owed -= k
@@ -445,7 +469,7 @@ class Replica:
             left = req.output - req.generated
             self.owed -= left + 1
             if left <= 0:
-                self.kv_used -= req.prompt + self.frag
+                self.kv_used -= req.prompt + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
                 self.n_running -= 1
                 self._finish(req, now)
                 continue
@@ -459,6 +483,8 @@ class Replica:
                 self.buckets[req.finish_k] = [req]
             else:
                 bucket.append(req)
+        if self.pcache.idle_tokens > self.capacity - self.kv_used:  # cached idle KV that no longer fits
+            self.pcache.trim(self.capacity - self.kv_used)
         if len(self.order) > 2 * self.n_running + 64:
             self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
 

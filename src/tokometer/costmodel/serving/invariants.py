@@ -7,6 +7,9 @@ runs never pay for it). After every step:
 - time never goes backwards, and the replica's running sums (sequences, decodes, depth, KV in use,
   booked tokens, remaining output) equal what its requests add up to;
 - 0 <= KV in use <= capacity, booked tokens <= capacity, running sequences <= max_num_seqs;
+- with a prefix cache, a segment that running requests share counts once in KV in use, each
+  segment's holders are the running requests that hold it, and KV in use + the idle cached KV
+  fits in the capacity (`check_prefix_cache`);
 - tokens balance: output tokens emitted = output of the completed requests + what the running and
   the requeued requests have generated so far.
 
@@ -20,8 +23,9 @@ the bound every step must respect (each carries a prompt or an output token):
 
 from __future__ import annotations
 
-from tokometer.costmodel.serving.engine import Replica
+from tokometer.costmodel.serving.engine import Replica, Request
 from tokometer.costmodel.serving.policies import UNSERVABLE
+from tokometer.costmodel.serving.prefix_cache import BlockPrefixCache, SlotPromptCache
 from tokometer.costmodel.serving.simulate import ServingResult
 
 TOL = 1e-6
@@ -98,7 +102,7 @@ def check_replica(rep: Replica) -> None:
         raise InvariantError(f"{rep.n_running} running, above max_num_seqs {rep.policy.max_num_seqs}: {where}")
     k = rep.k
     depth = sum(r.prompt + (k - r.join_k) for r in decoding)
-    kv = depth + sum(r.prompt for r in prefilling) + rep.frag * len(running)
+    kv = depth + sum(r.prompt for r in prefilling) + rep.frag * len(running) - check_prefix_cache(rep, running)
     booked = sum(r.booked for r in running)
     owed = sum(r.finish_k for r in decoding) + sum(r.output - r.generated for r in prefilling)
     scale = max(1.0, rep.capacity)
@@ -118,3 +122,39 @@ def check_replica(rep: Replica) -> None:
     if rep.tokens_out != rep.output_done + generated:
         raise InvariantError(
             f"tokens do not balance: {rep.tokens_out} emitted, {rep.output_done} completed + {generated} in flight: {where}")
+
+
+def check_prefix_cache(rep: Replica, running: list[Request]) -> float:
+    """The prefix cache agrees with the running requests; returns the KV tokens that sharing saves
+    (each request's held segments, less each distinct held segment once)."""
+    cache = rep.pcache
+    where = state(rep)
+    if isinstance(cache, SlotPromptCache):
+        slots = [r.slot for r in running if r.slot >= 0]
+        if len(set(slots)) != len(slots) or set(slots) & set(cache.free) or len(slots) + len(cache.free) != len(cache.content):
+            raise InvariantError(f"llama.cpp slots disagree: running in {sorted(slots)}, free {sorted(cache.free)}: {where}")
+        return 0.0
+    if not isinstance(cache, BlockPrefixCache):
+        if any(r.nsegs for r in running):
+            raise InvariantError(f"a request holds prefix segments without a cache: {where}")
+        return 0.0
+    holders: dict[object, int] = {}
+    sizes: dict[object, int] = {}
+    each = 0
+    for r in running:
+        if r.nsegs:
+            assert r.content is not None
+            for key, tokens in r.content.segs[: r.nsegs]:
+                holders[key] = holders.get(key, 0) + 1
+                sizes[key] = tokens
+                each += tokens
+    held = {key: n for key, n in cache.refs.items() if n}
+    if held != holders:
+        raise InvariantError(f"prefix-cache holds disagree with the running requests: {held} vs {holders}: {where}")
+    if any(cache.refs.get(key) != 0 for key in cache.idle) or abs(sum(cache.idle.values()) - cache.idle_tokens) > TOL:
+        raise InvariantError(f"idle cached segments disagree with their count: {where}")
+    if len(cache.refs) != len(held) + len(cache.idle):
+        raise InvariantError(f"a cached segment is neither held nor idle: {where}")
+    if rep.kv_used + cache.idle_tokens > rep.capacity * (1 + TOL) + TOL:
+        raise InvariantError(f"KV in use + idle cached KV ({cache.idle_tokens}) exceed the capacity: {where}")
+    return float(each - sum(sizes.values()))

@@ -19,6 +19,9 @@ engine rule it copies, with the source it copies it from:
 - `LlamaCppSlots` (llama.cpp server): `--parallel` slots, each owning `n_ctx / n_parallel` tokens
   of KV; a prompt that fills its slot is refused, and generation stops when the slot is full.
 
+`prefix_cache` picks each engine's prefix cache (vLLM, SGLang and TensorRT-LLM blocks shared and
+evicted LRU, llama.cpp's per-slot prompt, none for LMDeploy and static batches), with its sources.
+
 A request that could never run (prompt + output beyond the whole cache, or its slot) is refused
 when it arrives, with its reason (`refusal`), so no rule waits on it forever. Each rule's
 `admits` and `refusal` agree: whatever `refusal` lets through is admitted by an empty engine.
@@ -29,6 +32,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from tokometer.costmodel.serving.prefix_cache import (
+    BlockPrefixCache,
+    FixedShare,
+    PrefixCache,
+    SlotPromptCache,
+)
 from tokometer.domain.serving_specs import SchedulerPolicy
 
 
@@ -38,6 +47,7 @@ class Request(Protocol):
     prompt: int  # tokens to (re)compute before its next token
     output: int
     generated: int
+    held: int  # prompt tokens running requests already hold in KV (a shared prefix, counted once)
 
 
 class Replica(Protocol):
@@ -110,7 +120,7 @@ class KvRule:
         """Whether the waiting `req` fits now: its whole prompt's blocks, above the watermark, once
         this step's decodes have their next token (`rep.growing`: vLLM allocates slots for the
         running requests before it admits waiting ones)."""
-        return rep.kv_used + rep.growing + req.prompt + rep.frag <= rep.capacity - rep.watermark
+        return rep.kv_used + rep.growing + req.prompt - req.held + rep.frag <= rep.capacity - rep.watermark
 
     def reservation(self, rep: Replica, req: Request) -> float:
         """Tokens booked for `req` while it runs (reserving rules only)."""
@@ -192,7 +202,7 @@ class SglangRetraction(KvRule):
     def admits(self, rep: Replica, req: Request) -> bool:
         booked = self.ratio(rep.k) * rep.remaining_output()
         free = rep.capacity - rep.kv_used - rep.growing - booked
-        return req.prompt + req.output - req.generated + rep.frag <= free
+        return req.prompt - req.held + req.output - req.generated + rep.frag <= free
 
     def make_room(self, rep: Replica) -> None:
         first = True
@@ -299,3 +309,39 @@ def kv_rule(policy: SchedulerPolicy) -> KvRule:
     if engine == "lmdeploy":
         return LmdeployEviction()
     return RecomputePreemption()
+
+
+# ---------------------------------------------------------------- prefix caching, per engine
+
+# llama.cpp server `--slot-prompt-similarity` (tools/server/README.md: "how much the prompt of a
+# request must match the prompt of a slot in order to use that slot (default: 0.10, 0.0 = disabled)")
+LLAMA_CPP_SLOT_PROMPT_SIMILARITY = 0.10
+
+
+def prefix_cache(policy: SchedulerPolicy, kv_capacity_tokens: float) -> PrefixCache:
+    """The prefix cache `policy`'s engine keeps by default, at its own granularity (`prefix_cache`).
+
+    - vLLM: automatic prefix caching, on by default in V1 (docs.vllm.ai, "Automatic Prefix Caching"
+      and `--enable-prefix-caching`); whole blocks of `block_size` (16) hashed over the prefix, free
+      cached blocks evicted LRU (vllm/v1/core/block_pool.py `FreeKVCacheBlockQueue`).
+    - SGLang: RadixAttention, on by default (`--disable-radix-cache` turns it off; docs.sglang.ai
+      server arguments); `page_size` 1, so every matched token hits; LRU eviction of unreferenced
+      leaves (python/sglang/srt/mem_cache/radix_cache.py `evict`).
+    - TensorRT-LLM: KV cache block reuse, `KvCacheConfig.enable_block_reuse` (default True in the
+      LLM API; nvidia.github.io/TensorRT-LLM "KV cache reuse"), whole blocks of `tokens_per_block`,
+      free reusable blocks evicted LRU.
+    - llama.cpp server: `cache_prompt` (default true, tools/server/README.md) reuses the common
+      prefix of the slot's previous prompt; slot chosen by `--slot-prompt-similarity`, else LRU.
+    - LMDeploy: prefix caching is off unless `--enable-prefix-caching` (lmdeploy docs, "prefix
+      caching"); static batches keep nothing.
+
+    A `prefix_cache_hit_fraction` above 0 (`--prefix-cache-hit`) is the fixed-share override: it wins.
+    """
+    hit = policy.prefix_cache_hit_fraction
+    if hit or policy.static or policy.engine == "lmdeploy":
+        return FixedShare(hit)
+    slot = policy.contiguous_context_tokens
+    if slot is not None:
+        slots = min(policy.max_num_seqs, int(kv_capacity_tokens // slot)) if slot > 0 else policy.max_num_seqs
+        return SlotPromptCache(slots, LLAMA_CPP_SLOT_PROMPT_SIMILARITY)
+    return BlockPrefixCache(policy.block_size_tokens)

@@ -21,9 +21,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tokometer.costmodel.serving.conversations import Book
 from tokometer.costmodel.serving.cost import StepCost
-from tokometer.costmodel.serving.engine import Replica, StepRecord
+from tokometer.costmodel.serving.engine import Replica, Request, StepRecord
 from tokometer.costmodel.serving.policies import TOO_LONG_FOR_MODEL, kv_rule
+from tokometer.costmodel.serving.prefix_cache import Content
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
 from tokometer.domain.serving_specs import SchedulerPolicy
@@ -68,6 +70,8 @@ class ServingResult(_Plain):
     replicas: int
     rejected_by_reason: dict[str, int]  # why each rejected request could never run
     truncated: int  # requests the engine cut short (llama.cpp stops when a slot's context is full)
+    prefix_hit_share: float | None = None  # share of admitted prompt tokens the prefix cache served
+    prefix_evicted_tokens: int = 0  # cached idle KV tokens evicted to make room
 
     @property
     def binding(self) -> str:
@@ -94,15 +98,22 @@ class _Users:
 
 
 
+LAST = Content(())  # "the content of the request popped last" (a sentinel)
+
+
 class _Arrivals:
     """The run's requests in time order, from closed-loop users or an open-loop stream, and what a
     request that never runs (too long, or refused) gives back: its user, who then thinks and sends again."""
 
-    def __init__(self, workload: Workload, rng: random.Random) -> None:
+    content: Content | None = None  # what the request popped last shares (`_SharedArrivals`)
+    on_done: Callable[[Request, float], None] | None = None  # called with each finished request
+
+    def __init__(self, workload: Workload, rng: random.Random, stream: Workload | None = None) -> None:
         self.workload = workload
         self.rng = rng
         self.users = _Users(workload, rng) if workload.arrival == "closed" else None
-        self._stream: Iterator[tuple[float, int, int]] | None = open_loop(workload, rng) if self.users is None else None
+        self._stream: Iterator[tuple[float, int, int]] | None = (
+            open_loop(stream or workload, rng) if self.users is None else None)
         self._next = next(self._stream, None) if self._stream is not None else None
 
     @property
@@ -126,20 +137,82 @@ class _Arrivals:
         self._next = next(self._stream, None)
         return out
 
-    def dropped(self, now: float) -> None:
+    def dropped(self, now: float, content: Content | None = None) -> None:
         """A request that will never run: its user (closed loop) is free again at `now`."""
         if self.users is not None:
             self.users.on_finish(now)
 
     def submit(
         self, target: Replica, now: float, arrival: float, prompt: int, output: int, *,
-        ready: float | None = None, cached: int = 0, then_output: int = 0,
+        ready: float | None = None, cached: int = 0, then_output: int = 0, content: Content | None = None,
     ) -> None:
         """`target.submit(...)` with the same arguments; a refused request frees its user at `now`."""
         before = target.rejected
         target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output)
         if target.rejected > before:
             self.dropped(now)
+
+
+LAST = Content(())  # "the content of the request popped last" (a sentinel)
+
+
+class _SharedArrivals(_Arrivals):
+    """Arrivals of a workload whose prompts share content (`Workload.shares_prefixes`), through a
+    `conversations.Book`: each request popped carries its `content` (for the prefix cache), and a
+    conversation's next turn arrives from the book's heap once its answer is in (`on_done`)."""
+
+    def __init__(self, workload: Workload, rng: random.Random) -> None:
+        self.book = Book(workload, rng)
+        super().__init__(workload, rng, self.book.starts())
+        self.book.users = self.users
+        if self.book.turns > 1:
+            self.on_done = self._answered
+
+    @property
+    def on_finish(self) -> Callable[[float], None] | None:
+        """Closed loop without conversations only: with them, a user goes on from `on_done`."""
+        return None if self.book.turns > 1 else super().on_finish
+
+    def _answered(self, req: Request, now: float) -> None:
+        if not self.book.answered(req.content, req.output, now) and self.users is not None:
+            self.users.on_finish(now)
+
+    def next_s(self) -> float:
+        t = super().next_s()
+        heap = self.book.heap
+        return heap[0][0] if heap and heap[0][0] < t else t
+
+    def pop(self) -> tuple[float, int, int]:
+        """The next request, its content in `self.content`: a conversation's next turn, or a new request."""
+        heap = self.book.heap
+        if heap and heap[0][0] <= super().next_s():
+            t, _, p, o, self.content = heapq.heappop(heap)
+            return t, p, o
+        t, p, o = super().pop()
+        prompt, self.content = self.book.dress(p)
+        return t, prompt, o
+
+    def dropped(self, now: float, content: Content | None = LAST) -> None:
+        """A request that will never run (default: the one popped last): its conversation goes on,
+        or its user (closed loop) is free again at `now`."""
+        if not self.book.answered(self.content if content is LAST else content, 0, now):
+            super().dropped(now)
+
+    def submit(
+        self, target: Replica, now: float, arrival: float, prompt: int, output: int, *,
+        ready: float | None = None, cached: int = 0, then_output: int = 0, content: Content | None = LAST,
+    ) -> None:
+        """`target.submit(...)` with the request's content (default: the one popped last)."""
+        before = target.rejected
+        content = self.content if content is LAST else content
+        target.submit(arrival, prompt, output, ready=ready, cached=cached, then_output=then_output, content=content)
+        if target.rejected > before:
+            self.dropped(now, content)
+
+
+def make_arrivals(workload: Workload, rng: random.Random) -> _Arrivals:
+    """The arrivals of `workload`: shared-content bookkeeping only when its prompts share content."""
+    return _SharedArrivals(workload, rng) if workload.shares_prefixes else _Arrivals(workload, rng)
 
 
 class Router:
@@ -273,10 +346,10 @@ def simulate(
             f"{workload.total_requests:,} requests is more than the simulator takes in one run "
             f"({MAX_REQUESTS:,}, about two minutes); steady-state figures settle within 10^4-10^5 requests"
         )
-    arrivals = _Arrivals(workload, random.Random(seed))
+    arrivals = make_arrivals(workload, random.Random(seed))
     pool = [
         Replica(
-            cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish,
+            cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, record=record if replicas == 1 else None,
         )
         for _ in range(replicas)
@@ -374,4 +447,6 @@ def _result(
         replicas=len(workers),
         rejected_by_reason=dict(sorted(reasons.items())),
         truncated=sum(r.truncated for r in workers),
+        prefix_hit_share=(sum(r.hit_admitted for r in workers) / admitted) if (admitted := sum(r.prompt_admitted for r in workers)) else None,
+        prefix_evicted_tokens=sum(r.pcache.evicted_tokens for r in workers),
     )

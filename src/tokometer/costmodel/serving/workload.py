@@ -6,6 +6,10 @@
   burstiness factor: shape = burstiness, mean gap 1/rate; burstiness 1 is Poisson, below 1 burstier,
   as in vLLM's `benchmark_serving --burstiness`), closed-loop concurrency (N users, each sends its
   next request `think_s` after its previous one finished), and trace replay (given times).
+- Shared prefixes, for the prefix cache (`conversations`, `prefix_cache`): a share of requests
+  starts with one of N system prompts; conversations of T turns, each turn's prompt the history so
+  far plus new user text (`prompt` is then the new text per turn); a trace's prefix and
+  conversation ids (`trace_content`).
 
 Requests are produced lazily, so the number simulated does not bound memory.
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from tokometer.domain.specs import _Plain
 from tokometer.errors import InputError
 
+MAX_SHARED = 1_000_000  # bound on system prompt tokens, prompts and turns (a typo, not a workload)
 LENGTH_KINDS = ("fixed", "uniform", "normal", "lognormal", "empirical")
 ARRIVAL_KINDS = ("offline", "poisson", "constant", "gamma", "closed", "trace")
 
@@ -99,6 +104,11 @@ class Workload(_Plain):
     concurrency: int | None = None
     think_s: float = 0.0
     trace: tuple[tuple[float, int, int], ...] = ()
+    system_prompt_tokens: int = 0  # a shared system prompt's length (and a trace prefix's default)
+    system_prompt_share: float = 0.0  # share of requests (of conversations) that start with one
+    system_prompts: int = 1  # distinct system prompts, each as likely
+    turns: int = 1  # requests per conversation; the next turn goes `think_s` after an answer
+    trace_content: tuple[tuple[str, int, str], ...] = ()  # per trace row: (prefix id, prefix tokens, conversation id)
 
     def __post_init__(self) -> None:
         if self.arrival not in ARRIVAL_KINDS:
@@ -117,6 +127,30 @@ class Workload(_Plain):
             raise InputError(f"think time must be zero or more seconds, got {self.think_s!r}")
         if self.arrival == "trace":
             check_trace(self.trace)
+        self._check_shared()
+
+    def _check_shared(self) -> None:
+        """The shared-prefix fields: whole numbers in range, a share in [0, 1], a trace's ids row by row."""
+        for name, low in (("system_prompt_tokens", 0), ("system_prompts", 1), ("turns", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or value > MAX_SHARED:
+                flag = "--" + name.replace("_tokens", "").replace("_", "-")
+                raise InputError(f"{flag} must be a whole number from {low} to {MAX_SHARED:,}, got {value!r}")
+        share = self.system_prompt_share
+        if not (isinstance(share, int | float) and 0.0 <= share <= 1.0):
+            raise InputError(f"--system-prompt-share must be from 0 to 1, got {share!r}")
+        if share > 0 and self.system_prompt_tokens == 0:
+            raise InputError("--system-prompt-share needs --system-prompt TOKENS (the shared prompt's length)")
+        if self.turns > 1 and self.arrival == "trace":
+            raise InputError("--turns does not apply to a trace: give its rows a conversation_id column")
+        if self.trace_content and len(self.trace_content) != len(self.trace):
+            raise InputError(f"the trace has {len(self.trace)} rows but {len(self.trace_content)} prefix/conversation ids")
+
+    @property
+    def shares_prefixes(self) -> bool:
+        """Whether requests share prompt content (a system prompt, conversation history, trace ids)."""
+        return (self.system_prompt_share > 0 and self.system_prompt_tokens > 0) or self.turns > 1 or any(
+            pid or cid for pid, _, cid in self.trace_content)
 
     @property
     def total_requests(self) -> int:
