@@ -22,14 +22,14 @@ class Result:
         return json.loads(self.out)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
-    """Run `python -m tokometer ARGS` in a subprocess, as a user would."""
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 120.0) -> Result:
+    """Run `python -m tokometer ARGS` in a subprocess, as a user would (killed after `timeout_s`)."""
     proc = subprocess.run(
         [sys.executable, "-m", "tokometer", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
-        timeout=120,
+        timeout=timeout_s,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 

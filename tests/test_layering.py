@@ -34,6 +34,7 @@ LAYERS = {
 }
 # (importer package, imported package) pairs refused even where the layers would allow them
 FORBIDDEN = {("web", "costmodel"), ("web", "usecases"), ("web", "fitting"), ("cli", "costmodel"), ("cli", "usecases"),
+             ("cli", "fitting"), ("cli", "bench"), ("cli", "store"),
              ("catalog", "costmodel"), ("catalog", "usecases"), ("store", "bench")}
 # the web modules that answer requests: each gets its figures from the public API
 WEB_HANDLERS = ("app", "compute", "serving")

@@ -50,7 +50,7 @@ def benchmark(url: str, **options: Any) -> BenchRun:
     Options as the command's: `model` (the served name), `protocol`, `api_key`, `runs`, `warmup`,
     `max_tokens`, `prompt_tokens`, `depths`, `concurrency`, `rate_rps`, `duration_s`, `requests`,
     `slo_ttft_ms`, `slo_tpot_ms`, `stall_timeout_s`, `request_timeout_s`, `deadline_s`, `ignore_eos`,
-    `seed`, `trace`/`trace_name`, `workers`, `ray_address`, `save` (True) and `progress`; with
+    `seed`, `trace`/`trace_name` (or `trace_file`, a path read and parsed here), `workers`, `ray_address`, `save` (True) and `progress`; with
     `predict_model` and `hw` (or `bandwidth_gb_per_s`) the run is graded against the prediction.
     The random workload (`--concurrency`, `--rate`): `input_len`, `output_len`, `range_ratio`. The frontier
     (`--concurrency`): `gpus` (the server's, default 1) and `plot_path` (a .png/.svg/.pdf of the measured
@@ -66,6 +66,12 @@ def benchmark(url: str, **options: Any) -> BenchRun:
     bench_keys = {"runs", "warmup", "max_tokens", "prompt_tokens", "depths", "concurrency", "rate_rps", "duration_s", "requests", "slo_ttft_ms",
                   "slo_tpot_ms", "stall_timeout_s", "request_timeout_s", "deadline_s", "ignore_eos", "seed", "trace", "trace_name",
                   "input_len", "output_len", "range_ratio"}
+    trace_file = options.pop("trace_file", None)
+    if trace_file is not None:
+        from tokometer.bench.trace import parse_trace, read_trace_text
+
+        trace_file = Path(trace_file)
+        options["trace"], options["trace_name"] = parse_trace(read_trace_text(trace_file), trace_file.name), trace_file.name
     settings = {k: options.pop(k) for k in list(options) if k in bench_keys}
     for key in ("depths", "concurrency"):
         if isinstance(settings.get(key), int):

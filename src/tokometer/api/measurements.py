@@ -39,6 +39,15 @@ def _cases(cases: str | Path | None, serving: bool) -> Path:
     return default_data_path() if serving else Path(cases) if cases is not None else Path(MEASUREMENTS_CSV)
 
 
+def evidence_file(cases: str | Path | None, serving: bool) -> tuple[Path, bool]:
+    """The file `validate`/`calibrate` read for these arguments, and whether it holds serving rows
+    (the CLI picks its rendering from it without importing the fitting package itself)."""
+    from tokometer.fitting.serving_validate import is_serving_file
+
+    path = _cases(cases, serving)
+    return path, is_serving_file(path)
+
+
 def validate(
     cases: str | Path | None = None,
     *,
@@ -148,7 +157,8 @@ def calibrate(
             user.unlink()
         clear_fitted_table()
         clear_serving_efficiency_table()
-        return CalibrateResult({"removed": str(user) if removed else None, "active": str(shipped)}, serving=serving)
+        return CalibrateResult({"removed": str(user) if removed else None, "active": str(shipped), "user_file": str(user)},
+                               serving=serving)
     from tokometer.fitting.serving_validate import is_serving_file
 
     from_evidence = cases is None and not serving

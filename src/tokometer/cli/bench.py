@@ -128,10 +128,7 @@ def bench(
 
     key = api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), None)
     if trace_file is not None:
-        from tokometer.bench.trace import parse_trace, read_trace_text
-
-        options["trace"] = parse_trace(read_trace_text(trace_file), trace_file.name)
-        options["trace_name"] = trace_file.name
+        options["trace_file"] = trace_file
     progress = _progress()
     try:
         outcome = run_bench(url, model=served_model, protocol=protocol, api_key=key, workers=workers, ray_address=ray_address,

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from tokometer.calibration_data import MEASUREMENTS_CSV
 from tokometer.cli.options import json_option
 
 DEFAULT_TIME_LIMIT_S = 10.0  # fitting.serving_validate.DEFAULT_TIME_LIMIT_S (not imported: keeps `--help` quick)
@@ -145,16 +144,16 @@ def validate(
     Static-batch aggregates of a single-stream file (tg_agg, pp_agg, tput_out at batch > 1 or a
     "max" batch) go through the simulator too. A bar shows progress on stderr when it is a terminal.
     """
+    from tokometer.api.measurements import evidence_file
     from tokometer.api.measurements import validate as run_validate
-    from tokometer.fitting.serving_validate import default_data_path, is_serving_file
 
     if serving and cases is not None:
         raise click.UsageError("give a CASES file or --serving, not both")
     if not (time_limit_s > 0 and math.isfinite(time_limit_s)):
         raise click.UsageError(f"--time-limit must be a positive number of seconds, got {time_limit_s!r}")
     shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
-    cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
-    if is_serving_file(cases):
+    cases, serving_rows = evidence_file(cases, serving)
+    if serving_rows:
         _validate_serving(cases, baseline, loho, lso, show_rows, as_json, time_limit_s)
         return
     if baseline and (loho or lso):
@@ -219,11 +218,9 @@ USED_FROM_NOW = "; later commands use it (`tokometer calibrate --reset` goes bac
 def _reset(serving: bool, as_json: bool) -> None:
     """Remove the user's fit from the tokometer home, so the shipped one applies again."""
     from tokometer.api.measurements import calibrate as run_calibrate
-    from tokometer.catalog.efficiency import user_efficiency_file
-    from tokometer.catalog.serving import user_serving_efficiency_file
 
-    user = user_serving_efficiency_file() if serving else user_efficiency_file()
     reset = run_calibrate(serving=serving, reset=True)
+    user = reset.data["user_file"]
     removed, shipped = reset.data["removed"] is not None, reset.data["active"]
     if as_json:
         click.echo(reset.to_json())
@@ -251,7 +248,7 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
     --reset removes it. The installed package is never written; --out FILE writes elsewhere.
     """
     from tokometer.api.measurements import calibrate as run_calibrate
-    from tokometer.fitting.serving_validate import default_data_path, is_serving_file
+    from tokometer.api.measurements import evidence_file
     from tokometer.report.text import table
 
     if serving and cases is not None:
@@ -262,8 +259,8 @@ def calibrate(cases: Path | None, serving: bool, out: Path | None, reset: bool, 
         _reset(serving, as_json)
         return
     shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
-    cases = default_data_path() if serving else (cases or Path(MEASUREMENTS_CSV))
-    if is_serving_file(cases):
+    cases, serving_rows = evidence_file(cases, serving)
+    if serving_rows:
         _calibrate_serving(cases, out, as_json)
         return
     fitted = run_calibrate(None if shipped else cases, out=out, progress=not as_json)
