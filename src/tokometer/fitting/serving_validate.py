@@ -84,7 +84,13 @@ ENGINE_NAMES = {  # engine cells as tables print them, letters and digits only
     "tensorrtllm": "tensorrt-llm", "trtllm": "tensorrt-llm", "trtllmserve": "tensorrt-llm", "trtllmbench": "tensorrt-llm",
     "tensorrt": "tensorrt-llm", "lmdeploy": "lmdeploy", "turbomind": "lmdeploy", "lmdeployturbomind": "lmdeploy",
     "sglang": "sglang", "vllm": "vllm", "vllmv1": "vllm", "vllmv0": "vllm",
+    # ATOM (github.com/ROCm/ATOM, AMD's inference engine on the AITER kernels, used by InferenceX on
+    # MI355X): a vLLM-style server (continuous batching, paged KV, chunked prefill, OpenAI API). Its own
+    # scheduler is not in the serving catalog, so it is read as vLLM's: an assumption, said here.
+    "atom": "vllm",
 }
+# Orchestration frontends that route to a named backend engine ("Dynamo + SGLang"): the backend schedules
+FRONTENDS = ("dynamo", "nvidiadynamo")
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
 # LMDeploy v0.1 (TurboMind LlamaBatch: InternalThreadEntry runs ContextDecode, then Generate, every
 # iteration): each prompt admitted in an iteration is prefilled whole in that iteration, in
@@ -239,6 +245,10 @@ def _engine(row: Row) -> str | None:
     from tokometer.catalog.serving import serving_engine
 
     name = row.text("engine")
+    parts = [p.strip() for p in name.split("+")]
+    backends = [p for p in parts if re.sub(r"[^a-z0-9]", "", p.lower()) not in FRONTENDS]
+    if len(parts) > 1 and len(backends) == 1:
+        name = backends[0]  # NVIDIA Dynamo over SGLang / TensorRT-LLM / vLLM workers: the worker's scheduler
     for candidate in [name, name.split("(")[0].strip(), *re.findall(r"\(([^)]*)\)", name)]:
         key = re.sub(r"[^a-z0-9]", "", candidate.lower())
         if key in ENGINE_NAMES:
@@ -270,7 +280,39 @@ def _setup_reason(row: Row) -> str | None:
     flags = row.text("flag").lower().split(";")
     if "speculative_decoding" in flags:
         return "speculative decoding not modelled"
+    split = (row.text("parallelism") + " " + row.text("backend")).lower()
+    if re.match(r"\s*(disaggregated|prefill|decode)\b", row.text("parallelism").lower()) or "pd disaggregation" in split:
+        return "disaggregated prefill/decode pools, each with its own layout: not simulated by validation"
     return None
+
+
+NVLINK_RACKS = ("gb",)  # GB200/GB300 NVL72 racks: their nodes (trays) share one NVLink domain
+_COUNT = re.compile(r"\(\s*\d+\s*[x×]\s*[^)]*\)|\(\s*[x×]?\d+\s*[x×]?\s*\)|^\s*\d+\s*[x×*]\s*|\s*[x×]\s*\d+\s*$", re.IGNORECASE)
+
+
+def _hardware_words(stated: str) -> list[str]:
+    """A printed device string without its count ("8xH20", "NVIDIA H800 GPU (16x)", "2× NVIDIA GB300
+    (275GB per die)") and its trailing "GPU": the names the hardware catalog may know it by."""
+    if not stated:
+        return []
+    text = _COUNT.sub(" ", stated).strip()
+    words = [text, re.sub(r"\s*\([^)]*\)", "", text).strip()]
+    words += [re.sub(r"\s+GPUs?$", "", w, flags=re.IGNORECASE).strip() for w in words]
+    return [w for i, w in enumerate(words) if w and w not in words[:i]]
+
+
+def _precision(word: str, hw: Any, engine: str, kv_cell: str) -> Any:
+    """`read_precision`, then with the cells' parenthetical notes dropped ("BF16 (from model name)",
+    "auto (BF16)"): the word before them is what the source set."""
+    from tokometer.fitting.quant_words import read_precision
+
+    try:
+        return read_precision(word, hw, engine, kv_cell)
+    except InputError:
+        bare = [re.sub(r"\s*\(.*$", "", w).strip() for w in (word, kv_cell)]
+        if bare == [word, kv_cell]:
+            raise
+        return read_precision(bare[0], hw, engine, bare[1])
 
 
 def plan_run(rows: list[Row]) -> Run:
@@ -285,6 +327,11 @@ def plan_run(rows: list[Row]) -> Run:
         return run
     preset = find_model(row.text("model"))
     if preset is None:
+        from tokometer.fitting.aliases import resolve_model
+
+        found = resolve_model(row.text("model"), row.source, row.positive("total_params_b"))
+        preset = found[0] if found is not None else None
+    if preset is None:
         run.reason = f"model {row.text('model')!r} is not in the model catalog (its architecture is needed for KV and attention)"
         return run
     hid = row.text("hardware_id")
@@ -293,10 +340,14 @@ def plan_run(rows: list[Row]) -> Run:
         from tokometer.fitting.validation import _calibration_index
 
         hw = _calibration_index().get(hid)
-    if hw is None and row.text("hardware_as_stated"):
-        hw = hardware_catalog().find(row.text("hardware_as_stated"))
+    for words in _hardware_words(row.text("hardware_as_stated")) if hw is None else []:
+        hw = hardware_catalog().find(words)
+        if hw is not None:
+            break
     if hw is None:
-        run.reason = f"hardware {hid!r} is not in the catalog"
+        stated = row.text("hardware_as_stated")
+        run.reason = (f"hardware {hid or stated!r} is not in the catalog" if hid or not stated.lower().startswith("not stated")
+                      else f"hardware not stated by the source ({stated!r})")
         return run
     why = _setup_reason(row)
     if why:
@@ -305,12 +356,12 @@ def plan_run(rows: list[Row]) -> Run:
     n_devices = int(row.positive("n_devices") or 0)
     try:
         par = parse_parallelism(row.text("parallelism"), n_devices or None)
+        tp, dp, ep = par.layout()
     except InputError as exc:
         run.reason = str(exc)
         return run
-    why = par.unmodelled()
-    if why:
-        run.reason = why
+    if ep > 1 and not preset.spec.is_moe:
+        run.reason = f"ep {ep} on a dense model ({row.text('model')!r})"
         return run
     run.parallelism = par
     if n_devices > par.n_gpus:
@@ -318,16 +369,18 @@ def plan_run(rows: list[Row]) -> Run:
             run.reason = f"n_devices {n_devices} is not a whole number of {par.n_gpus}-GPU groups ({row.text('parallelism')})"
             return run
         run.replicas = n_devices // par.n_gpus
-    from tokometer.fitting.quant_words import read_precision
-
     try:
         word = row.text("quant") or precision_in_name(row.text("model")) or ""  # a blank cell: the checkpoint's name
-        precision = read_precision(word, hw, engine, row.text("kv_cache_dtype"))
+        precision = _precision(word, hw, engine, row.text("kv_cache_dtype"))
     except InputError as exc:
         run.reason = str(exc)
         return run
     kwargs: dict[str, Any] = {"model": preset.spec, "hw": hw, "quant": precision.quant, "engine": engine,
-                              "tp": par.tp, "pp": par.pp}
+                              "tp": tp, "pp": par.pp}
+    if ep > 1 or dp > 1 or par.nodes > 1:
+        kwargs.update(ep=ep, dp=dp, nodes=par.nodes)
+        if par.nodes > 1 and hw.id.startswith(NVLINK_RACKS):
+            kwargs["inter_link"] = "nvl72"  # a GB200/GB300 rack: one NVLink domain over its trays
     if precision.kv_dtype is not None:
         kwargs["kv_dtype"] = precision.kv_dtype
     if engine == "tensorrt-llm":
@@ -398,13 +451,27 @@ def _lengths(
         return LengthDist("uniform", 1, int(prompt)), LengthDist("uniform", 1, int(gen))
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
-    means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None))
+    means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None)) or _printed_means(row)
     if "sharegpt" in row.text("dataset").lower() and means is not None:
         mean_in, mean_out = means
         shrink = math.exp(SIGMA_SHAREGPT**2 / 2.0)
         return (LengthDist("lognormal", mean_in / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS),
                 LengthDist("lognormal", mean_out / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS))
     return None
+
+
+_TOTALS = re.compile(r"total input tokens:?\s*([\d,]+)\D{1,4}total generated tokens:?\s*([\d,]+)", re.IGNORECASE)
+
+
+def _printed_means(row: Row) -> tuple[float, float] | None:
+    """Mean (input, output) tokens per request of a ShareGPT run whose benchmark printed its totals
+    (`vllm bench serve`: "Total input tokens 219171, Total generated tokens 200752", kept in `notes`)
+    over the requests it ran (`num_requests`): the run's own workload, not a throughput."""
+    m = _TOTALS.search(row.text("notes"))
+    n = row.positive("num_requests")
+    if m is None or not n:
+        return None
+    return float(m.group(1).replace(",", "")) / n, float(m.group(2).replace(",", "")) / n
 
 
 def _planned(rows: list[Row]) -> Run:
