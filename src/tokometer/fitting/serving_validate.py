@@ -110,6 +110,15 @@ TURBOMIND_V01_CONFIG = {
 }
 
 
+# InferenceX's sweeps (sources IX-*), as its harness runs them (github:SemiAnalysisAI/InferenceX:
+# .github/workflows/benchmark-tmpl.yml sets RANDOM_RANGE_RATIO 0.8; the benchmark scripts pass
+# --random-range-ratio "$RANDOM_RANGE_RATIO" --num-prompts $((CONC * 10)) --max-concurrency "$CONC";
+# utils/bench_serving/benchmark_serving.py draws each input and output length uniformly from
+# [int(L * ratio), L]). The rows print neither, so these are the harness's values, not the row's.
+INFERENCEX_PREFIX = "IX-"
+INFERENCEX_RANGE_RATIO = 0.8
+INFERENCEX_PROMPTS_PER_CLIENT = 10
+
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
 SERVING_COLUMNS = ("scenario", "request_rate", "concurrency", "num_requests", "dataset", "kv_cache_dtype", "max_num_seqs_or_batch")
 
@@ -280,6 +289,8 @@ def _setup_reason(row: Row) -> str | None:
     flags = row.text("flag").lower().split(";")
     if "speculative_decoding" in flags:
         return "speculative decoding not modelled"
+    if "parallelism_not_stated" in flags:
+        return "the source does not state the parallel layout (a best-of table): no setup to simulate"
     split = (row.text("parallelism") + " " + row.text("backend")).lower()
     if re.match(r"\s*(disaggregated|prefill|decode)\b", row.text("parallelism").lower()) or "pd disaggregation" in split:
         return "disaggregated prefill/decode pools, each with its own layout: not simulated by validation"
@@ -299,6 +310,22 @@ def _hardware_words(stated: str) -> list[str]:
     words = [text, re.sub(r"\s*\([^)]*\)", "", text).strip()]
     words += [re.sub(r"\s+GPUs?$", "", w, flags=re.IGNORECASE).strip() for w in words]
     return [w for i, w in enumerate(words) if w and w not in words[:i]]
+
+
+# Checkpoints published quantized whose catalog architecture is shared with a differently stored one:
+# Moonshot's Kimi K2-Thinking, K2.5 and K2.6 ship with native INT4 weight-only quantization (their
+# model cards: quantization-aware training, compressed-tensors INT4 in groups of 32) where Kimi K2
+# Instruct ships FP8.
+NATIVE_FORMATS = ((re.compile(r"kimi[- ]?k2[.-]?(5|6|thinking)", re.IGNORECASE), "INT4"),)
+
+
+def _native_format(name: str, preset: Any) -> str | None:
+    """The weight format a checkpoint is published in when its row's cell is blank: `NATIVE_FORMATS`,
+    else its catalog preset's `default_quant` (the format its published weights are stored in)."""
+    for pattern, word in NATIVE_FORMATS:
+        if pattern.search(name):
+            return word
+    return getattr(preset, "default_quant", None)
 
 
 def _precision(word: str, hw: Any, engine: str, kv_cell: str) -> Any:
@@ -370,7 +397,9 @@ def plan_run(rows: list[Row]) -> Run:
             return run
         run.replicas = n_devices // par.n_gpus
     try:
-        word = row.text("quant") or precision_in_name(row.text("model")) or ""  # a blank cell: the checkpoint's name
+        # a blank cell: the checkpoint's name, else the format the checkpoint ships in (DeepSeek's FP8,
+        # gpt-oss's MXFP4, Kimi K2.5's INT4), else BF16
+        word = row.text("quant") or precision_in_name(row.text("model")) or _native_format(row.text("model"), preset) or ""
         precision = _precision(word, hw, engine, row.text("kv_cache_dtype"))
     except InputError as exc:
         run.reason = str(exc)
@@ -430,6 +459,8 @@ def plan_run(rows: list[Row]) -> Run:
         if c < 1:
             run.reason = "online-concurrency row without a concurrency"
             return run
+        if not row.text("num_requests") and row.source.startswith(INFERENCEX_PREFIX):
+            n = INFERENCEX_PROMPTS_PER_CLIENT * c  # InferenceX: --num-prompts $((CONC * 10))
         run.batch = c
         run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, concurrency=c)
     elif not scenario:
@@ -445,6 +476,10 @@ def plan_run(rows: list[Row]) -> Run:
 def _lengths(
     row: Row, prompt: float | None, gen: float | None, tokenizer: str | None
 ) -> tuple[LengthDist, LengthDist] | None:
+    if prompt and gen and row.source.startswith(INFERENCEX_PREFIX):
+        lo = INFERENCEX_RANGE_RATIO  # InferenceX's client: each length uniform in [int(L * 0.8), L]
+        return (LengthDist("uniform", max(1, int(prompt * lo)), int(prompt)),
+                LengthDist("uniform", max(1, int(gen * lo)), int(gen)))
     if prompt and gen and "nominal_random_lengths" in row.text("flag").lower().split(";"):
         # sglang.bench_serving's random dataset at its default --random-range-ratio 0: each length
         # drawn uniformly from [1, nominal] (np.random.randint(max(int(L * 0), 1), L + 1))
@@ -628,6 +663,11 @@ def predict(
             continue
         except TokometerError as exc:
             out += [RowResult(r, reason=f"cannot simulate: {exc}") for r in run.rows]
+            continue
+        if not result.completed:
+            why = (f"no request completed in the simulated run: {result.rejected} of {result.requests} refused "
+                   "(the weights leave no room for one request's KV cache in this layout)")
+            out += [RowResult(r, reason=why) for r in run.rows]
             continue
         for r in run.rows:
             value, why = read_metric(result, r, run)
