@@ -118,6 +118,9 @@ TURBOMIND_V01_CONFIG = {
 INFERENCEX_PREFIX = "IX-"
 INFERENCEX_RANGE_RATIO = 0.8
 INFERENCEX_PROMPTS_PER_CLIENT = 10
+# InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
+# extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
+INFERENCEX_TRTLLM_STREAM_TOKENS = 10
 
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
 SERVING_COLUMNS = ("scenario", "request_rate", "concurrency", "num_requests", "dataset", "kv_cache_dtype", "max_num_seqs_or_batch")
@@ -238,6 +241,7 @@ class Run:
     parallelism: Parallelism = field(default_factory=Parallelism)
     replicas: int = 1  # copies of the parallel group the row's n_devices holds (8 GPUs at tp=2: 4)
     static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
+    stream_tokens: int = 1  # tokens per streamed chunk: a client's inter-token latency is the chunks' interval
 
     @property
     def source(self) -> str:
@@ -420,6 +424,8 @@ def plan_run(rows: list[Row]) -> Run:
         if config is not None and row.scenario == "online-concurrency":
             kwargs["max_num_seqs"] = config[0]
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
+    if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
+        run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
     multi = re.search(r"--num-scheduler-steps[ =](\d+)", row.text("backend"))
     if multi:
         kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
@@ -569,6 +575,8 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     value = getattr(summary, STATISTIC.get(stat, stat) or "mean")
     if value is None:
         return None, f"no {kind} observed in the simulated run"
+    if kind == "itl" and run is not None:
+        value *= run.stream_tokens  # the client sees a chunk of `stream_tokens` tokens at a time
     return value / UNIT_S[unit], None
 
 
@@ -665,9 +673,9 @@ def predict(
             out += [RowResult(r, reason=f"cannot simulate: {exc}") for r in run.rows]
             continue
         if not result.completed:
-            why = (f"no request completed in the simulated run: {result.rejected} of {result.requests} refused "
-                   "(the weights leave no room for one request's KV cache in this layout)")
-            out += [RowResult(r, reason=why) for r in run.rows]
+            none = (f"no request completed in the simulated run: {result.rejected} of {result.requests} refused "
+                    "(the weights leave no room for one request's KV cache in this layout)")
+            out += [RowResult(r, reason=none) for r in run.rows]
             continue
         for r in run.rows:
             value, why = read_metric(result, r, run)
