@@ -104,6 +104,13 @@ def render_published(pub: dict[str, Any]) -> list[str]:
             cells.append(f"{_pct(cell['median_ape'])} ({cell['n']:,})" if cell else "-")
         if any(x != "-" for x in cells):
             lines.append(f"| {g} | " + " | ".join(cells) + " |")
+    lines += ["", "| source (held out) | " + " | ".join(CLASS_NAMES[c] for c in CLASSES) + " |", "|---|" + "--:|" * len(CLASSES)]
+    for source in sorted({key.split("|")[0] for key in pub["sources"]}):
+        cells = []
+        for c in CLASSES:
+            cell = pub["sources"].get(f"{source}|{c}")
+            cells.append(f"{_pct(cell['median_ape'])} ({cell['n']:,})" if cell else "-")
+        lines.append(f"| {source} | " + " | ".join(cells) + " |")
     kinds: dict[str, int] = {}
     for reason, n in pub["unscored"].items():
         key = _reason_kind(reason)

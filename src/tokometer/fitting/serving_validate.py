@@ -296,6 +296,8 @@ def _setup_reason(row: Row) -> str | None:
     if "parallelism_not_stated" in flags:
         return "the source does not state the parallel layout (a best-of table): no setup to simulate"
     split = (row.text("parallelism") + " " + row.text("backend")).lower()
+    if re.search(r"\bdcp\s*=|decode context parallel", split):
+        return "decode context parallelism (DCP: the KV cache split over the TP ranks) not modelled"
     if re.match(r"\s*(disaggregated|prefill|decode)\b", row.text("parallelism").lower()) or "pd disaggregation" in split:
         return "disaggregated prefill/decode pools, each with its own layout: not simulated by validation"
     return None
@@ -580,12 +582,18 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     return value / UNIT_S[unit], None
 
 
+QUEUE_METRICS = ("ttft", "e2e")  # an offline run's mean TTFT and E2E grow with the whole queue's length
+
+
 def sized_workload(run: Run, dep: Deployment) -> Workload:
     """Offline runs: enough requests for `WAVES` full batches per replica (the steady state), at most
-    the published count."""
+    the published count; all of the published count (up to `MAX_SIM_REQUESTS` per replica) when the
+    run's rows include a TTFT or E2E, whose means depend on how long the queue the source sent was."""
     wl = run.workload
     assert wl is not None
     if wl.arrival != "offline" or run.static_batch:
+        return wl
+    if any(r.metric.split("_")[0] in QUEUE_METRICS for r in run.rows):
         return wl
     per_request = wl.prompt.mean + wl.output.mean + dep.policy.block_size_tokens
     batch = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / per_request))
