@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,55 @@ def test_new_devices_resolve_from_their_printed_names(name: str) -> None:
     from tokometer.fitting.serving_validate import _hardware_words
 
     assert any(hardware_catalog().find(w) is not None for w in _hardware_words(name))
+
+
+def _runs(name: str) -> list:
+    path = next(p for p in published_paths() if p.name == name)
+    rows, _ = read_rows(path)
+    return group_runs(rows)
+
+
+def test_inferencex_runs_read_as_its_harness_runs_them() -> None:
+    """InferenceX: lengths uniform in [int(0.8 L), L], 10 x concurrency prompts, TensorRT-LLM streaming every 10th token."""
+    runs = [r for r in _runs("IX-DSR1-API.csv") if r.reason is None]
+    run = next(r for r in runs if r.rows[0].text("prompt_tokens") == "1024" and r.rows[0].text("concurrency") == "4")
+    wl = run.workload
+    assert wl is not None and wl.arrival == "closed" and wl.concurrency == 4
+    assert wl.num_requests == 40
+    assert (wl.prompt.kind, wl.prompt.a, wl.prompt.b) == ("uniform", 819, 1024)
+    trt = next(r for r in runs if r.engine == "tensorrt-llm")
+    assert trt.stream_tokens == 10 and run.stream_tokens == (10 if run.engine == "tensorrt-llm" else 1)
+
+
+def test_frontends_and_assumed_engines_resolve_to_a_backend_scheduler() -> None:
+    from tokometer.fitting.serving_validate import _engine
+
+    engines = {}
+    for name in ("IX-DSR1-API.csv", "IX-BLOG.csv"):
+        for run in _runs(name):
+            engines[run.rows[0].text("engine")] = _engine(run.rows[0])
+    assert engines["Dynamo + SGLang"] == "sglang"
+    assert engines["Dynamo + TensorRT-LLM"] == "tensorrt-llm"
+    assert engines["Dynamo + vLLM"] == "vllm"
+    assert engines["ATOM"] == "vllm"  # stated assumption: a vLLM-style scheduler
+    assert engines["SGLang (MoRI)"] == "sglang"
+
+
+def test_blank_quant_cells_read_as_the_checkpoints_own_format() -> None:
+    runs = [r for r in _runs("SGL-COOKBOOK.csv") + _runs("GPS-PERFLAB.csv") if r.reason is None and not r.rows[0].text("quant")]
+    formats = {(r.rows[0].text("model"), r.deploy_kwargs["quant"]) for r in runs}
+    assert ("moonshotai/Kimi-K2.5", "awq-int4") in formats  # Moonshot's native INT4 checkpoint
+    assert ("deepseek-ai/DeepSeek-R1-0528", "fp8") in formats  # DeepSeek's FP8 checkpoint, not BF16
+    assert ("openai/gpt-oss-120b", "mxfp4") in formats
+
+
+def test_sharegpt_means_come_from_the_runs_printed_totals() -> None:
+    run = next(r for r in _runs("GPS-PERFLAB.csv")
+               if r.reason is None and "sharegpt" in r.rows[0].text("dataset").lower() and r.rows[0].scenario == "offline")
+    notes = run.rows[0].text("notes")
+    m = re.search(r"Total input tokens ([\d,]+), Total generated tokens ([\d,]+)", notes)
+    assert m is not None and run.workload is not None
+    n = float(run.rows[0].text("num_requests"))
+    total_in, total_out = (float(g.replace(",", "")) for g in m.groups())
+    assert run.workload.prompt.mean == pytest.approx(total_in / n, rel=0.01)
+    assert run.workload.output.mean == pytest.approx(total_out / n, rel=0.01)
