@@ -635,7 +635,8 @@ def naive_run(run: Run) -> dict[str, float]:
     b = run.batch if run.rows[0].scenario in ("static-batch", "online-concurrency") else (
         1 if run.rows[0].scenario == "online-rate" else 256)
     e = estimate(kw["model"], kw["hw"], quant=kw["quant"], engine=kw["engine"] if kw["engine"] != "lmdeploy" else "tensorrt-llm",
-                 tp=kw["tp"], pp=kw.get("pp", 1), kv_dtype=kw.get("kv_dtype"), batch=b, prompt_tokens=prompt, output_tokens=out, advise=False)
+                 tp=kw["tp"], pp=kw.get("pp", 1), kv_dtype=kw.get("kv_dtype"), batch=b, prompt_tokens=prompt, output_tokens=out, advise=False,
+                 ep=kw.get("ep", 1), dp=kw.get("dp", 1), nodes=kw.get("nodes", 1), inter_link=kw.get("inter_link"))
     step = e.step.time_s
     tput_out = b / step * run.replicas
     return {"tput_out": tput_out, "tput_total": tput_out * (prompt + out) / out, "tput_in": tput_out * prompt / out,
