@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_comm_costs
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
+from tokometer.costmodel.roofline import compute_peak
 from tokometer.domain.serving_specs import ServingEfficiency
 from tokometer.domain.specs import _Plain
 from tokometer.domain.units import GB, TFLOP, US
@@ -181,6 +182,20 @@ class StepCost(_Plain):
         return roof + fixed
 
 
+def attention_peak_scale(setup: Setup) -> float:
+    """The step's GEMM peak over its attention kernels' peak (>= 1). Attention multiplies queries by the
+    cached keys and values in the KV cache's precision, whatever the weights are stored in: BF16/FP16
+    tensor cores for a 16-bit cache (FlashAttention-2/3, FlashInfer, FlashMLA), FP8 ones only when the
+    cache itself is FP8 (FlashAttention-3's FP8 path, TensorRT-LLM's FP8 context FMHA). So FP8 or FP4
+    weights do not speed attention up past the cache's own rate; the attention FLOPs are scaled to the
+    step's GEMM peak (`attention_flops_per_pair`) so that every reader of the coefficients agrees."""
+    peak = setup.peak.tflops
+    if not peak:
+        return 1.0
+    attention = compute_peak(setup.hardware, "fp8" if setup.kv_bytes_per_element <= 1.0 else "fp16").tflops
+    return peak / attention if attention and attention < peak else 1.0
+
+
 def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
 
@@ -206,8 +221,9 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     # a micro-batch of T / pp tokens touches 1 - (1 - k/E)^(T / pp) of the experts: the same form in T
     micro_k_over_e = 1.0 - (1.0 - k_over_e) ** (1.0 / pp) if pp > 1 else k_over_e
     kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp * dp)
-    attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
-    decode_attention = sum(4.0 * g.n_layers * g.decode_dim for g in model.attention if g.kind != "linear")
+    scale = attention_peak_scale(setup)  # attention at the KV cache's precision, in GEMM-peak FLOPs
+    attention = scale * sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
+    decode_attention = scale * sum(4.0 * g.n_layers * g.decode_dim for g in model.attention if g.kind != "linear")
     imbalance = lay.ep_imbalance if lay.ep > 1 else 1.0
     expert_params = model.params.routed_experts * k_over_e if model.is_moe else 0.0
     expert_flops = 2.0 * expert_params * imbalance / moe
