@@ -42,13 +42,27 @@ def test_notes_keep_what_the_cell_said_beyond_the_degrees() -> None:
     assert parse_parallelism("tp=8").note == ""
 
 
-@pytest.mark.parametrize("cell, reason", [
-    ("tp=8,ep=8", "expert parallelism not modelled"),
-    ("DEP8", "expert parallelism not modelled"),
-    ("tp=8 (dp-attention)", "attention data parallelism not modelled"),
+@pytest.mark.parametrize("cell, n_devices, layout", [
+    ("tp=8,ep=8", 8, (8, 1, 8)),  # SGLang --tp 8 --ep 8: attention TP 8, experts over the 8 GPUs
+    ("DEP8", None, (1, 8, 8)),  # attention DP 8 x EP 8 on 8 GPUs
+    ("tp=8 (dp-attention)", 8, (1, 8, 1)),  # --tp 8 --enable-dp-attention: dp defaults to tp
+    ("tp=8,dp=4,ep=4 (dp-attention)", 8, (2, 4, 4)),  # 4 attention ranks of 2 GPUs
+    ("ep=72 (9 nodes, dp-attention)", 72, (1, 72, 72)),  # large-scale EP: one rank per GPU
+    ("dp=32,ep=32 (4 nodes)", 32, (1, 32, 32)),
+    ("pp=2,tp=4", None, (4, 1, 1)),
 ])
-def test_expert_and_data_parallel_rows_say_why_they_are_not_predicted(cell: str, reason: str) -> None:
-    assert parse_parallelism(cell).unmodelled() == reason
+def test_expert_and_data_parallel_cells_read_into_the_cost_models_layout(
+    cell: str, n_devices: int | None, layout: tuple[int, int, int]
+) -> None:
+    par = parse_parallelism(cell, n_devices)
+    assert par.layout() == layout
+    tp, dp, _ = layout
+    assert tp * dp * par.pp == par.n_gpus  # the layout covers the row's GPUs, no more, no less
+    assert par.unmodelled() is None
+
+
+def test_a_split_that_does_not_divide_the_gpus_says_why() -> None:
+    assert "does not divide" in (parse_parallelism("tp=8,ep=3", 8).unmodelled() or "")
 
 
 def test_plain_tensor_and_pipeline_splits_are_modelled() -> None:

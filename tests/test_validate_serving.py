@@ -147,14 +147,22 @@ def test_parallelism_spellings_never_end_validate(capsys: pytest.CaptureFixture[
         "dpattn": {"parallelism": "tp=8 (dp-attention)", "n_devices": "8"},
         "bad": {"parallelism": "banana"},
         "tp2": {"parallelism": "TP2", "n_devices": "2"},
+        "moe-tp": {"model": "Qwen3-30B-A3B", "parallelism": "tp=2", "n_devices": "2"},
+        "moe-ep": {"model": "Qwen3-30B-A3B", "parallelism": "tp=2,ep=2", "n_devices": "2"},
+        "moe-dep": {"model": "Qwen3-30B-A3B", "parallelism": "DEP2", "n_devices": "2"},
+        "disagg": {"parallelism": "disaggregated: prefill tp=8,ep=8 x1 workers; decode tp=8,ep=8 x2 workers", "n_devices": ""},
     })
     by_id = _results(capsys, path)
-    assert by_id["ep"]["reason"] == "expert parallelism not modelled"
-    assert by_id["dpep"]["reason"] == "expert parallelism not modelled"
-    assert by_id["dep"]["reason"] == "expert parallelism not modelled"
-    assert by_id["dpattn"]["reason"] == "attention data parallelism not modelled"
+    for rid in ("ep", "dpep", "dep"):  # the base row's model, Llama-3.1-8B, has no experts to spread
+        assert "dense model" in str(by_id[rid]["reason"])
+    assert by_id["dpattn"]["reason"] is None and by_id["dpattn"]["predicted"] > 0  # type: ignore[operator]
     assert "'banana'" in str(by_id["bad"]["reason"])
     assert by_id["tp2"]["reason"] is None and by_id["tp2"]["predicted"] > 0  # type: ignore[operator]
+    # expert and attention-data parallel rows of a MoE model are simulated, each with its own layout
+    moe = {rid: by_id[rid]["predicted"] for rid in ("moe-tp", "moe-ep", "moe-dep")}
+    assert all(isinstance(v, float) and v > 0 for v in moe.values()), moe
+    assert len(set(moe.values())) == 3, moe
+    assert "disaggregated" in str(by_id["disagg"]["reason"])
 
 
 def test_a_per_gpu_unit_is_compared_with_the_prediction_per_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

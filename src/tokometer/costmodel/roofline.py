@@ -125,9 +125,10 @@ def _datasheet_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate
 
 
 def attention_flops_per_token(model: ModelSpec, depth_tokens: float) -> float:
-    """Scores and mixing for one decoded token at depth c: 4 * n_heads * head_dim * c per layer."""
+    """Scores and mixing for one decoded token at depth c: 4 * n_heads * head_dim * c per layer (MLA:
+    its absorbed decode form over the latent, `AttentionGroup.decode_dim`)."""
     return sum(
-        4.0 * g.n_layers * g.attention_dim * g.cached_tokens(depth_tokens) for g in model.attention
+        4.0 * g.n_layers * g.decode_dim * g.cached_tokens(depth_tokens) for g in model.attention
     )
 
 

@@ -49,8 +49,9 @@ class ModelArrays:
     write_elements: Array  # K and V elements one new token writes (all attention layers)
     kv_elements: Array  # [..., G]: n_layers * elements per token, per attention group
     windows: Array  # [..., G]: tokens a group keeps (inf: all, 0: linear)
-    attention_coef: Array  # [..., G]: 4 * n_layers * n_heads * head_dim
-    head_dim: Array  # attention scores = attention FLOPs / (4 * head_dim)
+    attention_coef: Array  # [..., G]: 4 * n_layers * n_heads * head_dim (MLA: its absorbed decode form)
+    head_dim: Array
+    score_coef: Array  # [..., G]: n_layers * n_heads, the scores a decoded token produces per context token
     vocab: Array  # vocabulary entries a host sampler scans per token (`roofline.host_sampling_time_s`)
 
     @classmethod
@@ -62,13 +63,15 @@ class ModelArrays:
         kv = np.zeros(shape)
         windows = np.zeros(shape)
         attention = np.zeros(shape)
+        score = np.zeros(shape)
         for i, m in enumerate(models):
             for j, g in enumerate(m.attention):
                 if g.kind == "linear":
                     continue
                 kv[i, j] = g.n_layers * g.kv_elements_per_token
                 windows[i, j] = float(g.window_tokens) if g.window_tokens is not None else np.inf
-                attention[i, j] = 4.0 * g.n_layers * g.attention_dim
+                attention[i, j] = 4.0 * g.n_layers * g.decode_dim
+                score[i, j] = g.n_layers * g.attention_dim / max(1, m.head_dim)  # roofline.decode_score_elements
 
         def column(values: Sequence[float]) -> Array:
             return np.asarray(values, dtype=np.float64)
@@ -91,6 +94,7 @@ class ModelArrays:
             windows=windows,
             attention_coef=attention,
             head_dim=column([max(1, m.head_dim) for m in models]),
+            score_coef=score,
             vocab=column([m.vocab_size for m in models]),
         )
 
@@ -197,7 +201,7 @@ def decode_grid(
     eta_kv = _f(bandwidth_fraction if kv_bandwidth_fraction is None else kv_bandwidth_fraction)
     alu_peak = _f(alu_peak_tflops) * TFLOP
     alu = np.where(alu_peak > 0, _f(alu_flops_per_weight) * m.matmul_params / np.where(alu_peak > 0, alu_peak, 1.0), 0.0)
-    scores = b * attention / (4.0 * m.head_dim)
+    scores = b * (m.score_coef * ctx).sum(axis=-1)
     memory = w_read / (_f(bandwidth_fraction) * bw) + (kv_read + kv_write) / (eta_kv * bw) + _f(decode_score_bytes) * scores / bw + alu
     memory = memory + _f(ecc_overhead) * (w_read + kv_read + kv_write) / bw
     peak = _f(peak_tflops) * TFLOP

@@ -209,6 +209,16 @@ class AttentionGroup(_Plain):
     window_tokens: int | None = None
     state_elements: int = 0
     attention_dim: int = 0  # n_heads * head_dim used by the score/mix FLOPs
+    # the same for one decoded token when decode runs another form (0: `attention_dim`). MLA with absorbed
+    # projections (DeepSeek's decode kernels, FlashMLA) scores each head's query against the cached latent
+    # and rope key (kv_lora_rank + rope dims) and mixes the kv_lora_rank latent values: 2 n_heads
+    # (kv_lora_rank + rope) + 2 n_heads kv_lora_rank FLOPs per context token, i.e. 4 x n_heads (2 kv_lora_rank + rope) / 2
+    decode_attention_dim: int = 0
+
+    @property
+    def decode_dim(self) -> int:
+        """`attention_dim` of a decoded token's score and mix FLOPs (`decode_attention_dim` when set)."""
+        return self.decode_attention_dim or self.attention_dim
 
     def cached_tokens(self, context_tokens: float) -> float:
         if self.kind == "linear":

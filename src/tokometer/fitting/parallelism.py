@@ -53,12 +53,30 @@ class Parallelism:
         return self.ep == 1 and self.dp == 1
 
     def unmodelled(self) -> str | None:
-        """Why a row with this split cannot be predicted yet, or None."""
-        if self.ep > 1:
-            return "expert parallelism not modelled"
-        if self.dp > 1:
-            return "attention data parallelism not modelled"
+        """Why a row with this split cannot be predicted yet, or None (every split `layout` reads is modelled)."""
+        try:
+            self.layout()
+        except InputError as exc:
+            return str(exc)
         return None
+
+    def layout(self) -> tuple[int, int, int]:
+        """(tp, dp, ep) in the cost model's convention (`costmodel.layout.Layout`, vLLM's): `dp` attention
+        ranks of `tp` GPUs each over one pipeline stage's GPUs, the experts over `ep` of them. SGLang's
+        `--tp 8 --dp 8 --enable-dp-attention --ep 8` is attention tp 1 x dp 8 with ep 8 (its `--tp` counts
+        the stage's GPUs); a `dp-attention` note without a dp degree is one rank per GPU of the stage.
+
+        Raises `InputError` when the degrees do not split the stage's GPUs evenly."""
+        stage = max(1, self.n_gpus // self.pp)
+        dp = self.dp
+        if dp == 1 and "dp-attention" in self.note and self.tp == 1:
+            dp = stage  # "ep=72 (9 nodes, dp-attention)": SGLang --tp 72 --dp 72 --enable-dp-attention
+        if stage % dp:
+            raise InputError(f"attention dp {dp} does not divide the {stage} GPUs of a stage")
+        tp = stage // dp
+        if self.ep > 1 and (tp * dp) % self.ep:
+            raise InputError(f"ep {self.ep} does not divide the {tp * dp} GPUs the MoE layers span")
+        return tp, dp, self.ep
 
 
 def _positive(text: str, cell: str) -> int:

@@ -84,7 +84,13 @@ ENGINE_NAMES = {  # engine cells as tables print them, letters and digits only
     "tensorrtllm": "tensorrt-llm", "trtllm": "tensorrt-llm", "trtllmserve": "tensorrt-llm", "trtllmbench": "tensorrt-llm",
     "tensorrt": "tensorrt-llm", "lmdeploy": "lmdeploy", "turbomind": "lmdeploy", "lmdeployturbomind": "lmdeploy",
     "sglang": "sglang", "vllm": "vllm", "vllmv1": "vllm", "vllmv0": "vllm",
+    # ATOM (github.com/ROCm/ATOM, AMD's inference engine on the AITER kernels, used by InferenceX on
+    # MI355X): a vLLM-style server (continuous batching, paged KV, chunked prefill, OpenAI API). Its own
+    # scheduler is not in the serving catalog, so it is read as vLLM's: an assumption, said here.
+    "atom": "vllm",
 }
+# Orchestration frontends that route to a named backend engine ("Dynamo + SGLang"): the backend schedules
+FRONTENDS = ("dynamo", "nvidiadynamo")
 HARDWARE_IDS = {"nvidia_a100_80gb": "a100-80gb-sxm", "nvidia_gh200": "gh200"}
 # LMDeploy v0.1 (TurboMind LlamaBatch: InternalThreadEntry runs ContextDecode, then Generate, every
 # iteration): each prompt admitted in an iteration is prefilled whole in that iteration, in
@@ -103,6 +109,18 @@ TURBOMIND_V01_CONFIG = {
     "Llama-2-7B": (128, 1000), "Llama-2-13B": (128, 500), "Llama-2-70B": (256, 4000), "InternLM-chat-20B": (128, 700),
 }
 
+
+# InferenceX's sweeps (sources IX-*), as its harness runs them (github:SemiAnalysisAI/InferenceX:
+# .github/workflows/benchmark-tmpl.yml sets RANDOM_RANGE_RATIO 0.8; the benchmark scripts pass
+# --random-range-ratio "$RANDOM_RANGE_RATIO" --num-prompts $((CONC * 10)) --max-concurrency "$CONC";
+# utils/bench_serving/benchmark_serving.py draws each input and output length uniformly from
+# [int(L * ratio), L]). The rows print neither, so these are the harness's values, not the row's.
+INFERENCEX_PREFIX = "IX-"
+INFERENCEX_RANGE_RATIO = 0.8
+INFERENCEX_PROMPTS_PER_CLIENT = 10
+# InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
+# extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
+INFERENCEX_TRTLLM_STREAM_TOKENS = 10
 
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
 SERVING_COLUMNS = ("scenario", "request_rate", "concurrency", "num_requests", "dataset", "kv_cache_dtype", "max_num_seqs_or_batch")
@@ -223,6 +241,7 @@ class Run:
     parallelism: Parallelism = field(default_factory=Parallelism)
     replicas: int = 1  # copies of the parallel group the row's n_devices holds (8 GPUs at tp=2: 4)
     static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
+    stream_tokens: int = 1  # tokens per streamed chunk: a client's inter-token latency is the chunks' interval
 
     @property
     def source(self) -> str:
@@ -239,6 +258,10 @@ def _engine(row: Row) -> str | None:
     from tokometer.catalog.serving import serving_engine
 
     name = row.text("engine")
+    parts = [p.strip() for p in name.split("+")]
+    backends = [p for p in parts if re.sub(r"[^a-z0-9]", "", p.lower()) not in FRONTENDS]
+    if len(parts) > 1 and len(backends) == 1:
+        name = backends[0]  # NVIDIA Dynamo over SGLang / TensorRT-LLM / vLLM workers: the worker's scheduler
     for candidate in [name, name.split("(")[0].strip(), *re.findall(r"\(([^)]*)\)", name)]:
         key = re.sub(r"[^a-z0-9]", "", candidate.lower())
         if key in ENGINE_NAMES:
@@ -270,7 +293,59 @@ def _setup_reason(row: Row) -> str | None:
     flags = row.text("flag").lower().split(";")
     if "speculative_decoding" in flags:
         return "speculative decoding not modelled"
+    if "parallelism_not_stated" in flags:
+        return "the source does not state the parallel layout (a best-of table): no setup to simulate"
+    split = (row.text("parallelism") + " " + row.text("backend")).lower()
+    if re.search(r"\bdcp\s*=|decode context parallel", split):
+        return "decode context parallelism (DCP: the KV cache split over the TP ranks) not modelled"
+    if re.match(r"\s*(disaggregated|prefill|decode)\b", row.text("parallelism").lower()) or "pd disaggregation" in split:
+        return "disaggregated prefill/decode pools, each with its own layout: not simulated by validation"
     return None
+
+
+NVLINK_RACKS = ("gb",)  # GB200/GB300 NVL72 racks: their nodes (trays) share one NVLink domain
+_COUNT = re.compile(r"\(\s*\d+\s*[x×]\s*[^)]*\)|\(\s*[x×]?\d+\s*[x×]?\s*\)|^\s*\d+\s*[x×*]\s*|\s*[x×]\s*\d+\s*$", re.IGNORECASE)
+
+
+def _hardware_words(stated: str) -> list[str]:
+    """A printed device string without its count ("8xH20", "NVIDIA H800 GPU (16x)", "2× NVIDIA GB300
+    (275GB per die)") and its trailing "GPU": the names the hardware catalog may know it by."""
+    if not stated:
+        return []
+    text = _COUNT.sub(" ", stated).strip()
+    words = [text, re.sub(r"\s*\([^)]*\)", "", text).strip()]
+    words += [re.sub(r"\s+GPUs?$", "", w, flags=re.IGNORECASE).strip() for w in words]
+    return [w for i, w in enumerate(words) if w and w not in words[:i]]
+
+
+# Checkpoints published quantized whose catalog architecture is shared with a differently stored one:
+# Moonshot's Kimi K2-Thinking, K2.5 and K2.6 ship with native INT4 weight-only quantization (their
+# model cards: quantization-aware training, compressed-tensors INT4 in groups of 32) where Kimi K2
+# Instruct ships FP8.
+NATIVE_FORMATS = ((re.compile(r"kimi[- ]?k2[.-]?(5|6|thinking)", re.IGNORECASE), "INT4"),)
+
+
+def _native_format(name: str, preset: Any) -> str | None:
+    """The weight format a checkpoint is published in when its row's cell is blank: `NATIVE_FORMATS`,
+    else its catalog preset's `default_quant` (the format its published weights are stored in)."""
+    for pattern, word in NATIVE_FORMATS:
+        if pattern.search(name):
+            return word
+    return getattr(preset, "default_quant", None)
+
+
+def _precision(word: str, hw: Any, engine: str, kv_cell: str) -> Any:
+    """`read_precision`, then with the cells' parenthetical notes dropped ("BF16 (from model name)",
+    "auto (BF16)"): the word before them is what the source set."""
+    from tokometer.fitting.quant_words import read_precision
+
+    try:
+        return read_precision(word, hw, engine, kv_cell)
+    except InputError:
+        bare = [re.sub(r"\s*\(.*$", "", w).strip() for w in (word, kv_cell)]
+        if bare == [word, kv_cell]:
+            raise
+        return read_precision(bare[0], hw, engine, bare[1])
 
 
 def plan_run(rows: list[Row]) -> Run:
@@ -285,6 +360,11 @@ def plan_run(rows: list[Row]) -> Run:
         return run
     preset = find_model(row.text("model"))
     if preset is None:
+        from tokometer.fitting.aliases import resolve_model
+
+        found = resolve_model(row.text("model"), row.source, row.positive("total_params_b"))
+        preset = found[0] if found is not None else None
+    if preset is None:
         run.reason = f"model {row.text('model')!r} is not in the model catalog (its architecture is needed for KV and attention)"
         return run
     hid = row.text("hardware_id")
@@ -293,10 +373,14 @@ def plan_run(rows: list[Row]) -> Run:
         from tokometer.fitting.validation import _calibration_index
 
         hw = _calibration_index().get(hid)
-    if hw is None and row.text("hardware_as_stated"):
-        hw = hardware_catalog().find(row.text("hardware_as_stated"))
+    for words in _hardware_words(row.text("hardware_as_stated")) if hw is None else []:
+        hw = hardware_catalog().find(words)
+        if hw is not None:
+            break
     if hw is None:
-        run.reason = f"hardware {hid!r} is not in the catalog"
+        stated = row.text("hardware_as_stated")
+        run.reason = (f"hardware {hid or stated!r} is not in the catalog" if hid or not stated.lower().startswith("not stated")
+                      else f"hardware not stated by the source ({stated!r})")
         return run
     why = _setup_reason(row)
     if why:
@@ -305,12 +389,12 @@ def plan_run(rows: list[Row]) -> Run:
     n_devices = int(row.positive("n_devices") or 0)
     try:
         par = parse_parallelism(row.text("parallelism"), n_devices or None)
+        tp, dp, ep = par.layout()
     except InputError as exc:
         run.reason = str(exc)
         return run
-    why = par.unmodelled()
-    if why:
-        run.reason = why
+    if ep > 1 and not preset.spec.is_moe:
+        run.reason = f"ep {ep} on a dense model ({row.text('model')!r})"
         return run
     run.parallelism = par
     if n_devices > par.n_gpus:
@@ -318,16 +402,20 @@ def plan_run(rows: list[Row]) -> Run:
             run.reason = f"n_devices {n_devices} is not a whole number of {par.n_gpus}-GPU groups ({row.text('parallelism')})"
             return run
         run.replicas = n_devices // par.n_gpus
-    from tokometer.fitting.quant_words import read_precision
-
     try:
-        word = row.text("quant") or precision_in_name(row.text("model")) or ""  # a blank cell: the checkpoint's name
-        precision = read_precision(word, hw, engine, row.text("kv_cache_dtype"))
+        # a blank cell: the checkpoint's name, else the format the checkpoint ships in (DeepSeek's FP8,
+        # gpt-oss's MXFP4, Kimi K2.5's INT4), else BF16
+        word = row.text("quant") or precision_in_name(row.text("model")) or _native_format(row.text("model"), preset) or ""
+        precision = _precision(word, hw, engine, row.text("kv_cache_dtype"))
     except InputError as exc:
         run.reason = str(exc)
         return run
     kwargs: dict[str, Any] = {"model": preset.spec, "hw": hw, "quant": precision.quant, "engine": engine,
-                              "tp": par.tp, "pp": par.pp}
+                              "tp": tp, "pp": par.pp}
+    if ep > 1 or dp > 1 or par.nodes > 1:
+        kwargs.update(ep=ep, dp=dp, nodes=par.nodes)
+        if par.nodes > 1 and hw.id.startswith(NVLINK_RACKS):
+            kwargs["inter_link"] = "nvl72"  # a GB200/GB300 rack: one NVLink domain over its trays
     if precision.kv_dtype is not None:
         kwargs["kv_dtype"] = precision.kv_dtype
     if engine == "tensorrt-llm":
@@ -338,6 +426,8 @@ def plan_run(rows: list[Row]) -> Run:
         if config is not None and row.scenario == "online-concurrency":
             kwargs["max_num_seqs"] = config[0]
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
+    if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
+        run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
     multi = re.search(r"--num-scheduler-steps[ =](\d+)", row.text("backend"))
     if multi:
         kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
@@ -377,6 +467,8 @@ def plan_run(rows: list[Row]) -> Run:
         if c < 1:
             run.reason = "online-concurrency row without a concurrency"
             return run
+        if not row.text("num_requests") and row.source.startswith(INFERENCEX_PREFIX):
+            n = INFERENCEX_PROMPTS_PER_CLIENT * c  # InferenceX: --num-prompts $((CONC * 10))
         run.batch = c
         run.workload = Workload("closed", min(n, MAX_SIM_REQUESTS * run.replicas), p_dist, o_dist, concurrency=c)
     elif not scenario:
@@ -392,19 +484,37 @@ def plan_run(rows: list[Row]) -> Run:
 def _lengths(
     row: Row, prompt: float | None, gen: float | None, tokenizer: str | None
 ) -> tuple[LengthDist, LengthDist] | None:
+    if prompt and gen and row.source.startswith(INFERENCEX_PREFIX):
+        lo = INFERENCEX_RANGE_RATIO  # InferenceX's client: each length uniform in [int(L * 0.8), L]
+        return (LengthDist("uniform", max(1, int(prompt * lo)), int(prompt)),
+                LengthDist("uniform", max(1, int(gen * lo)), int(gen)))
     if prompt and gen and "nominal_random_lengths" in row.text("flag").lower().split(";"):
         # sglang.bench_serving's random dataset at its default --random-range-ratio 0: each length
         # drawn uniformly from [1, nominal] (np.random.randint(max(int(L * 0), 1), L + 1))
         return LengthDist("uniform", 1, int(prompt)), LengthDist("uniform", 1, int(gen))
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
-    means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None))
+    means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None)) or _printed_means(row)
     if "sharegpt" in row.text("dataset").lower() and means is not None:
         mean_in, mean_out = means
         shrink = math.exp(SIGMA_SHAREGPT**2 / 2.0)
         return (LengthDist("lognormal", mean_in / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS),
                 LengthDist("lognormal", mean_out / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS))
     return None
+
+
+_TOTALS = re.compile(r"total input tokens:?\s*([\d,]+)\D{1,4}total generated tokens:?\s*([\d,]+)", re.IGNORECASE)
+
+
+def _printed_means(row: Row) -> tuple[float, float] | None:
+    """Mean (input, output) tokens per request of a ShareGPT run whose benchmark printed its totals
+    (`vllm bench serve`: "Total input tokens 219171, Total generated tokens 200752", kept in `notes`)
+    over the requests it ran (`num_requests`): the run's own workload, not a throughput."""
+    m = _TOTALS.search(row.text("notes"))
+    n = row.positive("num_requests")
+    if m is None or not n:
+        return None
+    return float(m.group(1).replace(",", "")) / n, float(m.group(2).replace(",", "")) / n
 
 
 def _planned(rows: list[Row]) -> Run:
@@ -467,15 +577,23 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     value = getattr(summary, STATISTIC.get(stat, stat) or "mean")
     if value is None:
         return None, f"no {kind} observed in the simulated run"
+    if kind == "itl" and run is not None:
+        value *= run.stream_tokens  # the client sees a chunk of `stream_tokens` tokens at a time
     return value / UNIT_S[unit], None
+
+
+QUEUE_METRICS = ("ttft", "e2e")  # an offline run's mean TTFT and E2E grow with the whole queue's length
 
 
 def sized_workload(run: Run, dep: Deployment) -> Workload:
     """Offline runs: enough requests for `WAVES` full batches per replica (the steady state), at most
-    the published count."""
+    the published count; all of the published count (up to `MAX_SIM_REQUESTS` per replica) when the
+    run's rows include a TTFT or E2E, whose means depend on how long the queue the source sent was."""
     wl = run.workload
     assert wl is not None
     if wl.arrival != "offline" or run.static_batch:
+        return wl
+    if any(r.metric.split("_")[0] in QUEUE_METRICS for r in run.rows):
         return wl
     per_request = wl.prompt.mean + wl.output.mean + dep.policy.block_size_tokens
     batch = max(1.0, min(dep.policy.max_num_seqs, dep.kv_capacity_tokens / per_request))
@@ -517,7 +635,8 @@ def naive_run(run: Run) -> dict[str, float]:
     b = run.batch if run.rows[0].scenario in ("static-batch", "online-concurrency") else (
         1 if run.rows[0].scenario == "online-rate" else 256)
     e = estimate(kw["model"], kw["hw"], quant=kw["quant"], engine=kw["engine"] if kw["engine"] != "lmdeploy" else "tensorrt-llm",
-                 tp=kw["tp"], pp=kw.get("pp", 1), kv_dtype=kw.get("kv_dtype"), batch=b, prompt_tokens=prompt, output_tokens=out, advise=False)
+                 tp=kw["tp"], pp=kw.get("pp", 1), kv_dtype=kw.get("kv_dtype"), batch=b, prompt_tokens=prompt, output_tokens=out, advise=False,
+                 ep=kw.get("ep", 1), dp=kw.get("dp", 1), nodes=kw.get("nodes", 1), inter_link=kw.get("inter_link"))
     step = e.step.time_s
     tput_out = b / step * run.replicas
     return {"tput_out": tput_out, "tput_total": tput_out * (prompt + out) / out, "tput_in": tput_out * prompt / out,
@@ -561,6 +680,11 @@ def predict(
             continue
         except TokometerError as exc:
             out += [RowResult(r, reason=f"cannot simulate: {exc}") for r in run.rows]
+            continue
+        if not result.completed:
+            none = (f"no request completed in the simulated run: {result.rejected} of {result.requests} refused "
+                    "(the weights leave no room for one request's KV cache in this layout)")
+            out += [RowResult(r, reason=none) for r in run.rows]
             continue
         for r in run.rows:
             value, why = read_metric(result, r, run)

@@ -259,7 +259,8 @@ def spec_from_config(
                 kind="mla",
                 n_layers=n_layers,
                 kv_elements_per_token=kv_lora + rope + index_dim,  # + the indexer's key per token
-                attention_dim=n_heads * (nope + rope),
+                attention_dim=n_heads * (nope + rope),  # prefill: heads expanded from the latent (MHA form)
+                decode_attention_dim=n_heads * (2 * kv_lora + rope) // 2,  # decode: absorbed, over the latent
             )
         ]
         if cfg.get("num_nextn_predict_layers"):

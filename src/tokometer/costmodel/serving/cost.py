@@ -39,6 +39,12 @@ not decode speed at a given batch, as in the single-stream estimate; the pipelin
 are not charged (a prompt's chunk alone still counts its FLOPs over `pp`, so TTFT at low load under
 PP reads fast). Sliding-window caps are not applied to the
 per-token KV read here (the full-attention layers dominate the models served in practice).
+
+MLA (DeepSeek-V2/V3/R1, Kimi K2): prefill expands the latent into per-head keys and values (A =
+n_heads * (nope + rope)), while decode runs the absorbed form over the cached latent: each head scores
+its query against kv_lora_rank + rope dims and mixes kv_lora_rank latent values, so a decoded token
+costs 4 * A_dec per context token with A_dec = n_heads * (2 * kv_lora_rank + rope) / 2 (2.8x the
+expanded form for DeepSeek-V3), over the same latent bytes (`decode_attention_flops_per_pair`).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_comm_costs
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
-from tokometer.costmodel.roofline import unhidden_alu_time_s
+from tokometer.costmodel.roofline import compute_peak, unhidden_alu_time_s
 from tokometer.domain.serving_specs import ServingEfficiency
 from tokometer.domain.specs import _Plain
 from tokometer.domain.units import GB, TFLOP, US
@@ -99,6 +105,14 @@ class StepCost(_Plain):
     kv_bandwidth_bytes_per_s: float = 0.0  # the KV stream: 1 / (1 / (eta_kv * BW) + e_ecc / BW); 0: the weights' rate
     score_s_per_token_read: float = 0.0  # unfused attention's per-head scores per context token read (decode_score_bytes)
     alu_s: float = 0.0  # the matvec's unhidden shader work, once per step (roofline.unhidden_alu_time_s)
+    # a decoded token's attention FLOPs per context token when decode runs another form than prefill
+    # (MLA's absorbed projections over the latent; `AttentionGroup.decode_dim`); 0: `attention_flops_per_pair`
+    decode_attention_flops_per_pair: float = 0.0
+
+    def attention_flops(self, pairs: float, decode_pairs: float) -> float:
+        """FLOPs of a step's attention over `pairs` query-key pairs, `decode_pairs` of them decoded tokens'."""
+        extra = self.decode_attention_flops_per_pair - self.attention_flops_per_pair if self.decode_attention_flops_per_pair else 0.0
+        return self.attention_flops_per_pair * pairs + extra * decode_pairs
 
     def memory_s(self, weight_bytes: Tokens, kv_tokens_read: Tokens, tokens: Tokens) -> tuple[Tokens, Tokens]:
         """(weights, KV) memory seconds of a step, each term as `roofline.decode_step` charges it, so that a
@@ -150,28 +164,47 @@ class StepCost(_Plain):
 
     def split(
         self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0,
-        prefill_tokens: float = 0.0,
+        prefill_tokens: float = 0.0, decode_pairs: float | None = None,
     ) -> tuple[float, float, float, float, float]:
-        """(weights memory, GEMM compute, KV memory, attention compute, fixed) time of a step, seconds."""
+        """(weights memory, GEMM compute, KV memory, attention compute, fixed) time of a step, seconds.
+        `decode_pairs` of the `attention_pairs` are decoded tokens' (default: all of them in a step
+        without prompt tokens, none otherwise)."""
         weights, kv = self.memory_s(self.weight_bytes(tokens), kv_tokens_read, tokens)
         matmul = attention = 0.0
         if self.peak_flops and tokens > 0:
             matmul = self.gemm_s(tokens, prefill_tokens) + self.expert_padding_s(tokens, tokens - prefill_tokens)
-            attention = self.attention_flops_per_pair * attention_pairs / (self.compute_fraction_max * self.peak_flops)
+            if decode_pairs is None:
+                decode_pairs = attention_pairs if not prefill_tokens else 0.0
+            attention = self.attention_flops(attention_pairs, decode_pairs) / (self.compute_fraction_max * self.peak_flops)
         fixed = self.overhead_s + self.sequence_overhead_s * sequences + self.comm_s(tokens)
         return weights, matmul, kv, attention, fixed
 
     def time_s(
         self, tokens: float, kv_tokens_read: float, attention_pairs: float, sequences: float = 1.0,
-        prefill_tokens: float = 0.0,
+        prefill_tokens: float = 0.0, decode_pairs: float | None = None,
     ) -> float:
         """Seconds of one step; `sequences` emit a token in it (B for a decode step of B), `prefill_tokens`
-        of its `tokens` are prompt tokens (0: a decode step)."""
-        weights, matmul, kv, attention, fixed = self.split(tokens, kv_tokens_read, attention_pairs, sequences, prefill_tokens)
+        of its `tokens` are prompt tokens (0: a decode step); `decode_pairs` as in `split`."""
+        weights, matmul, kv, attention, fixed = self.split(
+            tokens, kv_tokens_read, attention_pairs, sequences, prefill_tokens, decode_pairs)
         roof = max(weights, matmul) + max(kv, attention)
         if self.moe_comm_fixed_s or self.moe_comm_per_token_s:
             roof = self.with_moe_comm(roof, tokens)
         return roof + fixed
+
+
+def attention_peak_scale(setup: Setup) -> float:
+    """The step's GEMM peak over its attention kernels' peak (>= 1). Attention multiplies queries by the
+    cached keys and values in the KV cache's precision, whatever the weights are stored in: BF16/FP16
+    tensor cores for a 16-bit cache (FlashAttention-2/3, FlashInfer, FlashMLA), FP8 ones only when the
+    cache itself is FP8 (FlashAttention-3's FP8 path, TensorRT-LLM's FP8 context FMHA). So FP8 or FP4
+    weights do not speed attention up past the cache's own rate; the attention FLOPs are scaled to the
+    step's GEMM peak (`attention_flops_per_pair`) so that every reader of the coefficients agrees."""
+    peak = setup.peak.tflops
+    if not peak:
+        return 1.0
+    attention = compute_peak(setup.hardware, "fp8" if setup.kv_bytes_per_element <= 1.0 else "fp16").tflops
+    return peak / attention if attention and attention < peak else 1.0
 
 
 def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
@@ -199,7 +232,9 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
     # a micro-batch of T / pp tokens touches 1 - (1 - k/E)^(T / pp) of the experts: the same form in T
     micro_k_over_e = 1.0 - (1.0 - k_over_e) ** (1.0 / pp) if pp > 1 else k_over_e
     kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp * dp)
-    attention = sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
+    scale = attention_peak_scale(setup)  # attention at the KV cache's precision, in GEMM-peak FLOPs
+    attention = scale * sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
+    decode_attention = scale * sum(4.0 * g.n_layers * g.decode_dim for g in model.attention if g.kind != "linear")
     imbalance = lay.ep_imbalance if lay.ep > 1 else 1.0
     expert_params = model.params.routed_experts * k_over_e if model.is_moe else 0.0
     expert_flops = 2.0 * expert_params * imbalance / moe
@@ -237,6 +272,7 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         kv_token_bytes=kv_token,
         matmul_flops_per_token=matmul_flops,
         attention_flops_per_pair=attention / moe,
+        decode_attention_flops_per_pair=decode_attention / moe if decode_attention != attention else 0.0,
         bandwidth_bytes_per_s=bw / (1.0 / eff.bandwidth_fraction_for(setup.quantized) + ecc),
         kv_bandwidth_bytes_per_s=bw / (1.0 / eff.kv_fraction_for(setup.quantized) + ecc),
         score_s_per_token_read=eff.decode_score_bytes * heads_layers / (dp * bw),

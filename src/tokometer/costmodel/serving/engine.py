@@ -403,7 +403,10 @@ class Replica:
                 decoded * (tokens + cost.compute_half_tokens) / cost.compute_fraction_max
                 + (tokens - decoded) * (tokens + cost.prefill_half_tokens) / cost.prefill_fraction_max
             ) / (tokens * cost.peak_flops)
-            attention = cost.attention_flops_per_pair * pairs / (cost.compute_fraction_max * cost.peak_flops)
+            attention = cost.attention_flops_per_pair * pairs
+            if cost.decode_attention_flops_per_pair and decoded:  # MLA: decode attends in its absorbed form
+                attention += (cost.decode_attention_flops_per_pair - cost.attention_flops_per_pair) * self.depth_sum
+            attention /= cost.compute_fraction_max * cost.peak_flops
             if routed:  # MoE: grouped expert GEMMs pad each expert's tokens to whole tiles (cost.py)
                 matmul += cost.expert_padding_s(tokens, decoded)
         memory = (w_mem if w_mem >= matmul else 0.0) + (kv_mem if kv_mem >= attention else 0.0)
