@@ -113,6 +113,10 @@ def simulate(
     memory_fraction: float | None = None,
     prefix_cache_hit: float | None = None,
     scheduler_steps: int | None = None,
+    spec_method: str | None = None,
+    spec_tokens: int | None = None,
+    spec_acceptance: float | None = None,
+    draft_model: str | None = None,
     seed: int = 0,
     progress: bool = False,
 ) -> SimulateResult:
@@ -123,6 +127,8 @@ def simulate(
     One workload: `rate` (req/s; a list or "1,2,4" draws the curve), `sweep_rate=True`, `concurrency`,
     `offline` or `trace` (a JSONL/CSV path). `prompt`/`output` are token counts or distributions
     ("lognormal:800:0.6"); `slo_ttft`/`slo_tpot` are milliseconds, as on the command line.
+    `spec_method` (draft, mtp, eagle3, ngram), `spec_tokens`, `spec_acceptance`, `draft_model`:
+    speculative decoding in the scheduler (defaults per method, with sources: `costmodel.serving.speculation`).
     `progress=True` draws a bar on stderr for rate sweeps and long runs when stderr is a terminal.
     """
     from dataclasses import replace
@@ -163,9 +169,12 @@ def simulate(
     dep = deploy(model, hw, quant=quant, engine=engine, tp=tp, pp=pp, ep=ep, dp=dp, nodes=nodes, inter_link=inter_link,
                  overlap=overlap, ep_imbalance=ep_imbalance, kv_dtype=kv_dtype, max_num_seqs=max_num_seqs,
                  max_num_batched_tokens=max_num_batched_tokens, memory_fraction=memory_fraction,
-                 prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps)
+                 prefix_cache_hit_fraction=prefix_cache_hit, scheduler_steps=scheduler_steps, spec_method=spec_method,
+                 spec_tokens=spec_tokens, spec_acceptance=spec_acceptance, draft_model=draft_model)
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
     if disagg is not None:
+        if dep.speculation is not None:
+            raise InputError("speculative decoding with --disagg is not modelled yet; leave out one of them", field="spec_method")
         if replicas != 1:
             raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
         kwargs["disagg"] = disaggregation(dep, disagg, kv_link)

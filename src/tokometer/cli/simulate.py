@@ -46,6 +46,11 @@ from tokometer.errors import InputError
 @click.option("--memory-fraction", type=float, help="Scheduler: share of memory for weights+KV (or of free memory, per engine).")
 @click.option("--prefix-cache-hit", type=float, help="Share of each prompt served from the prefix cache (0-0.99).")
 @click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
+@click.option("--spec-method", type=click.Choice(["draft", "mtp", "eagle3", "ngram"]),
+              help="Speculative decoding: a draft model, the model's MTP head, an EAGLE-3 head or n-gram prompt lookup.")
+@click.option("--spec-tokens", type=int, help="Speculative decoding: tokens drafted per step [default: per method].")
+@click.option("--spec-acceptance", type=float, help="Speculative decoding: chance each drafted token is kept, 0-1 [default: published per method].")
+@click.option("--draft-model", help="--spec-method draft: the draft model (same tokenizer), e.g. llama-3.2-1b.")
 @click.option("--frontier", is_flag=True, help="Sweep concurrency (and, without --tp/--dp/--ep, the layouts that fit): the Pareto set of tokens/s per GPU against tokens/s per user.")
 @click.option("--concurrencies", help="--frontier: users to simulate, e.g. 1,8,64,512 [default: 1, 2, 4 ... 1024].")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -57,7 +62,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
              concurrency: int | None, think_s: float, offline: int | None, trace_file: str | None, prompt: str,
              output: str, lengths: str | None, num_requests: int, slo_ttft: float | None, slo_tpot: float | None,
              max_num_seqs: int | None, max_num_batched_tokens: int | None, memory_fraction: float | None,
-             prefix_cache_hit: float | None, scheduler_steps: int | None, frontier: bool, concurrencies: str | None, seed: int,
+             prefix_cache_hit: float | None, scheduler_steps: int | None, spec_method: str | None, spec_tokens: int | None,
+             spec_acceptance: float | None, draft_model: str | None, frontier: bool, concurrencies: str | None, seed: int,
              plot_file: str | None, as_json: bool) -> None:
     """Simulate MODEL served on --hw by an engine's scheduler, step by step on the roofline.
 
@@ -67,6 +73,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
     from tokometer.report.serving import plot_serving, render_curve, render_result
 
     if frontier:
+        if spec_method or spec_tokens is not None or spec_acceptance is not None or draft_model:
+            raise InputError("--frontier does not sweep speculative decoding yet; leave out --spec-*")
         _frontier(model, hw, quant, engine, tp, dp, ep, overlap, prompt, output, concurrencies, seed, plot_file, as_json)
         return
     if concurrencies is not None:
@@ -77,7 +85,8 @@ def simulate(model: str, hw: str, quant: str | None, engine: str, kv_dtype: str 
         router=router, rate=rate, sweep_rate=sweep_rate, burstiness=burstiness, constant_rate=constant_rate, concurrency=concurrency,
         think_s=think_s, offline=offline, trace=trace_file, prompt=prompt, output=output, lengths=lengths, num_requests=num_requests,
         slo_ttft=slo_ttft, slo_tpot=slo_tpot, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        memory_fraction=memory_fraction, prefix_cache_hit=prefix_cache_hit, scheduler_steps=scheduler_steps, seed=seed,
+        memory_fraction=memory_fraction, prefix_cache_hit=prefix_cache_hit, scheduler_steps=scheduler_steps,
+        spec_method=spec_method, spec_tokens=spec_tokens, spec_acceptance=spec_acceptance, draft_model=draft_model, seed=seed,
         progress=not as_json,
     )
     dep, workload, slo = sim.deployment, sim.workload, (sim.slo_ttft_s, sim.slo_tpot_s)

@@ -30,7 +30,12 @@ from collections.abc import Callable
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.policies import UNSERVABLE, kv_rule
-from tokometer.costmodel.serving.speculation import Speculation, advance, decode_growth, draft_time_s
+from tokometer.costmodel.serving.speculation import (
+    Speculation,
+    advance,
+    decode_growth,
+    draft_time_s,
+)
 from tokometer.costmodel.serving.stats import StreamStat, Trace
 from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.errors import SimulationStalled
