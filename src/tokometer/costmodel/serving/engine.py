@@ -423,7 +423,8 @@ class Replica:
         if cost.moe_comm_fixed_s:  # EP all-to-all, added or hidden under two-batch overlap (cost.py)
             roof = cost.with_moe_comm(roof, tokens)
         compute = roof - memory
-        emitting = decoded + len(completing)
+        # sampling, stop checks and detokenisation per token emitted (a decode under speculation emits `need / n_dec`)
+        emitting = (decoded if spec is None or not decode_now else need) + len(completing)
         fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_s(tokens)
         dt = roof + fixed
         if self.record is not None:
