@@ -13,8 +13,8 @@ import json
 from dataclasses import replace
 
 import pytest
-
 from tests.helpers import cli
+
 from tokometer.catalog.serving import serving_engines
 from tokometer.costmodel.serving import Workload, fixed, simulate
 from tokometer.costmodel.serving.engine import StepRecord
@@ -22,12 +22,11 @@ from tokometer.costmodel.serving.invariants import InvariantChecker
 from tokometer.costmodel.serving.speculation import (
     ENGINE_METHODS,
     METHODS,
-    Speculation,
     expected_tokens,
 )
 from tokometer.costmodel.speculative import tokens_per_pass
 from tokometer.errors import InputError
-from tokometer.usecases.simulate import Deployment, deploy, run
+from tokometer.usecases.simulate import Deployment, deploy
 
 SHORT = {"prompt": fixed(128), "output": fixed(128)}
 METHOD_ARGS = {"eagle3": {}, "ngram": {}, "draft": {"draft_model": "llama-3.2-1b"}}
