@@ -38,8 +38,9 @@ rejected drafts are not.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.domain.specs import _Plain
@@ -47,7 +48,23 @@ from tokometer.errors import InputError
 
 if TYPE_CHECKING:
     from tokometer.costmodel.layout import Setup
-    from tokometer.costmodel.serving.engine import Replica
+
+class _Ending(Protocol):
+    finish_k: int  # the decode counter at which the request has its whole output
+
+
+class Replica(Protocol):
+    """What speculation reads of, and sets on, a replica (`engine.Replica`)."""
+
+    n_dec: int
+    k: int  # tokens each decoding request has advanced since the start (it jumps by `grow` a pass)
+    grow: int  # tokens the next pass advances each decode by
+    spec_carry: float  # the fraction of E not yet advanced
+    spec_tokens: float  # E
+
+    @property
+    def buckets(self) -> Mapping[int, Sequence[_Ending]]: ...  # requests by the `k` they end at (stale ones skipped)
+
 
 MAX_DRAFT_TOKENS = 16  # engines take a handful (vLLM docs use 1-5; EAGLE-3's chains reach 7-8)
 
