@@ -35,6 +35,7 @@ from tokometer.costmodel.serving.speculation import (
     advance,
     decode_growth,
     draft_time_s,
+    emit,
 )
 from tokometer.costmodel.serving.stats import StreamStat, Trace
 from tokometer.domain.serving_specs import SchedulerPolicy
@@ -445,36 +446,32 @@ class Replica:
         if self.steps & 63 == 0:
             self.batch_trace.add(now, self.n_running)
             self.kv_trace.add(now, self.kv_used / self.capacity if self.capacity else 0.0)
-        # decodes emit a token each
-        if decode_now:
-            grow = self.grow
-            self.k += grow
+        # decodes emit a token each (under speculation, `grow` tokens: speculation.emit)
+        if decode_now and spec is not None:
+            emit(self, need, dt, now)
+        elif decode_now:
+            self.k += 1
             k = self.k
-            self.depth_sum += need
-            self.kv_used += need
-            self.tokens_out += need
-            if spec is not None:  # a chunk of `grow` tokens per stream: `grow` gaps of dt / grow each
-                self.itl.add((dt + self.pause_s) / grow, need)
-                self.pause_s = 0.0
-                advance(self)
-            elif pol.scheduler_steps == 1 or k % pol.scheduler_steps == 0:
+            self.depth_sum += n_dec
+            self.kv_used += n_dec
+            self.tokens_out += n_dec
+            if pol.scheduler_steps == 1 or k % pol.scheduler_steps == 0:
                 self.itl.add(dt + self.pause_s, n_dec)  # tokens reach the client now (in a burst)
                 self.pause_s = 0.0
             else:
                 self.pause_s += dt
-            for key in range(k - grow + 1, k + 1):
-                bucket = self.buckets.pop(key, None)
-                if bucket:
-                    for req in bucket:
-                        if req.finish_k == key:  # it ends at its output, `k - key` tokens before the pass's end
-                            held = req.prompt + (key - req.join_k)
-                            self.depth_sum -= held
-                            self.kv_used -= held + self.frag
-                            self.n_dec -= 1
-                            self.n_running -= 1
-                            self.owed -= key
-                            req.finish_k = -1
-                            self._finish(req, now)
+            bucket = self.buckets.pop(k, None)
+            if bucket:
+                for req in bucket:
+                    if req.finish_k == k:  # the same as `end_decode(req, now)`, inlined: it runs every step
+                        held = req.prompt + (k - req.join_k)
+                        self.depth_sum -= held
+                        self.kv_used -= held + self.frag
+                        self.n_dec -= 1
+                        self.n_running -= 1
+                        self.owed -= k
+                        req.finish_k = -1
+                        self._finish(req, now)
         elif n_dec:
             self.pause_s += dt
         # prompts that finished prefill emit their first (or next) token
@@ -504,6 +501,18 @@ class Replica:
                 bucket.append(req)
         if len(self.order) > 2 * self.n_running + 64:
             self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
+
+    def end_decode(self, req: Request, now: float) -> None:
+        """`req` has generated its whole output (at decode count `req.finish_k`): free its KV and finish it."""
+        key = req.finish_k
+        held = req.prompt + (key - req.join_k)
+        self.depth_sum -= held
+        self.kv_used -= held + self.frag
+        self.n_dec -= 1
+        self.n_running -= 1
+        self.owed -= key
+        req.finish_k = -1
+        self._finish(req, now)
 
     def _finish(self, req: Request, now: float) -> None:
         self.completed += 1

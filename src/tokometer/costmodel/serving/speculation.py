@@ -38,20 +38,16 @@ rejected drafts are not.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tokometer.costmodel.serving.cost import StepCost
+from tokometer.costmodel.serving.stats import StreamStat
 from tokometer.domain.specs import _Plain
 from tokometer.errors import InputError
 
 if TYPE_CHECKING:
     from tokometer.costmodel.layout import Setup
-
-class _Ending(Protocol):
-    finish_k: int  # the decode counter at which the request has its whole output
-
 
 class Replica(Protocol):
     """What speculation reads of, and sets on, a replica (`engine.Replica`)."""
@@ -62,8 +58,17 @@ class Replica(Protocol):
     spec_carry: float  # the fraction of E not yet advanced
     spec_tokens: float  # E
 
+    depth_sum: float
+    kv_used: float
+    tokens_out: int
+    pause_s: float
+
+    buckets: dict[int, list[Any]]  # requests by the `k` they end at, each with its `finish_k` (stale ones skipped)
+
     @property
-    def buckets(self) -> Mapping[int, Sequence[_Ending]]: ...  # requests by the `k` they end at (stale ones skipped)
+    def itl(self) -> StreamStat: ...
+
+    def end_decode(self, req: Any, now: float) -> None: ...  # (Any: the replica takes its own request type back)
 
 
 MAX_DRAFT_TOKENS = 16  # engines take a handful (vLLM docs use 1-5; EAGLE-3's chains reach 7-8)
@@ -281,3 +286,25 @@ def advance(rep: Replica) -> None:
     carry = rep.spec_carry + rep.spec_tokens - rep.grow
     rep.spec_carry = carry
     rep.grow = int(carry + rep.spec_tokens + 1e-9)
+
+
+def emit(rep: Replica, need: int, dt_s: float, now: float) -> None:
+    """After a verify pass of `dt_s`: every decode advances by `rep.grow` tokens (`need` in all, those near
+    their end stopping at their output), tokens reach the client as `grow` gaps of `dt / grow`, and the
+    requests whose output ends within the pass finish (`end_decode`)."""
+    grow = rep.grow
+    start = rep.k
+    rep.k = start + grow
+    rep.depth_sum += need
+    rep.kv_used += need
+    rep.tokens_out += need
+    rep.itl.add((dt_s + rep.pause_s) / grow, need)
+    rep.pause_s = 0.0
+    advance(rep)
+    buckets = rep.buckets
+    for key in range(start + 1, start + grow + 1):
+        bucket = buckets.pop(key, None)
+        if bucket:
+            for req in bucket:
+                if req.finish_k == key:
+                    rep.end_decode(req, now)
