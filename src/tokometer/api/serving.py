@@ -174,7 +174,9 @@ def simulate(
     kwargs: dict[str, Any] = {"replicas": replicas, "router": router, "seed": seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
     if disagg is not None:
         if dep.speculation is not None:
-            raise InputError("speculative decoding with --disagg is not modelled yet; leave out one of them", field="spec_method")
+            from tokometer.costmodel.serving.speculation import DISAGG_REFUSED
+
+            raise InputError(DISAGG_REFUSED, field="spec_method")
         if replicas != 1:
             raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
         kwargs["disagg"] = disaggregation(dep, disagg, kv_link)

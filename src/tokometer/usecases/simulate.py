@@ -35,6 +35,7 @@ from tokometer.costmodel.serving import (
 from tokometer.costmodel.serving.cost import kv_token_bytes_total
 from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_disagg
 from tokometer.costmodel.serving.speculation import (
+    DISAGG_REFUSED,
     METHODS,
     Speculation,
     check_speculation,
@@ -249,7 +250,7 @@ def run(
     `check(requests routed)` is called now and then from the event loop (a progress bar, a time limit)."""
     if disagg is not None:
         if dep.speculation is not None:
-            raise InputError("speculative decoding with --disagg is not modelled yet; leave out one of them", field="spec_method")
+            raise InputError(DISAGG_REFUSED, field="spec_method")
         return simulate_disagg(
             dep.cost, dep.policy, dep.kv_capacity_tokens, workload, disagg, router=router, seed=seed,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,

@@ -49,6 +49,7 @@ from tokometer.errors import InputError
 if TYPE_CHECKING:
     from tokometer.costmodel.layout import Setup
 
+
 class Replica(Protocol):
     """What speculation reads of, and sets on, a replica (`engine.Replica`)."""
 
@@ -71,6 +72,7 @@ class Replica(Protocol):
     def end_decode(self, req: Any, now: float) -> None: ...  # (Any: the replica takes its own request type back)
 
 
+DISAGG_REFUSED = "speculative decoding with --disagg is not modelled yet; leave out one of them"
 MAX_DRAFT_TOKENS = 16  # engines take a handful (vLLM docs use 1-5; EAGLE-3's chains reach 7-8)
 
 
@@ -156,8 +158,7 @@ def expected_tokens(acceptance: float, draft_tokens: int) -> float:
 
 
 def check_speculation(engine: str, method: str, draft_tokens: int, acceptance: float, model_id: str | None,
-                      draft_model: str | None, *, static: bool = False, scheduler_steps: int = 1,
-                      disaggregated: bool = False) -> None:
+                      draft_model: str | None, *, static: bool = False, scheduler_steps: int = 1) -> None:
     """Refuse a combination no engine runs, or a value out of range, with an `InputError` naming it."""
     if method not in METHODS:
         raise InputError(f"--spec-method must be one of {', '.join(METHODS)}, got {method!r}", field="spec_method")
@@ -182,8 +183,6 @@ def check_speculation(engine: str, method: str, draft_tokens: int, acceptance: f
     if scheduler_steps > 1:
         raise InputError("speculative decoding does not combine with --scheduler-steps above 1 (vLLM refuses it too)",
                          field="scheduler_steps")
-    if disaggregated:
-        raise InputError("speculative decoding with --disagg is not modelled yet; leave out one of them", field="spec_method")
 
 
 def head_cost(target: StepCost, setup: Setup) -> StepCost:
