@@ -78,6 +78,20 @@ def test_one_user_gets_lower_itl_and_more_tokens_per_second(method: str) -> None
     assert spec.itl_s.mean < 0.8 * plain.itl_s.mean  # type: ignore[attr-defined]
     assert 1 / spec.tpot_s.mean > 1.3 / plain.tpot_s.mean  # type: ignore[attr-defined]
     assert spec.tput_out_tok_s > plain.tput_out_tok_s  # type: ignore[attr-defined]
+    # a pass never costs less than a plain step, so the gain is at most E(a, k) = 2.95
+    assert plain.tpot_s.mean / spec.tpot_s.mean <= expected_tokens(0.8, 3) * 1.01  # type: ignore[attr-defined]
+
+
+def test_deepseek_v3_mtp_cuts_tpot_at_low_concurrency() -> None:
+    """DeepSeek-V3 on 8 x H200 under SGLang with its MTP module (k = 1, a = 0.85 from its report): TPOT falls,
+    by at most E = 1.85; three drafts from the same head fall further."""
+    def tpot(**kwargs: object) -> float:
+        dep = deploy("deepseek-v3", "h200", engine="sglang", tp=8, **kwargs)  # type: ignore[arg-type]
+        return _closed(dep, 4, 8, prompt=fixed(1000), output=fixed(300)).tpot_s.mean  # type: ignore[attr-defined,no-any-return]
+
+    plain, one, three = tpot(), tpot(spec_method="mtp"), tpot(spec_method="mtp", spec_tokens=3)
+    assert plain / expected_tokens(0.85, 1) * 0.99 <= one < 0.8 * plain
+    assert three < one
 
 
 @pytest.mark.parametrize("method", ["eagle3", "draft"])
