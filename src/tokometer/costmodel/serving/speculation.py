@@ -26,7 +26,8 @@ throughput, TPOT and ITL means follow; what is lost is the spread of accepted le
 requests (the TPOT tail of an unlucky request). A request with fewer than `d` tokens left emits what
 it has left and ends (`decode_growth` counts exactly what the pass adds to the KV cache, so the
 invariants' token totals still balance). The engine's decode counter `Replica.k` then counts tokens
-per decoding request (it jumps by `d` each pass) rather than passes.
+per decoding request (it jumps by `d` each pass) rather than passes, so SGLang's new-token ratio, which
+decays per decode count (`policies.SglangRetraction`), decays per token under speculation.
 
 ITL under speculation is per token: a pass delivers `d` tokens per stream in one chunk, recorded as
 `d` gaps of `pass_time / d` (the mean gap a token waits, as TPOT counts it); the chunk interval is the
