@@ -3,8 +3,9 @@
 Hypothesis draws, for every engine in the serving catalog, a workload (offline bursts, Poisson,
 gamma and constant rates, closed loops, traces), lengths up to and beyond the context limit, a KV
 cache from nearly empty to far larger than the workload, scheduler knobs (chunked prefill on and
-off, small token budgets, few or many sequences, multi-step scheduling), replicas and routers, and
-disaggregated prefill/decode pools. Each run is checked after every step by `InvariantChecker`
+off, small token budgets, few or many sequences, multi-step scheduling), speculative decoding (k drafts
+per pass, acceptance 0 to 1, a free or a one-layer drafter: multi-token steps), replicas and routers,
+and disaggregated prefill/decode pools. Each run is checked after every step by `InvariantChecker`
 (time never goes backwards, KV in use within capacity, tokens balance) and at its end (every request
 completed or rejected with a reason, within the step bound).
 
@@ -47,6 +48,7 @@ from tokometer.costmodel.serving.policies import (
     StaticBatch,
     kv_rule,
 )
+from tokometer.costmodel.serving.speculation import Speculation, head_cost
 from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.errors import SimulationStalled, TokometerError
 from tokometer.usecases.estimate import estimate
@@ -59,6 +61,7 @@ EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, laye
 _SETUP = estimate("llama-3.1-8b", "h100-sxm", quant="bf16", engine="vllm", advise=False).setup
 assert _SETUP is not None
 COST = step_cost(_SETUP, EFF)
+HEAD = head_cost(COST, _SETUP)  # an EAGLE-3/MTP-like drafter: one layer and the LM head
 
 
 def lengths(draw: Any, top: int) -> LengthDist:
@@ -88,6 +91,12 @@ def scenarios(draw: Any, engine: str) -> dict[str, Any]:
     )
     if pol.contiguous_context_tokens is not None:
         pol = replace(pol, contiguous_context_tokens=draw(st.sampled_from((16, 512, 4096))))
+    spec = None
+    drafter = draw(st.sampled_from((None, None, "ngram", "eagle3")))
+    if drafter is not None:  # multi-token decode steps; no engine combines them with multi-step scheduling
+        pol = replace(pol, scheduler_steps=1)
+        spec = Speculation(drafter, draw(st.integers(1, 4)), draw(st.sampled_from((0.0, 0.5, 0.9, 1.0))),
+                           HEAD if drafter == "eagle3" else None)
     prompt = lengths(draw, draw(st.sampled_from((8, 64, 512, CONTEXT, CONTEXT + 512))))
     output = lengths(draw, draw(st.sampled_from((1, 8, 64, 300, 600))))
     n = draw(st.integers(1, 12))
@@ -122,7 +131,7 @@ def scenarios(draw: Any, engine: str) -> dict[str, Any]:
     if pol.contiguous_context_tokens is not None and draw(st.booleans()):  # llama.cpp: a few whole slots
         capacity = draw(st.sampled_from((1, 2, 4))) * float(pol.contiguous_context_tokens)
     layout = draw(st.sampled_from(("one", "replicas", "disagg")))
-    return {"policy": pol, "capacity": capacity, "workload": workload, "layout": layout,
+    return {"policy": pol, "capacity": capacity, "workload": workload, "layout": layout, "spec": spec,
             "replicas": draw(st.integers(2, 3)), "pools": (draw(st.integers(1, 2)), draw(st.integers(1, 2))),
             "router": draw(st.sampled_from(("round-robin", "least-outstanding"))), "seed": draw(st.integers(0, 3))}
 
@@ -137,7 +146,7 @@ def run_checked(s: dict[str, Any]) -> None:
         result = simulate_disagg(COST, s["policy"], s["capacity"], s["workload"], link, **common)
     else:
         replicas = s["replicas"] if s["layout"] == "replicas" else 1
-        result = simulate(COST, s["policy"], s["capacity"], s["workload"], replicas=replicas, **common)
+        result = simulate(COST, s["policy"], s["capacity"], s["workload"], replicas=replicas, spec=s["spec"], **common)
     checker.finish(result)
     assert checker.steps >= (1 if result.completed else 0)  # the checker saw every step it had to
 
@@ -309,3 +318,24 @@ def test_sglang_raises_its_new_token_ratio_on_retraction_and_lets_it_decay() -> 
     assert rule.ratio(rule.set_k) == rule.ratio_set <= 1.0
     assert rule.ratio(rule.set_k + 10) < rule.ratio_set  # then it decays each decode step
     assert rule.ratio(rule.set_k + 100_000) == pytest.approx(0.7 * 0.14)  # down to min_new_token_ratio
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("acceptance", [0.0, 0.8, 1.0])
+def test_speculation_under_a_tight_cache_ends_and_balances(engine: str, acceptance: float) -> None:
+    """Multi-token decode steps against a cache of a few requests: the rules evict for a pass's whole growth,
+    a request near its end emits only what it has left, and the tokens still balance after every step."""
+    pol = replace(serving_engines()[engine].policy, scheduler_steps=1)
+    if pol.contiguous_context_tokens is not None:
+        pol = replace(pol, contiguous_context_tokens=700)
+    spec = Speculation("eagle3", 4, acceptance, HEAD)
+    checker = InvariantChecker()
+    wl = Workload(num_requests=30, prompt=LengthDist("uniform", 50, 400), output=LengthDist("uniform", 1, 300))
+    r = simulate(COST, pol, 2100.0, wl, spec=spec, observe=checker, seed=3)
+    checker.finish(r)
+    assert r.completed + r.rejected == 30 and r.completed > 0
+    plain = simulate(COST, pol, 2100.0, wl, seed=3)
+    if acceptance == 1.0:  # five tokens a pass: far fewer steps than one a step
+        assert r.steps < plain.steps
+    if pol.engine in ("vllm", "lmdeploy", "sglang") and not pol.static and pol.contiguous_context_tokens is None:
+        assert plain.preemptions > 0 and r.preemptions > 0  # the tight cache did make the rules act

@@ -86,6 +86,8 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
     One workload: `rate` (req/s; a list or "1,2,4" draws the curve), `sweep_rate=True`, `concurrency`,
     `offline` or `trace` (a JSONL/CSV path). `prompt`/`output` are token counts or distributions
     ("lognormal:800:0.6"); `slo_ttft`/`slo_tpot` are milliseconds, as on the command line.
+    `spec_method` (draft, mtp, eagle3, ngram), `spec_tokens`, `spec_acceptance`, `draft_model`:
+    speculative decoding in the scheduler (defaults per method, with sources: `costmodel.serving.speculation`).
     `progress=True` draws a bar on stderr for rate sweeps and long runs when stderr is a terminal.
 
     Shared prefixes decide the prefix cache's hits (each engine's own cache, `policies.prefix_cache`):
@@ -133,6 +135,10 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
     dep = r.deployment()
     kwargs: dict[str, Any] = {"replicas": r.replicas, "router": r.router, "seed": r.seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
     if r.disagg is not None:
+        if dep.speculation is not None:
+            from tokometer.costmodel.serving.speculation import DISAGG_REFUSED
+
+            raise InputError(DISAGG_REFUSED, field="spec_method")
         if r.replicas != 1:
             raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
         kwargs["disagg"] = disaggregation(dep, r.disagg, r.kv_link)

@@ -52,6 +52,11 @@ from tokometer.errors import InputError
 @click.option("--system-prompts", type=int, default=1, show_default=True, help="Distinct shared system prompts, each as likely.")
 @click.option("--turns", type=int, default=1, show_default=True, help="Requests per conversation: each turn's prompt is the history plus new --prompt text, sent --think-s after the answer.")
 @click.option("--scheduler-steps", type=int, help="Scheduler: decode steps per scheduling round (vLLM --num-scheduler-steps).")
+@click.option("--spec-method", type=click.Choice(["draft", "mtp", "eagle3", "ngram"]),
+              help="Speculative decoding: a draft model, the model's MTP head, an EAGLE-3 head or n-gram prompt lookup.")
+@click.option("--spec-tokens", type=int, help="Speculative decoding: tokens drafted per step [default: per method].")
+@click.option("--spec-acceptance", type=float, help="Speculative decoding: chance each drafted token is kept, 0-1 [default: published per method].")
+@click.option("--draft-model", help="--spec-method draft: the draft model (same tokenizer), e.g. llama-3.2-1b.")
 @click.option("--frontier", is_flag=True, help="Sweep concurrency (and, without --tp/--dp/--ep, the layouts that fit): the Pareto set of tokens/s per GPU against tokens/s per user.")
 @click.option("--concurrencies", help="--frontier: users to simulate, e.g. 1,8,64,512 [default: 1, 2, 4 ... 1024].")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -70,6 +75,8 @@ def simulate(model: str, hw: str, frontier: bool, concurrencies: str | None, plo
         o = options
         if o["system_prompt"] is not None or o["system_prompt_share"] is not None or o["system_prompts"] != 1 or o["turns"] != 1:
             raise InputError("--frontier sweeps fixed lengths with nothing shared: leave out --system-prompt* and --turns")
+        if o["spec_method"] or o["spec_tokens"] is not None or o["spec_acceptance"] is not None or o["draft_model"]:
+            raise InputError("--frontier does not sweep speculative decoding yet; leave out --spec-*")
         _frontier(model, hw, o["quant"], o["engine"], o["tp"], o["dp"], o["ep"], o["overlap"], o["prompt"], o["output"],
                   concurrencies, o["seed"], plot_file, as_json)
         return

@@ -34,6 +34,15 @@ from tokometer.costmodel.serving import (
 )
 from tokometer.costmodel.serving.cost import kv_token_bytes_total
 from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_disagg
+from tokometer.costmodel.serving.speculation import (
+    DISAGG_REFUSED,
+    METHODS,
+    Speculation,
+    check_speculation,
+    head_cost,
+    head_weight_bytes,
+    kv_capacity_with_draft,
+)
 from tokometer.domain.units import US
 from tokometer.errors import InputError
 from tokometer.guard import check_nesting
@@ -52,6 +61,7 @@ class Deployment:
     kv_capacity_tokens: float
     max_context_tokens: int | None
     label: str
+    speculation: Speculation | None = None
 
     @property
     def policy(self) -> SchedulerPolicy:
@@ -77,6 +87,7 @@ class Deployment:
             "kv_capacity_tokens": self.kv_capacity_tokens,
             "policy": self.policy.to_dict(),
             "serving_efficiency": self.efficiency.to_dict(),
+            **({"speculation": self.speculation.summary()} if self.speculation is not None else {}),
         }
 
 
@@ -115,6 +126,10 @@ class SimulateRequest:
     memory_fraction: float | None = _part(SCHEDULER, None)
     prefix_cache_hit: float | None = _part(SCHEDULER, None)  # the policy's prefix_cache_hit_fraction
     scheduler_steps: int | None = _part(SCHEDULER, None)
+    spec_method: str | None = _part(SCHEDULER, None)  # speculative decoding: draft, mtp, eagle3, ngram
+    spec_tokens: int | None = _part(SCHEDULER, None)  # tokens drafted per pass
+    spec_acceptance: float | None = _part(SCHEDULER, None)  # per-token acceptance (default per method)
+    draft_model: str | None = _part(SCHEDULER, None)  # the draft model of spec_method "draft"
     replicas: int = _part(WORKLOAD, 1)
     disagg: str | None = _part(WORKLOAD, None)
     kv_link: str | None = _part(WORKLOAD, None)
@@ -164,13 +179,19 @@ def deploy(
     inter_link: str | None = None,
     overlap: bool = False,
     ep_imbalance: float = 1.0,
+    spec_method: str | None = None,
+    spec_tokens: int | None = None,
+    spec_acceptance: float | None = None,
+    draft_model: str | None = None,
     **overrides: Any,
 ) -> Deployment:
     """Resolve a deployment; `overrides` are scheduler knobs (`max_num_seqs=...`); None keeps defaults.
 
     `ep`/`dp`/`nodes`/`inter_link`: expert and attention-data parallelism over nodes (`costmodel.layout.Layout`);
     `overlap`: the engine's two-batch overlap of the expert all-to-all (`OVERLAP_POLICIES`); `ep_imbalance`:
-    the busiest EP rank's tokens over the mean. Each of the `dp` attention ranks runs its own scheduler
+    the busiest EP rank's tokens over the mean. `spec_method` (draft, mtp, eagle3, ngram) turns on
+    speculative decoding with `spec_tokens` drafts per pass, each accepted with `spec_acceptance`
+    (defaults per method, with sources: `speculation.METHODS`); `draft_model` names the draft model. Each of the `dp` attention ranks runs its own scheduler
     (vLLM starts one engine core per DP rank), so its per-rank limits (`max_num_seqs`, the token budget)
     count `dp` times for the replica, whose ranks step together (the all-to-all synchronises them).
     """
@@ -204,23 +225,66 @@ def deploy(
         setup, memory_fraction=pol.memory_fraction, memory_of=pol.memory_of,
         runtime_overhead_gb=serving.engine.runtime_overhead_gb,
     )
+    cost = step_cost(setup, eff)
+    spec = None
+    if spec_method is not None or spec_tokens is not None or spec_acceptance is not None or draft_model is not None:
+        if spec_method is None:
+            raise InputError("--spec-tokens, --spec-acceptance and --draft-model go with --spec-method", field="spec_method")
+        spec, cap = _speculation(setup, serving, eff, cost, cap, spec_method, spec_tokens, spec_acceptance, draft_model,
+                                 quant=quant, kv_dtype=kv_dtype)
     if pol.contiguous_context_tokens is not None:
         cap = min(cap, float(pol.contiguous_context_tokens * pol.max_num_seqs))
     dep = Deployment(
         setup=setup,
         serving=serving,
         efficiency=eff,
-        cost=step_cost(setup, eff),
+        cost=cost,
         kv_capacity_tokens=cap,
+        speculation=spec,
         max_context_tokens=setup.model.max_context_tokens,
         label=f"{setup.model.name} on {setup.layout.devices} x {setup.hardware.name} ({serving.id}, tp={tp}"
         + (f", pp={pp}" if pp > 1 else "") + (f", dp={dp}" if dp > 1 else "") + (f", ep={ep}" if ep > 1 else "")
         + (f", {nodes} nodes over {setup.layout.inter_link.name}" if nodes > 1 and setup.layout.inter_link else "")
-        + (", two-batch overlap" if overlap else "") + ")",
+        + (", two-batch overlap" if overlap else "")
+        + (f", {spec.method} k={spec.draft_tokens} a={spec.acceptance:g}" if spec is not None else "") + ")",
     )
     if check_fit and cap < 1024:
         raise InputError(_does_not_fit(dep, model, hw, quant, engine, kv_dtype))
     return dep
+
+
+def _speculation(
+    setup: Setup, serving: ServingEngine, eff: ServingEfficiency, cost: StepCost, cap: float, method: str,
+    draft_tokens: int | None, acceptance: float | None, draft_model: str | None, *, quant: str | None, kv_dtype: str | None,
+) -> tuple[Speculation, float]:
+    """The replica's speculative decoding and its KV capacity once the drafter holds its weights and KV."""
+    from tokometer.usecases.estimate import estimate
+
+    known = METHODS.get(method)
+    k = draft_tokens if draft_tokens is not None else (known.draft_tokens if known else 1)
+    a = acceptance if acceptance is not None else (known.acceptance if known else 0.0)
+    check_speculation(serving.id, method, k, a, setup.model.id, draft_model, static=serving.policy.static,
+                      scheduler_steps=serving.policy.scheduler_steps)
+    assert known is not None
+    source = known.source if acceptance is None else "given (--spec-acceptance)"
+    per_token = kv_token_bytes_total(setup)
+    if known.drafter == "model":
+        lay = setup.layout
+        draft = estimate(draft_model, setup.hardware.id, quant=quant, engine=serving.engine.id, kv_dtype=kv_dtype, tp=lay.tp,
+                         advise=False).setup
+        assert draft is not None
+        if draft.model.vocab_size != setup.model.vocab_size:
+            raise InputError(f"--draft-model {draft.model.name} has a vocabulary of {draft.model.vocab_size:,} tokens, "
+                             f"{setup.model.name} {setup.model.vocab_size:,}: a draft model needs the target's tokenizer",
+                             field="draft_model")
+        spec = Speculation(method, k, float(a), step_cost(draft, eff), draft.model.name, source)
+        cap = kv_capacity_with_draft(cap, per_token, kv_token_bytes_total(draft), draft.weights.total * lay.dp)
+    elif known.drafter == "head":
+        spec = Speculation(method, k, float(a), head_cost(cost, setup), None, source)
+        cap = kv_capacity_with_draft(cap, per_token, per_token / max(1, setup.model.n_layers), head_weight_bytes(setup))
+    else:
+        spec = Speculation(method, k, float(a), None, None, source)
+    return spec, cap
 
 
 def _does_not_fit(dep: Deployment, model: Any, hw: Any, quant: str | None, engine: str, kv_dtype: str | None) -> str:
@@ -256,6 +320,8 @@ def run(
     """Simulate `workload` on `replicas` copies of `dep`, or on disaggregated pools when `disagg` is given.
     `check(requests routed)` is called now and then from the event loop (a progress bar, a time limit)."""
     if disagg is not None:
+        if dep.speculation is not None:
+            raise InputError(DISAGG_REFUSED, field="spec_method")
         return simulate_disagg(
             dep.cost, dep.policy, dep.kv_capacity_tokens, workload, disagg, router=router, seed=seed,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
@@ -264,6 +330,7 @@ def run(
         dep.cost, dep.policy, dep.kv_capacity_tokens, workload,
         replicas=replicas, router=router, seed=seed,
         slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens, check=check,
+        spec=dep.speculation,
     )
 
 

@@ -33,6 +33,13 @@ from collections.abc import Callable
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.policies import UNSERVABLE, kv_rule, prefix_cache
 from tokometer.costmodel.serving.prefix_cache import Content
+from tokometer.costmodel.serving.speculation import (
+    Speculation,
+    advance,
+    decode_growth,
+    draft_time_s,
+    emit,
+)
 from tokometer.costmodel.serving.stats import StreamStat, Trace
 from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.errors import SimulationStalled
@@ -90,6 +97,7 @@ class Replica:
         slo_ttft_s: float | None = None,
         slo_tpot_s: float | None = None,
         record: list[StepRecord] | None = None,
+        spec: Speculation | None = None,
     ) -> None:
         self.cost = cost
         self.policy = policy
@@ -128,6 +136,15 @@ class Replica:
         self.depth_sum = 0.0
         self.kv_used = 0.0
         self.pause_s = 0.0  # time since the last decode step (prefill-only steps)
+        # speculative decoding (speculation.py): each decode verifies `verify` tokens per pass and
+        # advances by `grow` (E on average, the fraction carried in `spec_carry`); `k` counts tokens
+        self.spec = spec
+        self.verify = spec.draft_tokens + 1 if spec is not None else 1
+        self.spec_tokens = spec.tokens_per_pass if spec is not None else 1.0
+        self.spec_carry = 0.0
+        self.grow = 1
+        if spec is not None:
+            advance(self)  # the first pass's count
         # statistics
         self.ttft = StreamStat()
         self.tpot = StreamStat()
@@ -217,6 +234,10 @@ class Replica:
         """Output tokens the running requests have still to generate."""
         return self.owed - self.n_dec * self.k
 
+    def growth(self) -> int:
+        """KV tokens the running decodes add in the next decode step (one each without speculation)."""
+        return self.n_dec if self.spec is None else decode_growth(self)
+
     def newest_decoding(self) -> Request:
         """The most recently admitted decoding request (forgets finished ones on the way)."""
         order = self.order
@@ -274,9 +295,12 @@ class Replica:
         cost = self.cost
         mixed = pol.mixed_batches
         n_dec = self.n_dec
-        if mixed and n_dec and self.kv_used + n_dec > self.capacity:
+        spec = self.spec
+        need = n_dec if spec is None else decode_growth(self)  # KV tokens this step's decodes add
+        if mixed and n_dec and self.kv_used + need > self.capacity:
             self.rule.make_room(self)
             n_dec = self.n_dec
+            need = n_dec if spec is None else decode_growth(self)
         static = pol.static
         chunked = pol.chunked_prefill
         budget = BIG_BUDGET if static else pol.max_num_batched_tokens
@@ -285,10 +309,11 @@ class Replica:
         # mixed batches carry the decodes first; otherwise (SGLang) a prefill batch runs when one
         # forms and decodes wait, and a decode batch runs when none does
         decode_now = mixed and n_dec > 0
-        tokens = decode_tokens = n_dec if decode_now else 0
+        q = self.verify  # tokens each decode carries: 1, or the k drafts + 1 under speculation
+        tokens = decode_tokens = n_dec * q if decode_now else 0
         budget -= tokens
         kv_read = self.depth_sum if decode_now else 0.0
-        pairs = kv_read
+        pairs = kv_read if q == 1 else kv_read * q + n_dec * q * (q - 1) * 0.5
         completing: list[Request] = []
         # continue prompts already admitted
         i = 0
@@ -318,10 +343,11 @@ class Replica:
             # the recompute rules' `admits`, inlined (it runs every step): prompt + half a block,
             # above the watermark, once this step's decodes have their tokens
             room = self.admit_room
+            grown = need if decode_now else 0
             if room is not None:
-                room -= decode_tokens
+                room -= grown
             else:
-                self.growing = decode_tokens  # KV this step's decodes take: admission leaves it free
+                self.growing = grown  # KV this step's decodes take: admission leaves it free
             while waiting and budget > 0 and self.n_running < max_seqs:
                 req = waiting[0]
                 shared = req.content is not None and not req.cached
@@ -372,13 +398,17 @@ class Replica:
                     prefilling.append(req)
         if not mixed and tokens == 0 and n_dec:
             # no prefill batch formed: a decode batch, once the rule has made room for its tokens
-            if self.kv_used + n_dec > self.capacity:
+            need = n_dec if spec is None else decode_growth(self)
+            if self.kv_used + need > self.capacity:
                 self.rule.make_room(self)
                 n_dec = self.n_dec
+                need = n_dec if spec is None else decode_growth(self)
             if n_dec:
                 decode_now = True
-                tokens = decode_tokens = n_dec
+                tokens = decode_tokens = n_dec * q
                 kv_read = pairs = self.depth_sum
+                if q > 1:
+                    pairs = kv_read * q + n_dec * q * (q - 1) * 0.5
         if tokens == 0:
             if waiting and not self.n_running:
                 # the rules refuse on arrival what an empty engine cannot admit; a safety net only
@@ -400,21 +430,28 @@ class Replica:
         if cost.peak_flops:
             # GEMMs: decode tokens on the eta_c curve, prompt tokens on the prefill curve (cost.py)
             matmul = cost.matmul_flops_per_token * (
-                decoded * (tokens + cost.compute_half_tokens) / cost.compute_fraction_max
-                + (tokens - decoded) * (tokens + cost.prefill_half_tokens) / cost.prefill_fraction_max
+                decode_tokens * (tokens + cost.compute_half_tokens) / cost.compute_fraction_max
+                + (tokens - decode_tokens) * (tokens + cost.prefill_half_tokens) / cost.prefill_fraction_max
             ) / (tokens * cost.peak_flops)
             attention = cost.attention_flops_per_pair * pairs
             if cost.decode_attention_flops_per_pair and decoded:  # MLA: decode attends in its absorbed form
                 attention += (cost.decode_attention_flops_per_pair - cost.attention_flops_per_pair) * self.depth_sum
             attention /= cost.compute_fraction_max * cost.peak_flops
             if routed:  # MoE: grouped expert GEMMs pad each expert's tokens to whole tiles (cost.py)
-                matmul += cost.expert_padding_s(tokens, decoded)
+                matmul += cost.expert_padding_s(tokens, decode_tokens)
         memory = (w_mem if w_mem >= matmul else 0.0) + (kv_mem if kv_mem >= attention else 0.0)
         roof = (w_mem if w_mem >= matmul else matmul) + (kv_mem if kv_mem >= attention else attention)
+        if spec is not None:  # the drafter's forwards, before the verify pass (speculation.py)
+            depth = self.depth_sum if decode_now else 0.0
+            d_mem, d_s = draft_time_s(spec, decoded, depth, tokens - decode_tokens, kv_read - depth,
+                                      pairs - depth * q - decoded * q * (q - 1) * 0.5)
+            memory += d_mem
+            roof += d_s
         if cost.moe_comm_fixed_s:  # EP all-to-all, added or hidden under two-batch overlap (cost.py)
             roof = cost.with_moe_comm(roof, tokens)
         compute = roof - memory
-        emitting = decoded + len(completing)
+        # sampling, stop checks and detokenisation per token emitted (a decode under speculation emits `need / n_dec`)
+        emitting = (decoded if spec is None or not decode_now else need) + len(completing)
         fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_s(tokens)
         dt = roof + fixed
         if self.record is not None:
@@ -428,15 +465,17 @@ class Replica:
         now = self.clock
         self.steps += 1
         self.busy_s += dt
-        prefill_tokens = tokens - (n_dec if decode_now else 0)
+        prefill_tokens = tokens - decode_tokens
         share = prefill_tokens / tokens
         self.prefill_s += dt * share
         self.decode_s += dt - dt * share
         if self.steps & 63 == 0:
             self.batch_trace.add(now, self.n_running)
             self.kv_trace.add(now, self.kv_used / self.capacity if self.capacity else 0.0)
-        # decodes emit a token each
-        if decode_now:
+        # decodes emit a token each (under speculation, `grow` tokens: speculation.emit)
+        if decode_now and spec is not None:
+            emit(self, need, dt, now)
+        elif decode_now:
             self.k += 1
             k = self.k
             self.depth_sum += n_dec
@@ -450,7 +489,7 @@ class Replica:
             bucket = self.buckets.pop(k, None)
             if bucket:
                 for req in bucket:
-                    if req.finish_k == k:
+                    if req.finish_k == k:  # the same as `end_decode(req, now)`, inlined: it runs every step
                         held = req.prompt + (k - req.join_k)
                         self.depth_sum -= held
                         self.kv_used -= held + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
@@ -490,6 +529,18 @@ class Replica:
             self.pcache.trim(self.capacity - self.kv_used)
         if len(self.order) > 2 * self.n_running + 64:
             self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
+
+    def end_decode(self, req: Request, now: float) -> None:
+        """`req` has generated its whole output (at decode count `req.finish_k`): free its KV and finish it."""
+        key = req.finish_k
+        held = req.prompt + (key - req.join_k)
+        self.depth_sum -= held
+        self.kv_used -= held + self.frag
+        self.n_dec -= 1
+        self.n_running -= 1
+        self.owed -= key
+        req.finish_k = -1
+        self._finish(req, now)
 
     def _finish(self, req: Request, now: float) -> None:
         self.completed += 1

@@ -64,6 +64,8 @@ class Replica(Protocol):
 
     def remaining_output(self) -> int: ...
 
+    def growth(self) -> int: ...  # KV tokens the decodes add next step (n_dec, more under speculation)
+
     def decoding(self) -> Sequence[Request]: ...
 
     # a request the replica handed out (Any: the replica takes its own request type back)
@@ -127,8 +129,8 @@ class KvRule:
         return 0.0
 
     def make_room(self, rep: Replica) -> None:
-        """Decode needs a token per running decode and they are not free: evict until they are."""
-        while rep.n_dec and rep.kv_used + rep.n_dec > rep.capacity:
+        """Decode needs a token per running decode (more under speculation) and they are not free: evict until they are."""
+        while rep.n_dec and rep.kv_used + rep.growth() > rep.capacity:
             rep.preempt(rep.newest_decoding())
 
 
@@ -206,8 +208,9 @@ class SglangRetraction(KvRule):
 
     def make_room(self, rep: Replica) -> None:
         first = True
-        while rep.n_dec and (first or rep.capacity - rep.kv_used < SGLANG_RETRACT_DECODE_STEPS * rep.n_dec):
-            if rep.n_dec == 1 and rep.kv_used + 1 <= rep.capacity:
+        while rep.n_dec and (first or rep.capacity - rep.kv_used < SGLANG_RETRACT_DECODE_STEPS * rep.n_dec
+                             or rep.kv_used + rep.growth() > rep.capacity):
+            if rep.n_dec == 1 and rep.kv_used + rep.growth() <= rep.capacity:
                 break
             first = False
             victim = min(rep.decoding(), key=lambda r: (rep.generated_of(r), -r.prompt))

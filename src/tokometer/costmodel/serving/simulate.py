@@ -26,6 +26,7 @@ from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.engine import Replica, Request, StepRecord
 from tokometer.costmodel.serving.policies import TOO_LONG_FOR_MODEL, kv_rule
 from tokometer.costmodel.serving.prefix_cache import Content
+from tokometer.costmodel.serving.speculation import Speculation
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
 from tokometer.domain.serving_specs import SchedulerPolicy
@@ -331,8 +332,11 @@ def simulate(
     record: list[StepRecord] | None = None,
     observe: Observer | None = None,
     check: Callable[[int], None] | None = None,
+    spec: Speculation | None = None,
 ) -> ServingResult:
     """Run `workload` through `replicas` copies of one engine; deterministic for a given `seed`.
+
+    `spec`: speculative decoding in every replica (`speculation.py`).
 
     `check`, when given, is called every `CHECK_EVERY` passes of the event loop with the number of
     requests routed so far; it may raise to stop the run (a caller's time limit or progress bar).
@@ -350,7 +354,7 @@ def simulate(
     pool = [
         Replica(
             cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
-            slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, record=record if replicas == 1 else None,
+            slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, record=record if replicas == 1 else None, spec=spec,
         )
         for _ in range(replicas)
     ]
