@@ -535,7 +535,7 @@ class Replica:
         key = req.finish_k
         held = req.prompt + (key - req.join_k)
         self.depth_sum -= held
-        self.kv_used -= held + self.frag
+        self.kv_used -= held + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
         self.n_dec -= 1
         self.n_running -= 1
         self.owed -= key
