@@ -245,7 +245,7 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         [
             (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
             (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
-            f.matmul_s / f.chunk_tokens / f.t_measured_s,
+            f.half_tokens_column / f.t_measured_s,
             f.attention_s / f.t_measured_s,
             f.score_s / f.t_measured_s,
         ]
