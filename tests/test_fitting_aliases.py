@@ -208,3 +208,17 @@ def test_a_prefill_after_a_filled_context_is_not_read_as_a_prompt_into_an_empty_
     # decode at depth keeps its depth in prompt_tokens and stays scored
     decode = next(c for c in _rows("R9700-TOOLBOX.csv") if c.metric == "tg" and "@ d" in c.text("table_heading"))
     assert validation.prefill_depth_tokens(decode) == 0 and validation.predict_case(decode).scored
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "R9700-TOOLBOX.csv").is_file(), reason="published evidence not shipped")
+@pytest.mark.parametrize(
+    ("as_stated", "expected"),
+    [("gpt-oss 20B MXFP4 MoE", "gpt-oss-20b"), ("nemotron_h_moe 31B.A3.5B Q4_K - Medium", "nemotron-3-nano-30b-a3b")],
+)
+def test_llama_bench_moe_type_strings_are_read_as_their_moe_models(as_stated: str, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, "R9700-TOOLBOX")
+    assert found is not None and found[0].id == expected and found[0].spec.is_moe
+    # read as a dense model of the printed size, their decode was far above its ceiling; now it is scored
+    case = next(c for c in _rows("R9700-TOOLBOX.csv") if c.metric == "tg" and c.text("model") == as_stated)
+    result = validation.predict_case(case)
+    assert result.scored, result.reason
