@@ -222,3 +222,24 @@ def test_llama_bench_moe_type_strings_are_read_as_their_moe_models(as_stated: st
     case = next(c for c in _rows("R9700-TOOLBOX.csv") if c.metric == "tg" and c.text("model") == as_stated)
     result = validation.predict_case(case)
     assert result.scored, result.reason
+
+
+@pytest.mark.parametrize(
+    ("as_stated", "params_b", "expected"),
+    [
+        ("gpt-oss 120B MXFP4 MoE", 116.83, "gpt-oss-120b"),
+        ("gpt-oss ?B MXFP4 MoE", 116.83, "gpt-oss-120b"),
+        ("gpt-oss ?B MXFP4 MoE", 20.91, "gpt-oss-20b"),
+        ("qwen3next 80B.A3B Q4_K - Medium", None, "qwen3-next-80b-a3b"),
+        ("gemma4 26B.A4B Q4_K - Medium", None, "gemma-4-26b-a4b"),
+    ],
+)
+def test_llama_bench_type_strings_of_moe_families_resolve(as_stated: str, params_b: float | None, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, "*", params_b)
+    assert found is not None and found[0].id == expected and found[0].spec.is_moe
+
+
+def test_an_unsized_llama_bench_type_string_needs_the_parameter_count() -> None:
+    # "?B": only the printed parameter count tells gpt-oss-20b from gpt-oss-120b
+    assert aliases.resolve_model("gpt-oss ?B MXFP4 MoE", "*", None) is None
+    assert aliases.resolve_model("gpt-oss ?B MXFP4 MoE", "*", 70.0) is None  # neither size agrees
