@@ -167,3 +167,79 @@ def test_rows_validate_cannot_score_never_enter_the_fit() -> None:
 def test_quantizer_suffixes_are_stripped(as_stated: str, expected: str) -> None:
     found = aliases.resolve_model(as_stated, "LOTTO-3090")
     assert found is not None and found[0].id == expected
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "R9700-TOOLBOX.csv").is_file(), reason="published evidence not shipped")
+def test_the_r9700_toolbox_rows_are_predicted_on_the_radeon_ai_pro_r9700() -> None:
+    cases = _rows("R9700-TOOLBOX.csv")
+    stated = {c.text("hardware_as_stated") for c in cases}
+    assert len(stated) == 2  # the named card and ROCm 7 nightly's generic "AMD Radeon Graphics, gfx1201"
+    decode = [c for c in cases if c.metric == "tg"]
+    for text in stated:
+        case = next(c for c in decode if c.text("hardware_as_stated") == text)
+        result = validation.predict_case(case)
+        assert result.scored, result.reason
+        assert result.hardware_id == "radeon-ai-pro-r9700"
+        assert result.group == "llama-cpp/rocm/gddr-gpu"
+
+
+def _with_heading(case: validation.Case, heading: str) -> validation.Case:
+    from dataclasses import replace
+
+    return replace(case, raw={**case.raw, "table_heading": heading})
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "R9700-TOOLBOX.csv").is_file(), reason="published evidence not shipped")
+def test_a_prefill_after_a_filled_context_is_not_read_as_a_prompt_into_an_empty_cache() -> None:
+    from tokometer.fitting.features import features
+
+    cases = [c for c in _rows("R9700-TOOLBOX.csv") if c.metric == "pp"]
+    at_depth = [c for c in cases if "@ d" in c.text("table_heading")]
+    empty = [c for c in cases if "@ d" not in c.text("table_heading")]
+    assert at_depth and empty
+    assert {validation.prefill_depth_tokens(c) for c in at_depth} == {16384, 32768}
+    result = validation.predict_case(at_depth[0])
+    assert not result.scored and "already in the KV cache" in (result.reason or "")
+    assert features(at_depth[0]) is None  # nor fitted
+    assert validation.predict_case(empty[0]).scored and features(empty[0]) is not None
+    # the same row without the depth in its test name is a plain prompt again
+    assert validation.prefill_depth_tokens(_with_heading(at_depth[0], "llama-bench table, test pp2048")) == 0
+    assert validation.prefill_depth_tokens(_with_heading(at_depth[0], "test pp512 @ d4096")) == 4096
+    # decode at depth keeps its depth in prompt_tokens and stays scored
+    decode = next(c for c in _rows("R9700-TOOLBOX.csv") if c.metric == "tg" and "@ d" in c.text("table_heading"))
+    assert validation.prefill_depth_tokens(decode) == 0 and validation.predict_case(decode).scored
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "R9700-TOOLBOX.csv").is_file(), reason="published evidence not shipped")
+@pytest.mark.parametrize(
+    ("as_stated", "expected"),
+    [("gpt-oss 20B MXFP4 MoE", "gpt-oss-20b"), ("nemotron_h_moe 31B.A3.5B Q4_K - Medium", "nemotron-3-nano-30b-a3b")],
+)
+def test_llama_bench_moe_type_strings_are_read_as_their_moe_models(as_stated: str, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, "R9700-TOOLBOX")
+    assert found is not None and found[0].id == expected and found[0].spec.is_moe
+    # read as a dense model of the printed size, their decode was far above its ceiling; now it is scored
+    case = next(c for c in _rows("R9700-TOOLBOX.csv") if c.metric == "tg" and c.text("model") == as_stated)
+    result = validation.predict_case(case)
+    assert result.scored, result.reason
+
+
+@pytest.mark.parametrize(
+    ("as_stated", "params_b", "expected"),
+    [
+        ("gpt-oss 120B MXFP4 MoE", 116.83, "gpt-oss-120b"),
+        ("gpt-oss ?B MXFP4 MoE", 116.83, "gpt-oss-120b"),
+        ("gpt-oss ?B MXFP4 MoE", 20.91, "gpt-oss-20b"),
+        ("qwen3next 80B.A3B Q4_K - Medium", None, "qwen3-next-80b-a3b"),
+        ("gemma4 26B.A4B Q4_K - Medium", None, "gemma-4-26b-a4b"),
+    ],
+)
+def test_llama_bench_type_strings_of_moe_families_resolve(as_stated: str, params_b: float | None, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, "*", params_b)
+    assert found is not None and found[0].id == expected and found[0].spec.is_moe
+
+
+def test_an_unsized_llama_bench_type_string_needs_the_parameter_count() -> None:
+    # "?B": only the printed parameter count tells gpt-oss-20b from gpt-oss-120b
+    assert aliases.resolve_model("gpt-oss ?B MXFP4 MoE", "*", None) is None
+    assert aliases.resolve_model("gpt-oss ?B MXFP4 MoE", "*", 70.0) is None  # neither size agrees

@@ -373,7 +373,11 @@ def prefill(
     datasheet_bw = hardware.memory_bandwidth_gb_per_s * GB
     score_bytes = efficiency.attention_score_bytes * prefill_score_elements(model, t)
     score_time = score_bytes / datasheet_bw
-    compute_time = (matmul_flops / eta + attention_flops / eta_attention) / (peak.tflops * TFLOP) + score_time
+    matmul_time = prefill_matmul_time(
+        matmul_flops, routed_matmul_share(model), expert_token_share(model), per_chunk,
+        efficiency.prefill_max_for(quantized), efficiency.prefill_half_tokens,
+    )
+    compute_time = (matmul_time + attention_flops / eta_attention) / (peak.tflops * TFLOP) + score_time
     n_chunks = math.ceil(t / chunk)
     bw = datasheet_bw * efficiency.bandwidth_fraction_for(quantized)
     memory_time = n_chunks * weight_bytes_read(model, weights, per_chunk) / bw
@@ -390,11 +394,45 @@ def prefill(
         overhead_time_s=overhead,
         time_s=time_s,
         tok_s=t / time_s,
-        efficiency=eta,
+        efficiency=matmul_flops / matmul_time if matmul_time > 0 else eta,  # the realised share, MoE experts included
         bound="compute" if compute_time >= memory_time else "memory",
         score_bytes=score_bytes,
         score_time_s=score_time,
     )
+
+
+def routed_matmul_share(model: ModelSpec) -> float:
+    """Share of a token's matmul FLOPs spent in its routed experts (0 for a dense model)."""
+    if not model.is_moe:
+        return 0.0
+    per_token = model.matmul_params_per_token()
+    routed = model.params.routed_experts * model.n_experts_per_token / model.n_experts
+    return routed / per_token if per_token > 0 else 0.0
+
+
+def expert_token_share(model: ModelSpec) -> float:
+    """k / E: the share of a chunk's tokens one routed expert multiplies (uniform routing); 1 when dense."""
+    return model.n_experts_per_token / model.n_experts if model.is_moe else 1.0
+
+
+def prefill_matmul_time(
+    matmul_flops: float, routed_share: float, token_share: float, chunk_tokens: float, eta_max: float, half_tokens: float
+) -> float:
+    """Matmul FLOPs over their realised share of the peak, summed per weight matrix (docs/PHYSICS.md section 5).
+
+    A matrix multiplied by c tokens at once runs at eta_max * c / (c + T_half): its weight tile is
+    loaded once per c columns, so few columns leave the matrix units waiting on the load. A dense
+    layer sees the chunk's c tokens; a routed expert only its share of them, c * k / E (8 of 128
+    experts at a 512-token chunk: 32 tokens each), so an MoE model's expert matmuls run far below
+    the dense ones at the same prompt:
+
+        matmul / eta_max + (T_half / eta_max) * matmul * ((1 - r) / c + r / (c k / E)),  r = routed share
+
+    Returns FLOP-seconds per peak-FLOP/s (divide by the peak); equal to matmul / eta(c) for a dense model.
+    """
+    c = max(1.0, chunk_tokens)
+    per_token = (1.0 - routed_share) / c + routed_share / max(1e-9, c * token_share)
+    return matmul_flops / eta_max + half_tokens / eta_max * matmul_flops * per_token
 
 
 DERIVED_PEAK_LOG_SD = 0.25  # extra log spread of a peak computed from units x clock x FLOPs/cycle

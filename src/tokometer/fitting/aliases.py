@@ -93,7 +93,9 @@ _QUANT_TOKEN = (
 _PACKAGING = r"it|instruct(?:[-_]\d{4})?|chat|hf|mlx[-_]lm|mlx[-_]vlm|default|omlx|latest"
 _SUFFIX = re.compile(rf"[-_ .:](?:{_QUANT_TOKEN}|{_PACKAGING})$", re.IGNORECASE)
 # llama-bench's "general.architecture size" type string: "qwen3moe 30B.A3B Q4_K - Medium", "llama 7B Q4_0"
-_LLAMA_BENCH = re.compile(r"^([a-z0-9_]+) (\d+(?:\.\d+)?)B(?:\.A(\d+(?:\.\d+)?)B)?(?: |$)", re.IGNORECASE)
+# "?B": llama-bench builds that cannot name a model's size print a question mark (gpt-oss); the
+# parameter count then decides between the family's sizes (`resolve_model` needs it for these)
+_LLAMA_BENCH = re.compile(r"^([a-z0-9_-]+) (\d+(?:\.\d+)?|\?)B(?:\.A(\d+(?:\.\d+)?)B)?(?: |$)", re.IGNORECASE)
 # llama-bench architecture -> catalog family prefix, where the architecture name maps to one family
 # ("phi3 3B" is not here: Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it)
 _ARCH_FAMILY = {
@@ -103,6 +105,8 @@ _ARCH_FAMILY = {
     "gpt-oss": "gpt-oss",
     "qwen35": "qwen3.5",
     "qwen35moe": "qwen3.5",
+    "qwen3next": "qwen3-next",
+    "gemma4": "gemma-4",
 }
 
 
@@ -157,6 +161,10 @@ def llama_bench_candidates(name: str) -> list[str]:
     if not match or match.group(1).lower() not in _ARCH_FAMILY:
         return []
     family, size, active = _ARCH_FAMILY[match.group(1).lower()], match.group(2), match.group(3)
+    if size == "?":
+        from tokometer.catalog import model_catalog
+
+        return sorted(i for i in model_catalog().ids if i.startswith(f"{family}-"))
     return [f"{family}-{size}b" + (f"-a{active}b" if active else "")]
 
 
@@ -178,7 +186,8 @@ def resolve_model(name: str, source: str = "*", total_params_b: float | None = N
     listed = resolve_table().lookup("model", source, name)
     if listed is not None:
         return catalog.get(listed.target), listed.reason
-    for candidate in [*model_candidates(name), *llama_bench_candidates(name)]:
+    unsized = "?B" in name and not total_params_b  # "gpt-oss ?B": only the parameter count can choose
+    for candidate in [*model_candidates(name), *([] if unsized else llama_bench_candidates(name))]:
         preset = catalog.find(candidate)
         if preset is not None and _params_agree(preset, total_params_b):
             return preset, f"name rule: {name!r} read as {candidate!r}"

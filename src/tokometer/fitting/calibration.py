@@ -232,6 +232,12 @@ def _fit_decode_linear(
     }, loss
 
 
+# how far T_half may move from its prior at the cost of one row: at least 128 tokens (a matrix tile's
+# width), so a parent whose fit found no half-saturation length (T_half at its bound 0) does not pin its
+# children there (a prior of 0 would otherwise be a zero-width ridge)
+HALF_TOKENS_SCALE = 128.0
+
+
 def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE) -> dict[str, float]:
     def overhead(f: Features) -> float:
         return f.n_chunks * (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
@@ -245,7 +251,7 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         [
             (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
             (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
-            f.matmul_s / f.chunk_tokens / f.t_measured_s,
+            f.half_tokens_column / f.t_measured_s,
             f.attention_s / f.t_measured_s,
             f.score_s / f.t_measured_s,
         ]
@@ -262,6 +268,7 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         target,
         [u0, uq0, prior.prefill_half_tokens * u0, w0, prior.attention_score_bytes],
         [1.0, 1.0, 0.0, 1.0, 0.0],
+        [None, None, max(prior.prefill_half_tokens, HALF_TOKENS_SCALE) * u0, None, None],
         ridge=ridge,
     )
     eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max

@@ -13,7 +13,10 @@ from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import (
     alu_peak_tflops,
     decode_score_elements,
+    expert_token_share,
+    prefill_matmul_time,
     prefill_score_elements,
+    routed_matmul_share,
 )
 from tokometer.domain.specs import Efficiency, stream_bandwidth_share
 from tokometer.domain.units import GB
@@ -51,11 +54,21 @@ class Features:
     n_chunks: int = 1
     bandwidth_gb_per_s: float = 0.0  # datasheet
     stream_units: float | None = None  # `HardwareSpec.stream_units`: SMs / CUs / GPU cores (Apple's at their clock), the N of N * b_unit
+    routed_share: float = 0.0  # share of the matmul FLOPs in routed experts (`roofline.routed_matmul_share`)
+    expert_token_share: float = 1.0  # k / E: the share of a chunk's tokens one routed expert sees
 
     @property
     def chunk_tokens(self) -> float:
         """Tokens one prefill matmul sees: the prompt, or the engine's chunk of it."""
         return self.prompt_tokens / max(1, self.n_chunks)
+
+    @property
+    def half_tokens_column(self) -> float:
+        """What T_half / eta_max multiplies (`roofline.prefill_matmul_time` at matmul = matmul_s):
+        matmul_s / c for a dense model, its routed share over the c k / E tokens an expert sees."""
+        from tokometer.costmodel.roofline import prefill_matmul_time
+
+        return prefill_matmul_time(self.matmul_s, self.routed_share, self.expert_token_share, self.chunk_tokens, 1.0, 1.0) - self.matmul_s
 
 
 def _unit(prior: Efficiency) -> Efficiency:
@@ -116,6 +129,8 @@ def features(case: Case) -> Features | None:
         return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
     peak = est.peak.tflops * 1e12
     return Features(
+        routed_share=routed_matmul_share(est.model),
+        expert_token_share=expert_token_share(est.model),
         t_measured_s=case.prompt_tokens / case.value,
         matmul_s=est.prefill.matmul_flops / peak,
         attention_s=est.prefill.attention_flops / peak,
@@ -163,10 +178,12 @@ def predicted_time(f: Features, eff: Efficiency) -> float:
             + f.ecc_s * eff.inline_ecc_overhead
             + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
         )
-    eta = eff.prefill_max_for(f.quantized) * f.chunk_tokens / (f.chunk_tokens + eff.prefill_half_tokens)
+    matmul = prefill_matmul_time(
+        f.matmul_s, f.routed_share, f.expert_token_share, f.chunk_tokens, eff.prefill_max_for(f.quantized), eff.prefill_half_tokens
+    )
     eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
     score = f.score_s * eff.attention_score_bytes
-    return f.matmul_s / eta + f.attention_s / eta_att + score + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+    return matmul + f.attention_s / eta_att + score + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
 
 
 

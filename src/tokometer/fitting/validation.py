@@ -274,7 +274,27 @@ def unsupported_setup(case: Case) -> str | None:
         return f"{case.metric} without a batch_size: the batch is not known"
     if case.metric in ("pp", "pp_agg", "ttft_ms") and case.prompt_tokens <= 0:
         return f"{case.metric} without prompt_tokens: the prompt length is not known"
+    if case.metric in ("pp", "pp_agg", "ttft_ms") and (depth := prefill_depth_tokens(case)):
+        return (
+            f"prefill of {case.prompt_tokens} tokens after {depth} already in the KV cache (llama-bench "
+            "'pp N @ dD'): every token attends to the cached ones too, and the estimate models a prompt into an empty cache"
+        )
     return None
+
+
+# llama-bench's test name for a prompt processed after a filled context: "pp2048 @ d16384"
+PREFILL_AT_DEPTH = re.compile(r"\bpp\s*\d+\s*@\s*d\s*(\d+)\b", re.IGNORECASE)
+
+
+def prefill_depth_tokens(case: Case) -> int:
+    """Tokens already in the KV cache when a prefill row's prompt was processed (its llama-bench test
+    name, "pp2048 @ d16384", in `table_heading`), 0 when none is stated.
+
+    A source may keep only the prompt in `prompt_tokens` and the depth in the test name; read as a prompt
+    into an empty cache, such a row is predicted several times too fast (docs/PHYSICS.md section 5).
+    """
+    found = PREFILL_AT_DEPTH.search(case.text("table_heading"))
+    return int(found.group(1)) if found else 0
 
 
 # llama.cpp made `--flash-attn auto` its default in late August 2025 (build ~6325); rows measured
