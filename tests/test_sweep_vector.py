@@ -55,6 +55,7 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             decode_score_bytes=rng.choice([0.0, rng.uniform(0, 600)]),
             inline_ecc_overhead=rng.choice([0.0, rng.uniform(0, 0.3)]),
             host_sampling_ns_per_vocab=rng.choice([0.0, rng.uniform(0, 10)]),
+            expert_overhead_us=rng.choice([0.0, rng.uniform(0, 20)]),
         )
         quantized = rng.random() < 0.5
         peak = Peak(rng.uniform(1, 2500), "fp16") if rng.random() < 0.8 else Peak(None, None)
@@ -85,6 +86,7 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             decode_score_bytes=eff.decode_score_bytes,
             ecc_overhead=eff.ecc_overhead_for(hw),
             host_sampling_ns_per_vocab=eff.host_sampling_ns_per_vocab,
+            expert_overhead_us=eff.expert_overhead_us,
         )
         for name in FIELDS:
             want = getattr(scalar, name)

@@ -374,6 +374,7 @@ EFFICIENCY_SCHEMA: Schema = {
     "inline_ecc_overhead": Field(NUM),
     "unit_bandwidth_gb_per_s": Field(NUM),
     "host_sampling_ns_per_vocab": Field(NUM),
+    "expert_overhead_us": Field(NUM),
     "source": Field(STR),
 }
 
@@ -383,7 +384,7 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max", "kv_bandwidth_fraction"):
         if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
-    for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead"):
+    for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead", "expert_overhead_us"):
         if checked.get(key, 0.0) < 0:
             raise CatalogError(f"{where}: {key} must be >= 0")
     if "unit_bandwidth_gb_per_s" in checked and not checked["unit_bandwidth_gb_per_s"] > 0:

@@ -234,6 +234,21 @@ def host_sampling_time_s(model: ModelSpec, efficiency: Efficiency) -> float:
     return efficiency.host_sampling_ns_per_vocab * model.vocab_size * NS
 
 
+def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: float = 1.0) -> float:
+    """t_exp = tau_expert * n_layers * E * (share of experts `tokens` touch) (s): k * n_layers * tau_expert at batch 1.
+
+    A routed expert's slice is small (Qwen3.5-35B-A3B: 3 x 2048 x 512 weights, about 1.8 MB at 4.5
+    bits), so each expert matvec a step runs is a short kernel (or a short phase of an indexed one)
+    that pays its own ramp: the router's index read, the gather of its rows, and a memory pipeline
+    that never fills before the slice is done. That fixed cost per expert is not in tau_layer (fitted on
+    dense layers) nor in the stream term; tau_expert is fitted per engine/backend/class with prior 0
+    (docs/PHYSICS.md section 4, "Routed-expert dispatch").
+    """
+    if not efficiency.expert_overhead_us:
+        return 0.0
+    return efficiency.expert_overhead_us * model.expert_slots(tokens) * US
+
+
 def decode_step(
     model: ModelSpec,
     weights: ParamGroups,
@@ -276,6 +291,7 @@ def decode_step(
         model.n_layers * efficiency.layer_overhead_us * US
         + efficiency.step_overhead_us * US
         + tokens * host_sampling_time_s(model, efficiency)
+        + expert_dispatch_time_s(model, efficiency, tokens)
     )
     ceiling = max(w_read / bw, flops / peak_flops if peak_flops else 0.0)
     roof = max(memory_time, compute_time)
@@ -351,11 +367,12 @@ def prefill(
     """Prompt processing of T tokens (docs/PHYSICS.md section 5), in seconds:
 
         t_prefill(T) = max(matmul / (eta(T) peak) + attention / (eta_att peak) + S(T) b_s / BW,
-                           chunks W_read / BW) + chunks (n_layers tau_layer + tau_step)
+                           chunks W_read / BW) + chunks (n_layers tau_layer + tau_step + t_exp(c))
         eta(T) = eta_max * c / (c + T_half),   c = min(T, chunk): the tokens one matmul sees
 
     matmul = 2 P_active T FLOPs; attention = 4 n_heads head_dim T^2 / 2 FLOPs per layer; S(T) the
-    attention scores (`prefill_score_elements`), b_s the bytes an unfused kernel moves per score
+    attention scores (`prefill_score_elements`), t_exp(c) the routed experts a chunk of c tokens runs
+    (`expert_dispatch_time_s`: nearly all E per MoE layer once c is in the hundreds), b_s the bytes an unfused kernel moves per score
     (`Efficiency.attention_score_bytes`, 0 for FlashAttention). Both attention terms grow with T^2,
     so tokens/s falls on long prompts; eta(T) makes short prompts (and small chunks) leave the matmul
     units idle.
@@ -381,7 +398,10 @@ def prefill(
     n_chunks = math.ceil(t / chunk)
     bw = datasheet_bw * efficiency.bandwidth_fraction_for(quantized)
     memory_time = n_chunks * weight_bytes_read(model, weights, per_chunk) / bw
-    overhead = n_chunks * (model.n_layers * efficiency.layer_overhead_us + efficiency.step_overhead_us) * US
+    overhead = n_chunks * (
+        (model.n_layers * efficiency.layer_overhead_us + efficiency.step_overhead_us) * US
+        + expert_dispatch_time_s(model, efficiency, per_chunk)
+    )
     time_s = max(compute_time, memory_time) + overhead
     return Prefill(
         prompt_tokens=prompt_tokens,

@@ -43,6 +43,7 @@ class ModelArrays:
     dense: Array
     routed: Array
     expert_keep: Array  # 1 - k/E for MoE models, 1 otherwise (so no routed experts are read)
+    experts: Array  # E * n_layers for MoE models, 0 otherwise: the expert slots a step can run
     matmul_params: Array  # parameters a token multiplies through (FLOPs = 2x)
     n_layers: Array
     state_elements: Array  # constant per-stream state of linear-attention layers (all layers)
@@ -82,6 +83,7 @@ class ModelArrays:
             dense=column([w.dense for w in units]),
             routed=column([w.routed_experts for w in units]),
             expert_keep=column([1.0 - m.n_experts_per_token / m.n_experts if m.is_moe else 1.0 for m in models]),
+            experts=column([float(m.n_experts * m.n_layers) if m.is_moe else 0.0 for m in models]),
             matmul_params=column([m.matmul_params_per_token() for m in models]),
             n_layers=column([m.n_layers for m in models]),
             state_elements=column(
@@ -170,6 +172,7 @@ def decode_grid(
     decode_score_bytes: ArrayLike = 0.0,
     ecc_overhead: ArrayLike = 0.0,
     host_sampling_ns_per_vocab: ArrayLike = 0.0,
+    expert_overhead_us: ArrayLike = 0.0,
 ) -> GridStep:
     """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
 
@@ -177,6 +180,7 @@ def decode_grid(
     `alu_peak_tflops` (fp32 shader peak, 0: none) is the unhidden matvec ALU time of `roofline.decode_step`;
     `decode_score_bytes` its unfused attention's traffic per score; `ecc_overhead` its e_ecc (0 without inline ECC).
     `host_sampling_ns_per_vocab` is c_samp, a server engine's host sampling per vocabulary entry per token.
+    `expert_overhead_us` is tau_expert, the fixed cost per routed expert a step runs (`roofline.expert_dispatch_time_s`).
 
     `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
     separately, for formats that keep those tables unquantized.
@@ -210,6 +214,7 @@ def decode_grid(
     compute = np.where(has_peak, flops / (_f(compute_fraction) * safe_peak), 0.0)
     overhead = m.n_layers * _f(layer_overhead_us) * US + _f(step_overhead_us) * US
     overhead = overhead + tokens * _f(host_sampling_ns_per_vocab) * m.vocab * NS
+    overhead = overhead + _f(expert_overhead_us) * US * m.experts * (1.0 - m.expert_keep**tokens)
     time = np.maximum(memory, compute) + overhead
     ceiling = np.maximum(w_read / bw, np.where(has_peak, flops / safe_peak, 0.0))
     return GridStep(

@@ -299,6 +299,11 @@ class ModelSpec(_Plain):
     def is_moe(self) -> bool:
         return self.n_experts > 0 and self.params.routed_experts > 0
 
+    def expert_slots(self, batch: float = 1.0) -> float:
+        """Routed experts a step runs, summed over the MoE layers: n_layers * E * (share touched by `batch`
+        tokens); k * n_layers at batch 1. Every layer of a catalog MoE model counts as a MoE layer."""
+        return self.n_layers * self.n_experts * self.expert_fraction_read(batch) if self.is_moe else 0.0
+
     def expert_fraction_read(self, batch: float) -> float:
         """Share of routed-expert weights touched by `batch` tokens: `1 - (1 - k/E)**B` (uniform routing)."""
         if not self.is_moe:
@@ -364,6 +369,7 @@ class Efficiency(_Plain):
     unit_bandwidth_gb_per_s: float | None = None  # b_unit: GB/s one compute unit's kernels keep in flight (None: no limit)
     applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
     host_sampling_ns_per_vocab: float = 0.0  # c_samp: host ns per vocabulary entry per sampled token (server engines)
+    expert_overhead_us: float = 0.0  # tau_expert: fixed cost per routed expert a step runs, per MoE layer
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

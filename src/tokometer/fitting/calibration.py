@@ -143,6 +143,11 @@ SCORE_PRIOR_SCALE = 1000.0  # weak: anything from a fused kernel (0) to no reuse
 # Left free, the published rows at depth (harnesses that time decode after real prompts) pulled it to
 # 0.43 on GDDR GPUs and put 64k-context decode at 27 % of empty-context speed, below the seeds' third.
 KV_PRIOR_SCALE = 0.02
+# tau_expert (us per routed expert per MoE layer, `roofline.expert_dispatch_time_s`): prior 0, the term must
+# be earned by the rows; weak (50 us from it costs one row of relative error): anything from 0 (fused, graph-
+# captured expert kernels) to a few Metal or CUDA dispatches per expert (tens of us) is plausible
+EXPERT_PRIOR_US = 0.0
+EXPERT_PRIOR_SCALE_US = 50.0
 
 
 # b_unit candidates (GB/s per SM / CU / GPU core), 10 % apart from 2 to 60, and None (no limit)
@@ -198,6 +203,7 @@ def _fit_decode_linear(
             f.ecc_s / f.t_measured_s,
             f.n_layers * 1e-6 / f.t_measured_s,
             1e-6 / f.t_measured_s,
+            f.expert_s / f.t_measured_s,
         ]
         for f, k in zip(rows, scales, strict=True)
     ]
@@ -213,13 +219,15 @@ def _fit_decode_linear(
             prior.inline_ecc_overhead or ECC_PRIOR,
             prior.layer_overhead_us,
             prior.step_overhead_us,
+            prior.expert_overhead_us or EXPERT_PRIOR_US,
         ],
-        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-        [None, None, KV_PRIOR_SCALE, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, ECC_PRIOR_SCALE, None, None],
+        [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [None, None, KV_PRIOR_SCALE, ALU_PRIOR_SCALE, SCORE_PRIOR_SCALE, ECC_PRIOR_SCALE, None, None, EXPERT_PRIOR_SCALE_US],
         ridge,
     )
     has_ecc = any(f.ecc_s > 0 for f in rows)
     has_depth = any(f.decode_score_s > 0 for f in rows)
+    has_moe = any(f.expert_s > 0 for f in rows)
     return {
         "bandwidth_fraction": 1.0 / x[0] if has_plain else prior.bandwidth_fraction,
         "quantized_bandwidth_fraction": 1.0 / x[1] if has_quant else q_prior,
@@ -229,6 +237,7 @@ def _fit_decode_linear(
         "inline_ecc_overhead": x[5] if has_ecc else prior.inline_ecc_overhead,
         "layer_overhead_us": x[6],
         "step_overhead_us": x[7],
+        "expert_overhead_us": x[8] if has_moe else prior.expert_overhead_us,
     }, loss
 
 
@@ -240,7 +249,8 @@ HALF_TOKENS_SCALE = 128.0
 
 def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE) -> dict[str, float]:
     def overhead(f: Features) -> float:
-        return f.n_chunks * (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
+        fixed = (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
+        return f.n_chunks * (fixed + f.expert_s * decode.get("expert_overhead_us", 0.0))
 
     usable = [f for f in rows if f.t_measured_s > overhead(f)]
     if not usable:
@@ -300,7 +310,11 @@ def fit_one(
     """One group's decode then prefill fit, each ridged toward `prior` with `ridges` (decode, prefill)."""
     decode = fit_decode(tg, prior, units, ridges[0]) if len(tg) >= MIN_TG_ROWS else {}
     base = replace(prior, **decode) if decode else prior  # type: ignore[arg-type]
-    overheads = {"layer_overhead_us": base.layer_overhead_us, "step_overhead_us": base.step_overhead_us}
+    overheads = {
+        "layer_overhead_us": base.layer_overhead_us,
+        "step_overhead_us": base.step_overhead_us,
+        "expert_overhead_us": base.expert_overhead_us,
+    }
     pre = fit_prefill(pp, base, overheads, ridges[1]) if len(pp) >= MIN_PP_ROWS else {}
     eff = replace(base, **pre, source=source)  # type: ignore[arg-type]
     sd_tg = _log_sd(tg, eff)

@@ -7,6 +7,7 @@ The decode and prefill equations are in `calibration` (docs/PHYSICS.md section 4
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from tokometer.costmodel.layout import IDEAL
@@ -45,6 +46,7 @@ class Features:
     alu_s: float = 0.0  # weights multiplied / fp32 shader peak: seconds per ALU op per weight
     decode_score_s: float = 0.0  # decode attention scores / datasheet bandwidth: seconds per byte per score
     ecc_s: float = 0.0  # (weight + KV bytes) / datasheet bandwidth on a card with inline ECC, else 0
+    expert_s: float = 0.0  # routed experts a decode step (prefill: one chunk) runs, over MoE layers, x 1 us: s per us of tau_expert
     quantized: bool = False
     n_layers: int = 0
     matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
@@ -123,6 +125,7 @@ def features(case: Case) -> Features | None:
             alu_s=est.model.matmul_params_per_token() / (alu_peak * 1e12) if alu_peak else 0.0,
             decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw if unfused_decode_attention(case) else 0.0,
             ecc_s=(est.step.weight_bytes + est.step.kv_read_bytes + est.step.kv_write_bytes) / bw if hardware.inline_ecc else 0.0,
+            expert_s=est.model.expert_slots(1.0) * 1e-6,
             **base,  # type: ignore[arg-type]
         )
     if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
@@ -137,6 +140,7 @@ def features(case: Case) -> Features | None:
         score_s=prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
+        expert_s=est.model.expert_slots(math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))) * 1e-6,
         **base,  # type: ignore[arg-type]
     )
 
@@ -176,6 +180,7 @@ def predicted_time(f: Features, eff: Efficiency) -> float:
             + f.alu_s * eff.decode_alu_flops_per_weight
             + f.decode_score_s * eff.decode_score_bytes
             + f.ecc_s * eff.inline_ecc_overhead
+            + f.expert_s * eff.expert_overhead_us
             + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
         )
     matmul = prefill_matmul_time(
@@ -183,7 +188,8 @@ def predicted_time(f: Features, eff: Efficiency) -> float:
     )
     eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
     score = f.score_s * eff.attention_score_bytes
-    return matmul + f.attention_s / eta_att + score + f.n_chunks * (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
+    fixed = (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6 + f.expert_s * eff.expert_overhead_us
+    return matmul + f.attention_s / eta_att + score + f.n_chunks * fixed
 
 
 

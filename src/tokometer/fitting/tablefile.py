@@ -38,6 +38,7 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "decode_score_bytes",
             "inline_ecc_overhead",
             "unit_bandwidth_gb_per_s",
+            "expert_overhead_us",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):

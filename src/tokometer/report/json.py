@@ -21,7 +21,7 @@ from tokometer.costmodel.links import (
     allreduce_time_s,
 )
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
-from tokometer.costmodel.roofline import Prefill
+from tokometer.costmodel.roofline import Prefill, Step, alu_peak_tflops
 from tokometer.domain.units import BILLION, GB
 from tokometer.report.notices import notice_text
 from tokometer.usecases.advice import QuantAdvice
@@ -115,7 +115,7 @@ def explanation(e: Estimate) -> list[str]:
     kv = (s.kv_read_bytes + s.kv_write_bytes) / GB
     what = "active " if e.model.is_moe else ""
     lines.append(
-        f"decode is {s.bound}-bound: each step reads {w:.2f} GB of {what}weights"
+        f"decode is {_decode_bound_words(s)}: each step reads {w:.2f} GB of {what}weights"
         + (f" + {kv:.2f} GB of KV cache at {s.depth_tokens:,.0f} tokens" if kv > 0.0005 else "")
         + (f" for {per} streams" if per > 1 else "")
         + f" from {e.hardware.memory_bandwidth_gb_per_s:,.0f} GB/s"
@@ -124,7 +124,8 @@ def explanation(e: Estimate) -> list[str]:
     realised = e.estimate_tok_s / e.ceiling_tok_s if e.ceiling_tok_s else float("nan")
     lines.append(
         f"estimate = {realised:.0%} of the ceiling: {e.efficiency.bandwidth_fraction_for(e.quantized):.0%} of datasheet bandwidth "
-        f"+ {s.overhead_time_s * 1e3:.2f} ms/token of {e.engine.name} overhead"
+        + _arithmetic_words(e)
+        + f"+ {s.overhead_time_s * 1e3:.2f} ms/token of {e.engine.name} overhead"
         + (f" ({e.efficiency.source})" if e.efficiency.source else "")
     )
     share = e.efficiency.applied_stream_share
@@ -143,6 +144,30 @@ def explanation(e: Estimate) -> list[str]:
         lines.append(prefill_line(e, e.prefill))
     lines += _lever_lines(e)
     return lines
+
+
+def _decode_bound_words(s: Step) -> str:
+    """The decode bound in words. The unhidden matvec arithmetic (`Step.alu_time_s`) rides inside the
+    memory side of the roofline; when it takes longer than the stream itself (a CPU without dot-product
+    instructions, few threads) the step waits on arithmetic, and the words say so."""
+    stream = s.memory_time_s - s.alu_time_s
+    if s.bound == "memory" and s.alu_time_s > stream:
+        return "compute-bound (the matvec arithmetic takes longer than streaming the weights)"
+    return f"{s.bound}-bound"
+
+
+def _arithmetic_words(e: Estimate) -> str:
+    """The unhidden matvec arithmetic as a named term of the estimate (k_alu ops per weight at the
+    device's matvec peak: a CPU's dot-product peak, a GPU's fp32 shader peak), so the terms add up."""
+    alu = e.step.alu_time_s
+    peak = alu_peak_tflops(e.hardware)
+    if alu <= 0.0 or not peak:
+        return ""
+    kind = "dot-product" if e.hardware.kind == "cpu" else "fp32 shader"
+    return (
+        f"+ {alu * 1e3:.2f} ms/token of matvec arithmetic ({e.efficiency.decode_alu_flops_per_weight:.1f} ops per weight "
+        f"at the {peak:g} TFLOPS {kind} peak: compute, not memory) "
+    )
 
 
 PREFILL_BOUND_WORDS = {"compute": "compute", "memory": "memory", "transfer": "PCIe", "communication": "communication", "overhead": "overhead"}
