@@ -22,7 +22,10 @@ words with the device in mind (`quant_words`), checkpoint names (`model_words`),
 column (`quantity`: a per-GPU, per-node or per-user figure is compared with the prediction as the
 same quantity). A `batch_size` reading "max (offline, all requests queued)" is an offline run; a
 static batch is `batch_size` requests queued at once, held until the longest ends on engines whose
-batch benchmark is static (`static_batch.STATIC_ENGINES`). SGLang's random dataset without a range
+batch benchmark is static (`static_batch.STATIC_ENGINES`). A row flagged `speculative_decoding` runs
+the speculation its launch flags or notes state (`spec_words`: method, drafts per pass, and the
+acceptance from a printed accept length, else the method's default), with SGLang's cap of 48 running
+requests under speculation when its printed launch does not set one. SGLang's random dataset without a range
 ratio (flag `nominal_random_lengths`) draws each length uniformly up to the nominal one.
 
 A row that cannot be predicted (model not in the catalog, unknown metric, a statistic the
@@ -55,6 +58,7 @@ from tokometer.errors import InputError, TokometerError
 from tokometer.fitting.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
 from tokometer.fitting.quantity import Quantity, is_throughput, read_quantity
 from tokometer.fitting.rows import MAX_BATCH, Cells
+from tokometer.fitting.spec_words import read_speculation
 from tokometer.fitting.static_batch import STATIC_ENGINES
 from tokometer.fitting.time_limit import TimeLimitError, time_limit
 
@@ -121,6 +125,11 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
 # extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
 INFERENCEX_TRTLLM_STREAM_TOKENS = 10
+
+# SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_speculative_decoding): with EAGLE, EAGLE3,
+# NEXTN, STANDALONE or NGRAM and no --max-running-requests, "Max running requests is reset to 48 for
+# speculative decoding"; the request pool is then max_running_requests // attn_dp_size per DP rank
+SGLANG_SPEC_MAX_RUNNING = 48
 
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
 SERVING_COLUMNS = ("scenario", "request_rate", "concurrency", "num_requests", "dataset", "kv_cache_dtype", "max_num_seqs_or_batch")
@@ -291,8 +300,6 @@ def batch_cell(row: Row) -> int | str | None:
 def _setup_reason(row: Row) -> str | None:
     """Why a row's setup is outside what the simulator models (flags the source put on it), or None."""
     flags = row.text("flag").lower().split(";")
-    if "speculative_decoding" in flags:
-        return "speculative decoding not modelled"
     if "parallelism_not_stated" in flags:
         return "the source does not state the parallel layout (a best-of table): no setup to simulate"
     split = (row.text("parallelism") + " " + row.text("backend")).lower()
@@ -428,6 +435,16 @@ def plan_run(rows: list[Row]) -> Run:
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
     if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
         run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
+    if "speculative_decoding" in row.text("flag").lower().split(";"):
+        spec = read_speculation(row.text("backend") + " ; " + row.text("notes"))
+        if spec.reason is not None:
+            run.reason = spec.reason
+            return run
+        kwargs.update(spec.deploy_kwargs())  # the source's method, drafts and acceptance (else the method's defaults)
+        if engine == "sglang" and spec.launch_printed and not re.search(r"--max-running-requests", row.text("notes")):
+            # SGLang's ServerArgs._handle_speculative_decoding: max_running_requests = 48 for the whole
+            # server unless the launch sets it, split over the attention-DP ranks (deploy multiplies by dp)
+            kwargs["max_num_seqs"] = max(1, SGLANG_SPEC_MAX_RUNNING // max(1, dp))
     multi = re.search(r"--num-scheduler-steps[ =](\d+)", row.text("backend"))
     if multi:
         kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
@@ -619,7 +636,7 @@ def simulate_run(
     dep = deploy_run(run, efficiency(run.engine))
     return simulate(
         dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), replicas=run.replicas, seed=seed,
-        max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s),
+        max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s), spec=dep.speculation,
     )
 
 
