@@ -79,3 +79,32 @@ def test_speculation_changes_the_simulated_run() -> None:
     b = predict([plan_run([spec])], serving_efficiency, naive=False)[0]
     assert a.predicted is not None and b.predicted is not None
     assert b.predicted > 1.3 * a.predicted  # one stream: ~E(0.85, 3) tokens per pass of about a plain step's cost
+
+
+def test_disaggregated_pools_of_different_layouts_are_planned_per_pool() -> None:
+    par = "disaggregated: prefill tp=4,ep=4 (dp-attention) x3 workers; decode tp=8,ep=8 x2 workers"
+    run = plan_run([_row(parallelism=par, flag="disaggregated", hardware_id="b200", metric="tput_out",
+                         unit="output tokens/s per GPU")])
+    assert run.reason is None
+    assert run.disagg == (3, 2)
+    assert run.gpus == 3 * 4 + 2 * 8
+    assert run.deploy_kwargs["dp"] == 4 and run.decode_layout["tp"] == 8 and run.decode_layout["ep"] == 8
+    empty = plan_run([_row(parallelism=par.replace("x3", "x0"), flag="disaggregated")])
+    assert empty.reason is not None and "0 workers" in empty.reason
+    vague = plan_run([_row(parallelism="disaggregated: prefill 8 GPU, TP=8; decode 32 GPU, EP=8", flag="disaggregated")])
+    assert vague.reason is not None and "disaggregated" in vague.reason
+
+
+def test_a_disaggregated_run_is_scored_per_gpu_over_both_pools() -> None:
+    from tokometer.catalog.serving import serving_efficiency
+    from tokometer.fitting.serving_validate import predict
+
+    par = "disaggregated: prefill tp=8,ep=8 x1 workers; decode tp=8,ep=8 x{d} workers"
+    results = {}
+    for d in (1, 3):
+        row = _row(parallelism=par.format(d=d), flag="disaggregated", hardware_id="b200", concurrency="64",
+                   unit="output tokens/s per GPU")
+        results[d] = predict([plan_run([row])], serving_efficiency, naive=False)[0]
+    assert results[1].predicted is not None and results[3].predicted is not None
+    # the same 64 clients over more decode GPUs: less output per GPU
+    assert results[3].predicted < results[1].predicted
