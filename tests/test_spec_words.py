@@ -108,3 +108,19 @@ def test_a_disaggregated_run_is_scored_per_gpu_over_both_pools() -> None:
     assert results[1].predicted is not None and results[3].predicted is not None
     # the same 64 clients over more decode GPUs: less output per GPU
     assert results[3].predicted < results[1].predicted
+
+
+def test_a_speculative_rows_itl_is_the_chunk_interval_of_a_verify_pass() -> None:
+    """Benchmark clients time ITL per streamed chunk; a verify pass streams E(a, k) tokens as one chunk."""
+    from tokometer.catalog.serving import serving_efficiency
+    from tokometer.fitting.serving_validate import predict
+
+    launch = "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1"
+    rows = [_row(row_id=f"T-{m}", backend=launch, concurrency="1", metric=m, unit="ms", value="10")
+            for m in ("itl_ms_mean", "tpot_ms_mean")]
+    run = plan_run(rows)
+    assert run.tokens_per_pass == pytest.approx(expected_tokens(0.85, 3))
+    itl, tpot = (r.predicted for r in predict([run], serving_efficiency, naive=False))
+    assert itl is not None and tpot is not None
+    assert itl == pytest.approx(tpot * run.tokens_per_pass, rel=0.1)
+    assert plan_run([_row(flag="")]).tokens_per_pass == 1.0

@@ -255,6 +255,7 @@ class Run:
     static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
     stream_tokens: int = 1  # tokens per streamed chunk: a client's inter-token latency is the chunks' interval
     disagg: tuple[int, int] | None = None  # (prefill, decode) workers, when the source disaggregates
+    tokens_per_pass: float = 1.0  # E(a, k) under speculation: the tokens one streamed chunk carries
     decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
     gpus: int | None = None  # every GPU of the run when its replicas differ (both pools), else None
 
@@ -465,6 +466,7 @@ def plan_run(rows: list[Row]) -> Run:
             run.reason = spec.reason
             return run
         kwargs.update(spec.deploy_kwargs())  # the source's method, drafts and acceptance (else the method's defaults)
+        run.tokens_per_pass = spec.tokens_per_pass
         if engine == "sglang" and spec.launch_printed and not re.search(r"--max-running-requests", row.text("notes")):
             # SGLang's ServerArgs._handle_speculative_decoding: max_running_requests = 48 for the whole
             # server unless the launch sets it, split over the attention-DP ranks (deploy multiplies by dp)
@@ -632,7 +634,10 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     if value is None:
         return None, f"no {kind} observed in the simulated run"
     if kind == "itl" and run is not None:
-        value *= run.stream_tokens  # the client sees a chunk of `stream_tokens` tokens at a time
+        # the client sees a chunk of `stream_tokens` tokens at a time; under speculation each verify pass
+        # streams its accepted tokens as one chunk, and the benchmark clients (vLLM's and SGLang's
+        # bench_serving) time ITL per chunk: the pass interval, E(a, k) per-token gaps
+        value *= run.stream_tokens * run.tokens_per_pass
     return value / UNIT_S[unit], None
 
 

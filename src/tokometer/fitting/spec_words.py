@@ -47,6 +47,17 @@ class SpecSetting:
     reason: str | None = None
     launch_printed: bool = False  # the engine's launch flags were read (its defaults then apply)
 
+    @property
+    def tokens_per_pass(self) -> float:
+        """E(a, k): the tokens a verify pass keeps per request, with the method's defaults where unstated."""
+        from tokometer.costmodel.serving.speculation import METHODS
+
+        if self.method is None or self.method not in METHODS:
+            return 1.0
+        known = METHODS[self.method]
+        k = self.draft_tokens if self.draft_tokens is not None else known.draft_tokens
+        return expected_tokens(self.acceptance if self.acceptance is not None else known.acceptance, k)
+
     def deploy_kwargs(self) -> dict[str, object]:
         """The `deploy` keywords it sets (the ones it states)."""
         kw: dict[str, object] = {"spec_method": self.method}
