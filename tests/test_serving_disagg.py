@@ -109,3 +109,30 @@ def test_cli_disagg_json_and_bad_input(capsys: pytest.CaptureFixture[str]) -> No
         code, out, err = cli(capsys, *args, *bad)
         assert code == 2, (bad, out, err)
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_decode_pool_of_its_own_layout_sets_the_decode_speed(cost) -> None:  # type: ignore[no-untyped-def]
+    """The decode pool's own cost decides TPOT; the prefill pool's decides the prefill part of TTFT."""
+    from tokometer.costmodel.serving.disagg import Pool
+
+    slow_setup = estimate("llama-3.1-70b", "h100-sxm", quant="bf16", engine="vllm", advise=False, tp=4).setup
+    slow = step_cost(slow_setup, EFF)
+    wl = Workload(arrival="constant", num_requests=20, rate_per_s=0.5, prompt=fixed(1000), output=fixed(50))
+    same = simulate_disagg(cost, VLLM, 1e6, wl, pools(1, 1))
+    apart = simulate_disagg(cost, VLLM, 1e6, wl, pools(1, 1), decode_pool=Pool(slow, VLLM, 1e6))
+    both_slow = simulate_disagg(slow, VLLM, 1e6, wl, pools(1, 1))
+    assert apart.tpot_s.mean == pytest.approx(both_slow.tpot_s.mean, rel=1e-6)
+    assert apart.tpot_s.mean > 2 * same.tpot_s.mean
+    assert same.ttft_s.mean < apart.ttft_s.mean < both_slow.ttft_s.mean  # prefill on the fast pool, last token on the slow
+
+
+def test_a_decode_pool_that_speculates_keeps_more_tokens_per_pass(cost) -> None:  # type: ignore[no-untyped-def]
+    from tokometer.costmodel.serving.disagg import Pool
+    from tokometer.costmodel.serving.speculation import Speculation
+
+    wl = Workload(arrival="constant", num_requests=20, rate_per_s=0.5, prompt=fixed(1000), output=fixed(100))
+    plain = simulate_disagg(cost, VLLM, 1e6, wl, pools(1, 1))
+    spec = simulate_disagg(cost, VLLM, 1e6, wl, pools(1, 1),
+                           decode_pool=Pool(cost, VLLM, 1e6, Speculation("ngram", 3, 0.8, None)))
+    assert spec.completed == plain.completed == 20
+    assert spec.tpot_s.mean < 0.6 * plain.tpot_s.mean  # E(0.8, 3) = 2.95 tokens per pass of about one step's cost

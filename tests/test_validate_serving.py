@@ -151,6 +151,8 @@ def test_parallelism_spellings_never_end_validate(capsys: pytest.CaptureFixture[
         "moe-ep": {"model": "Qwen3-30B-A3B", "parallelism": "tp=2,ep=2", "n_devices": "2"},
         "moe-dep": {"model": "Qwen3-30B-A3B", "parallelism": "DEP2", "n_devices": "2"},
         "disagg": {"parallelism": "disaggregated: prefill tp=8,ep=8 x1 workers; decode tp=8,ep=8 x2 workers", "n_devices": ""},
+        "disagg-tp": {"parallelism": "disaggregated: prefill tp=1 x1 workers; decode tp=2 x2 workers", "n_devices": ""},
+        "disagg-vague": {"parallelism": "disaggregated: prefill 8 GPU, TP=8; decode 32 GPU, EP=8", "n_devices": ""},
     })
     by_id = _results(capsys, path)
     for rid in ("ep", "dpep", "dep"):  # the base row's model, Llama-3.1-8B, has no experts to spread
@@ -162,7 +164,10 @@ def test_parallelism_spellings_never_end_validate(capsys: pytest.CaptureFixture[
     moe = {rid: by_id[rid]["predicted"] for rid in ("moe-tp", "moe-ep", "moe-dep")}
     assert all(isinstance(v, float) and v > 0 for v in moe.values()), moe
     assert len(set(moe.values())) == 3, moe
-    assert "disaggregated" in str(by_id["disagg"]["reason"])
+    # stated pools are simulated, each with its own layout (a dense model's EP still refused); vague ones keep a reason
+    assert "dense model" in str(by_id["disagg"]["reason"])
+    assert by_id["disagg-tp"]["reason"] is None and by_id["disagg-tp"]["predicted"] > 0  # type: ignore[operator]
+    assert "disaggregated" in str(by_id["disagg-vague"]["reason"])
 
 
 def test_a_per_gpu_unit_is_compared_with_the_prediction_per_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -135,10 +135,6 @@ def simulate(request: SimulateRequest | str, hw: str | None = None, /, *, progre
     dep = r.deployment()
     kwargs: dict[str, Any] = {"replicas": r.replicas, "router": r.router, "seed": r.seed, "slo_ttft_s": slo[0], "slo_tpot_s": slo[1]}
     if r.disagg is not None:
-        if dep.speculation is not None:
-            from tokometer.costmodel.serving.speculation import DISAGG_REFUSED
-
-            raise InputError(DISAGG_REFUSED, field="spec_method")
         if r.replicas != 1:
             raise InputError("--disagg P:D sets the replicas of each pool; leave out --replicas")
         kwargs["disagg"] = disaggregation(dep, r.disagg, r.kv_link)

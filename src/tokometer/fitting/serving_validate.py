@@ -22,7 +22,13 @@ words with the device in mind (`quant_words`), checkpoint names (`model_words`),
 column (`quantity`: a per-GPU, per-node or per-user figure is compared with the prediction as the
 same quantity). A `batch_size` reading "max (offline, all requests queued)" is an offline run; a
 static batch is `batch_size` requests queued at once, held until the longest ends on engines whose
-batch benchmark is static (`static_batch.STATIC_ENGINES`). SGLang's random dataset without a range
+batch benchmark is static (`static_batch.STATIC_ENGINES`). A row flagged `speculative_decoding` runs
+the speculation its launch flags or notes state (`spec_words`: method, drafts per pass, and the
+acceptance from a printed accept length, else the method's default), with SGLang's cap of 48 running
+requests under speculation when its printed launch does not set one. A disaggregated row whose
+source states both pools ("prefill tp=4,ep=4 x3 workers; decode tp=8,ep=8 x2 workers") runs that many
+prefill and decode workers, each pool with its own layout (`disagg.Pool`), the decode pool speculating
+when the row does; a per-GPU figure divides by every GPU of both pools. SGLang's random dataset without a range
 ratio (flag `nominal_random_lengths`) draws each length uniformly up to the nominal one.
 
 A row that cannot be predicted (model not in the catalog, unknown metric, a statistic the
@@ -55,6 +61,7 @@ from tokometer.errors import InputError, TokometerError
 from tokometer.fitting.parallelism import GPUS_PER_NODE, Parallelism, parse_parallelism
 from tokometer.fitting.quantity import Quantity, is_throughput, read_quantity
 from tokometer.fitting.rows import MAX_BATCH, Cells
+from tokometer.fitting.spec_words import read_speculation
 from tokometer.fitting.static_batch import STATIC_ENGINES
 from tokometer.fitting.time_limit import TimeLimitError, time_limit
 
@@ -121,6 +128,11 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
 # extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
 INFERENCEX_TRTLLM_STREAM_TOKENS = 10
+
+# SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_speculative_decoding): with EAGLE, EAGLE3,
+# NEXTN, STANDALONE or NGRAM and no --max-running-requests, "Max running requests is reset to 48 for
+# speculative decoding"; the request pool is then max_running_requests // attn_dp_size per DP rank
+SGLANG_SPEC_MAX_RUNNING = 48
 
 SCENARIOS = ("offline", "static-batch", "online-rate", "online-concurrency")
 SERVING_COLUMNS = ("scenario", "request_rate", "concurrency", "num_requests", "dataset", "kv_cache_dtype", "max_num_seqs_or_batch")
@@ -242,6 +254,10 @@ class Run:
     replicas: int = 1  # copies of the parallel group the row's n_devices holds (8 GPUs at tp=2: 4)
     static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
     stream_tokens: int = 1  # tokens per streamed chunk: a client's inter-token latency is the chunks' interval
+    disagg: tuple[int, int] | None = None  # (prefill, decode) workers, when the source disaggregates
+    tokens_per_pass: float = 1.0  # E(a, k) under speculation: the tokens one streamed chunk carries
+    decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
+    gpus: int | None = None  # every GPU of the run when its replicas differ (both pools), else None
 
     @property
     def source(self) -> str:
@@ -288,18 +304,25 @@ def batch_cell(row: Row) -> int | str | None:
     return None
 
 
+# InferenceX's disaggregated rows: "disaggregated: prefill tp=4,ep=4 (dp-attention) x3 workers; decode ... x5 workers"
+_POOLS = re.compile(r"\s*disaggregated:\s*prefill\s+(.+?)\s+x(\d+)\s+workers?\s*;\s*decode\s+(.+?)\s+x(\d+)\s+workers?\s*$",
+                    re.IGNORECASE)
+
+
 def _setup_reason(row: Row) -> str | None:
     """Why a row's setup is outside what the simulator models (flags the source put on it), or None."""
     flags = row.text("flag").lower().split(";")
-    if "speculative_decoding" in flags:
-        return "speculative decoding not modelled"
     if "parallelism_not_stated" in flags:
         return "the source does not state the parallel layout (a best-of table): no setup to simulate"
     split = (row.text("parallelism") + " " + row.text("backend")).lower()
     if re.search(r"\bdcp\s*=|decode context parallel", split):
         return "decode context parallelism (DCP: the KV cache split over the TP ranks) not modelled"
-    if re.match(r"\s*(disaggregated|prefill|decode)\b", row.text("parallelism").lower()) or "pd disaggregation" in split:
-        return "disaggregated prefill/decode pools, each with its own layout: not simulated by validation"
+    pools = _POOLS.match(row.text("parallelism"))
+    if pools is not None and (int(pools.group(2)) < 1 or int(pools.group(4)) < 1):
+        return "disaggregated pools printed with 0 workers: no layout to simulate"
+    if pools is None and (re.match(r"\s*(disaggregated|prefill|decode)\b", row.text("parallelism").lower())
+                          or "pd disaggregation" in split):
+        return "disaggregated prefill/decode pools whose layouts and worker counts the source does not both state"
     return None
 
 
@@ -387,9 +410,22 @@ def plan_run(rows: list[Row]) -> Run:
         run.reason = why
         return run
     n_devices = int(row.positive("n_devices") or 0)
+    pools = _POOLS.match(row.text("parallelism"))
     try:
-        par = parse_parallelism(row.text("parallelism"), n_devices or None)
+        if pools is not None:  # the prefill workers' layout here, the decode workers' in `run.decode_layout`
+            par = parse_parallelism(pools.group(1), None)
+            dec = parse_parallelism(pools.group(3), None)
+            run.disagg = (int(pools.group(2)), int(pools.group(4)))
+            run.decode_layout = _layout_kwargs(dec, hw)
+            run.gpus = run.disagg[0] * par.n_gpus + run.disagg[1] * dec.n_gpus
+            n_devices = 0
+        else:
+            par = parse_parallelism(row.text("parallelism"), n_devices or None)
         tp, dp, ep = par.layout()
+        if run.disagg is not None:
+            run.replicas = sum(run.disagg)
+            if dec.layout()[2] > 1 and not preset.spec.is_moe:
+                raise InputError(f"ep {dec.layout()[2]} on a dense model ({row.text('model')!r})")
     except InputError as exc:
         run.reason = str(exc)
         return run
@@ -411,11 +447,7 @@ def plan_run(rows: list[Row]) -> Run:
         run.reason = str(exc)
         return run
     kwargs: dict[str, Any] = {"model": preset.spec, "hw": hw, "quant": precision.quant, "engine": engine,
-                              "tp": tp, "pp": par.pp}
-    if ep > 1 or dp > 1 or par.nodes > 1:
-        kwargs.update(ep=ep, dp=dp, nodes=par.nodes)
-        if par.nodes > 1 and hw.id.startswith(NVLINK_RACKS):
-            kwargs["inter_link"] = "nvl72"  # a GB200/GB300 rack: one NVLink domain over its trays
+                              **_layout_kwargs(par, hw)}
     if precision.kv_dtype is not None:
         kwargs["kv_dtype"] = precision.kv_dtype
     if engine == "tensorrt-llm":
@@ -428,6 +460,17 @@ def plan_run(rows: list[Row]) -> Run:
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
     if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
         run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
+    if "speculative_decoding" in row.text("flag").lower().split(";"):
+        spec = read_speculation(row.text("backend") + " ; " + row.text("notes"))
+        if spec.reason is not None:
+            run.reason = spec.reason
+            return run
+        kwargs.update(spec.deploy_kwargs())  # the source's method, drafts and acceptance (else the method's defaults)
+        run.tokens_per_pass = spec.tokens_per_pass
+        if engine == "sglang" and spec.launch_printed and not re.search(r"--max-running-requests", row.text("notes")):
+            # SGLang's ServerArgs._handle_speculative_decoding: max_running_requests = 48 for the whole
+            # server unless the launch sets it, split over the attention-DP ranks (deploy multiplies by dp)
+            kwargs["max_num_seqs"] = max(1, SGLANG_SPEC_MAX_RUNNING // max(1, dp))
     multi = re.search(r"--num-scheduler-steps[ =](\d+)", row.text("backend"))
     if multi:
         kwargs["scheduler_steps"] = int(multi.group(1))  # launch flags the source printed
@@ -479,6 +522,17 @@ def plan_run(rows: list[Row]) -> Run:
         return run
     run.deploy_kwargs = kwargs
     return run
+
+
+def _layout_kwargs(par: Parallelism, hw: Any) -> dict[str, Any]:
+    """The `deploy` keywords of a parallel layout: TP and PP, and EP, attention DP and nodes when it has them."""
+    tp, dp, ep = par.layout()
+    kwargs: dict[str, Any] = {"tp": tp, "pp": par.pp}
+    if ep > 1 or dp > 1 or par.nodes > 1:
+        kwargs.update(ep=ep, dp=dp, nodes=par.nodes)
+        if par.nodes > 1 and hw.id.startswith(NVLINK_RACKS):
+            kwargs["inter_link"] = "nvl72"  # a GB200/GB300 rack: one NVLink domain over its trays
+    return kwargs
 
 
 def _lengths(
@@ -548,7 +602,9 @@ def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | N
         return None, None
     par = run.parallelism if run is not None else Parallelism()
     replicas = run.replicas if run is not None else 1
-    if quantity.per == "gpu":
+    if run is not None and run.gpus is not None:  # two pools of different layouts: all their GPUs
+        value /= run.gpus if quantity.per == "gpu" else (max(1, -(-run.gpus // GPUS_PER_NODE)) if quantity.per == "node" else 1)
+    elif quantity.per == "gpu":
         value /= par.n_gpus * replicas
     elif quantity.per == "node":  # replicas of a group within one node share their nodes
         value /= par.nodes * replicas if par.nodes > 1 else max(1, -(-par.n_gpus * replicas // GPUS_PER_NODE))
@@ -578,7 +634,10 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     if value is None:
         return None, f"no {kind} observed in the simulated run"
     if kind == "itl" and run is not None:
-        value *= run.stream_tokens  # the client sees a chunk of `stream_tokens` tokens at a time
+        # the client sees a chunk of `stream_tokens` tokens at a time; under speculation each verify pass
+        # streams its accepted tokens as one chunk, and the benchmark clients (vLLM's and SGLang's
+        # bench_serving) time ITL per chunk: the pass interval, E(a, k) per-token gaps
+        value *= run.stream_tokens * run.tokens_per_pass
     return value / UNIT_S[unit], None
 
 
@@ -617,10 +676,34 @@ def simulate_run(
     from tokometer.costmodel.serving import simulate
 
     dep = deploy_run(run, efficiency(run.engine))
+    if run.disagg is not None:
+        return _simulate_pools(run, dep, seed, time_limit_s)
     return simulate(
         dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), replicas=run.replicas, seed=seed,
-        max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s),
+        max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s), spec=dep.speculation,
     )
+
+
+def _simulate_pools(run: Run, dep: Deployment, seed: int, time_limit_s: float | None) -> ServingResult:
+    """A disaggregated run: `run.disagg` prefill workers of the deployment's layout and decode workers of
+    `run.decode_layout` (deployed with the same model, format and engine), the prompt's KV moved over the
+    inter-node network (InfiniBand NDR per GPU; the rack's NVLink on GB200/GB300), each GPU of the
+    prefill worker sending its own shard at once (the per-GPU link times the worker's GPUs)."""
+    from tokometer.costmodel.links import parse_interconnect
+    from tokometer.costmodel.serving.cost import kv_token_bytes_total
+    from tokometer.costmodel.serving.disagg import Disagg, Pool, simulate_disagg
+
+    assert run.disagg is not None
+    link = parse_interconnect("nvl72" if dep.setup.hardware.id.startswith(NVLINK_RACKS) else "ib-ndr")
+    pools = Disagg(
+        prefill_replicas=run.disagg[0], decode_replicas=run.disagg[1], kv_bytes_per_token=kv_token_bytes_total(dep.setup),
+        link_bytes_per_s=link.effective_bytes_per_s * run.parallelism.n_gpus, link_latency_s=link.hop_latency_us * 1e-6,
+    )
+    layout = {k: v for k, v in run.deploy_kwargs.items() if k not in ("tp", "pp", "ep", "dp", "nodes", "inter_link")}
+    d = deploy_run(replace(run, deploy_kwargs={**layout, **run.decode_layout}), dep.efficiency)
+    return simulate_disagg(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), pools, seed=seed,
+                           max_context_tokens=dep.max_context_tokens,
+                           decode_pool=Pool(d.cost, d.policy, d.kv_capacity_tokens, d.speculation))
 
 
 def naive_run(run: Run) -> dict[str, float]:

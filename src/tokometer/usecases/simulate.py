@@ -33,9 +33,8 @@ from tokometer.costmodel.serving import (
     step_cost,
 )
 from tokometer.costmodel.serving.cost import kv_token_bytes_total
-from tokometer.costmodel.serving.disagg import Disagg, parse_disagg, simulate_disagg
+from tokometer.costmodel.serving.disagg import Disagg, Pool, parse_disagg, simulate_disagg
 from tokometer.costmodel.serving.speculation import (
-    DISAGG_REFUSED,
     METHODS,
     Speculation,
     check_speculation,
@@ -319,12 +318,11 @@ def run(
 ) -> ServingResult:
     """Simulate `workload` on `replicas` copies of `dep`, or on disaggregated pools when `disagg` is given.
     `check(requests routed)` is called now and then from the event loop (a progress bar, a time limit)."""
-    if disagg is not None:
-        if dep.speculation is not None:
-            raise InputError(DISAGG_REFUSED, field="spec_method")
+    if disagg is not None:  # the decode pool speculates (a prefill worker emits one token, nothing to draft)
         return simulate_disagg(
             dep.cost, dep.policy, dep.kv_capacity_tokens, workload, disagg, router=router, seed=seed,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
+            decode_pool=Pool(dep.cost, dep.policy, dep.kv_capacity_tokens, dep.speculation) if dep.speculation else None,
         )
     return simulate(
         dep.cost, dep.policy, dep.kv_capacity_tokens, workload,

@@ -42,6 +42,7 @@ from tokometer.costmodel.serving.simulate import (
     make_arrivals,
     watch,
 )
+from tokometer.costmodel.serving.speculation import Speculation
 from tokometer.costmodel.serving.workload import Workload
 from tokometer.domain.serving_specs import SchedulerPolicy
 from tokometer.domain.specs import _Plain
@@ -73,6 +74,18 @@ class Disagg(_Plain):
         return self.link_latency_s + prompt_tokens * self.kv_bytes_per_token / self.link_bytes_per_s
 
 
+@dataclass(frozen=True, slots=True)
+class Pool(_Plain):
+    """The decode pool's replica when it is laid out apart from the prefill pool (TP8/EP8 behind TP4
+    prefill workers): its step cost, its scheduler, its KV capacity in tokens, and the speculative
+    decoding it runs (MTP on the decode workers; a prefill worker emits one token, nothing to draft)."""
+
+    cost: StepCost
+    policy: SchedulerPolicy
+    kv_capacity_tokens: float
+    spec: Speculation | None = None
+
+
 def parse_disagg(text: str) -> tuple[int, int]:
     """`P:D` (prefill replicas : decode replicas), both whole numbers >= 1."""
     parts = text.strip().split(":")
@@ -100,8 +113,11 @@ def simulate_disagg(
     slo_tpot_s: float | None = None,
     max_context_tokens: int | None = None,
     observe: Observer | None = None,
+    decode_pool: Pool | None = None,
 ) -> ServingResult:
-    """Run `workload` through a prefill pool and a decode pool of one engine; deterministic per `seed`."""
+    """Run `workload` through a prefill pool and a decode pool of one engine; deterministic per `seed`.
+    `cost`, `policy` and `kv_capacity_tokens` are the prefill replica's, and the decode replica's too
+    unless `decode_pool` gives the decode pool its own layout."""
     if router not in ROUTERS:
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if workload.total_requests > MAX_REQUESTS:
@@ -117,16 +133,17 @@ def simulate_disagg(
                                    req.content))
 
     prefill = [Replica(cost, policy, kv_capacity_tokens, on_done=handoff) for _ in range(disagg.prefill_replicas)]
+    dec = decode_pool if decode_pool is not None else Pool(cost, policy, kv_capacity_tokens)
     decode = [
-        Replica(cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
-                slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s)
+        Replica(dec.cost, dec.policy, dec.kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
+                slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, spec=dec.spec)
         for _ in range(disagg.decode_replicas)
     ]
     workers = prefill + decode
     watch(workers, workload, observe)
     to_prefill, to_decode = Router(router, prefill), Router(router, decode)
     too_long = 0
-    limit = context_limit(policy, max_context_tokens)
+    limit = min(context_limit(policy, max_context_tokens), context_limit(dec.policy, max_context_tokens))
 
     while True:
         t_arrive = arrivals.next_s()
@@ -147,4 +164,4 @@ def simulate_disagg(
             arrivals.dropped(t)
             continue
         arrivals.submit(to_prefill.pick(), t, t, p, 1, then_output=o)
-    return _result(decode, workload, too_long, kv_capacity_tokens, workers=workers)
+    return _result(decode, workload, too_long, dec.kv_capacity_tokens, workers=workers)

@@ -73,7 +73,6 @@ class Replica(Protocol):
     def end_decode(self, req: Any, now: float) -> None: ...  # (Any: the replica takes its own request type back)
 
 
-DISAGG_REFUSED = "speculative decoding with --disagg is not modelled yet; leave out one of them"
 MAX_DRAFT_TOKENS = 16  # engines take a handful (vLLM docs use 1-5; EAGLE-3's chains reach 7-8)
 
 
