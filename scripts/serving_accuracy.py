@@ -46,7 +46,7 @@ def report() -> dict[str, Any]:
     under `published`."""
     from tokometer.fitting.serving_families import validate_published
     from tokometer.fitting.serving_fit import validate_serving
-    from tokometer.fitting.serving_validate import default_data_path
+    from tokometer.fitting.serving_runs import default_data_path
 
     rep = validate_serving(default_data_path(), loso=True)
     rep["published"] = validate_published(time_limit_s=PUBLISHED_TIME_LIMIT_S)

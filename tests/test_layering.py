@@ -292,3 +292,12 @@ def test_cost_model_does_no_io(path: Path) -> None:
     for target in imports(path):
         assert target.split(".")[0] not in IO_MODULES, f"{path.name} imports {target}"
     assert "open(" not in path.read_text(encoding="utf-8")
+
+
+MAX_MODULE_LINES = 600  # issue #27: split by responsibility past this, not by size alone
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """Every module of the package stays at or under `MAX_MODULE_LINES`; the message names the long ones."""
+    long = {str(p.relative_to(SRC)): n for p in MODULES if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"

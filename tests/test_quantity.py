@@ -8,7 +8,7 @@ import pytest
 
 from tokometer.errors import InputError
 from tokometer.fitting.quantity import Quantity, is_throughput, read_quantity
-from tokometer.fitting.serving_validate import default_data_path
+from tokometer.fitting.serving_runs import default_data_path
 
 CASES = [
     # metric, unit, flag, (kind, per)

@@ -18,7 +18,8 @@ from tokometer.fitting.serving_families import (
     published_paths,
     validate_published,
 )
-from tokometer.fitting.serving_validate import RowResult, group_runs, predict, read_rows
+from tokometer.fitting.serving_runs import RowResult, group_runs, read_rows
+from tokometer.fitting.serving_validate import predict
 
 
 def test_metric_classes_are_the_targets_means_and_medians() -> None:
@@ -91,7 +92,7 @@ def test_family_report_counts_unscored_reasons() -> None:
 @pytest.mark.parametrize("name", ["GB300", "8xH20", "NVIDIA H800 GPU (16x)", "AMD Instinct MI350X GPU (4x)"])
 def test_new_devices_resolve_from_their_printed_names(name: str) -> None:
     from tokometer.catalog import hardware_catalog
-    from tokometer.fitting.serving_validate import _hardware_words
+    from tokometer.fitting.serving_runs import _hardware_words
 
     assert any(hardware_catalog().find(w) is not None for w in _hardware_words(name))
 
@@ -115,7 +116,7 @@ def test_inferencex_runs_read_as_its_harness_runs_them() -> None:
 
 
 def test_frontends_and_assumed_engines_resolve_to_a_backend_scheduler() -> None:
-    from tokometer.fitting.serving_validate import _engine
+    from tokometer.fitting.serving_runs import _engine
 
     engines = {}
     for name in ("IX-DSR1-API.csv", "IX-BLOG.csv"):

@@ -19,13 +19,8 @@ from tokometer.fitting.serving_fit import (
     record_run,
 )
 from tokometer.fitting.serving_report import report
-from tokometer.fitting.serving_validate import (
-    default_data_path,
-    group_runs,
-    predict,
-    read_rows,
-    simulate_run,
-)
+from tokometer.fitting.serving_runs import default_data_path, group_runs, read_rows
+from tokometer.fitting.serving_validate import predict, simulate_run
 
 TRUTH = ServingEfficiency(compute_fraction_max=0.55, compute_half_tokens=128.0, layer_step_overhead_us=96.0, sequence_overhead_us=20.0,
                           prefill_fraction_max=0.5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tokometer.costmodel.serving.speculation import expected_tokens
-from tokometer.fitting.serving_validate import SGLANG_SPEC_MAX_RUNNING, Row, plan_run
+from tokometer.fitting.serving_runs import SGLANG_SPEC_MAX_RUNNING, Row, plan_run
 from tokometer.fitting.spec_words import acceptance_for_length, read_speculation
 
 

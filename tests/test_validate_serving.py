@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import cli
 
 from tokometer.fitting.parallelism import parse_parallelism
-from tokometer.fitting.serving_validate import default_data_path, is_serving_file
+from tokometer.fitting.serving_runs import default_data_path, is_serving_file
 
 KEEP = ("s0145", "s0878", "s0879", "s0880", "s0881", "s1444", "s1445", "s1446", "s1447")
 
@@ -100,7 +100,7 @@ def test_calibrate_fits_serving_rows(capsys: pytest.CaptureFixture[str], serving
 def test_sharegpt_lengths_follow_the_models_tokenizer() -> None:
     """The same ShareGPT conversations are fewer tokens under InternLM's 103k vocabulary than under
     Llama 2's 32k: each closed-loop run draws its lengths with its own model's tokenizer."""
-    from tokometer.fitting.serving_validate import group_runs, read_rows
+    from tokometer.fitting.serving_runs import group_runs, read_rows
 
     rows, _ = read_rows(default_data_path())
     runs = [r for r in group_runs(rows) if r.rows[0].scenario == "online-concurrency" and r.workload is not None]
@@ -222,7 +222,8 @@ def test_max_batch_and_static_rows_go_through_the_simulator(capsys: pytest.Captu
 
 def test_a_run_past_the_time_limit_is_unscored_with_that_reason(tmp_path: Path) -> None:
     from tokometer.catalog.serving import serving_efficiency
-    from tokometer.fitting.serving_validate import group_runs, predict, read_rows
+    from tokometer.fitting.serving_runs import group_runs, read_rows
+    from tokometer.fitting.serving_validate import predict
 
     path = _variants(tmp_path, {})
     rows, _ = read_rows(path)
@@ -242,13 +243,13 @@ def test_validate_time_limit_option_is_checked(capsys: pytest.CaptureFixture[str
 
 def test_the_cli_default_time_limit_is_the_use_cases() -> None:
     from tokometer.cli.validate import DEFAULT_TIME_LIMIT_S as CLI_DEFAULT
-    from tokometer.fitting.serving_validate import DEFAULT_TIME_LIMIT_S
+    from tokometer.fitting.serving_runs import DEFAULT_TIME_LIMIT_S
 
     assert CLI_DEFAULT == DEFAULT_TIME_LIMIT_S
 
 
 def test_nominal_random_lengths_are_drawn_up_to_the_nominal_length(tmp_path: Path) -> None:
-    from tokometer.fitting.serving_validate import group_runs, read_rows
+    from tokometer.fitting.serving_runs import group_runs, read_rows
 
     path = _variants(tmp_path, {"rnd": {"flag": "nominal_random_lengths", "prompt_tokens": "1024", "gen_tokens": "512"}})
     rows, _ = read_rows(path)
@@ -266,14 +267,15 @@ def test_nominal_random_lengths_are_drawn_up_to_the_nominal_length(tmp_path: Pat
     ("LMDeploy (TurboMind)", "lmdeploy"),
 ])
 def test_engine_cells_name_their_scheduler(cell: str, engine: str) -> None:
-    from tokometer.fitting.serving_validate import Row, _engine
+    from tokometer.fitting.serving_runs import Row, _engine
 
     assert _engine(Row("r", {"engine": cell}, "tput_out", 1.0)) == engine
 
 
 def test_per_node_counts_the_nodes_the_replicas_fill() -> None:
     from tokometer.fitting.quantity import Quantity
-    from tokometer.fitting.serving_validate import Run, as_quantity
+    from tokometer.fitting.serving_runs import Run
+    from tokometer.fitting.serving_validate import as_quantity
 
     totals: dict[str, float | None] = {"tput_out": 800.0}
     node = Quantity("output_tokens", "node")

@@ -32,7 +32,7 @@ class ValidateResult(JsonResult):
 
 def _cases(cases: str | Path | None, serving: bool) -> Path:
     from tokometer.calibration_data import MEASUREMENTS_CSV
-    from tokometer.fitting.serving_validate import default_data_path
+    from tokometer.fitting.serving_runs import default_data_path
 
     if serving and cases is not None:
         raise InputError("give a CASES file or --serving, not both", field="serving")
@@ -42,7 +42,7 @@ def _cases(cases: str | Path | None, serving: bool) -> Path:
 def evidence_file(cases: str | Path | None, serving: bool) -> tuple[Path, bool]:
     """The file `validate`/`calibrate` read for these arguments, and whether it holds serving rows
     (the CLI picks its rendering from it without importing the fitting package itself)."""
-    from tokometer.fitting.serving_validate import is_serving_file
+    from tokometer.fitting.serving_runs import is_serving_file
 
     path = _cases(cases, serving)
     return path, is_serving_file(path)
@@ -67,7 +67,7 @@ def validate(
     shipped evidence: measurements.csv and every published/*.csv (never outside.csv). A simulated run
     past `time_limit_s` leaves its rows unscored with that reason; `progress=True` draws a bar on a terminal.
     """
-    from tokometer.fitting.serving_validate import is_serving_file
+    from tokometer.fitting.serving_runs import is_serving_file
     from tokometer.report.progress import wrapper
 
     if time_limit_s is not None and not (time_limit_s > 0 and math.isfinite(time_limit_s)):
@@ -159,7 +159,7 @@ def calibrate(
         clear_serving_efficiency_table()
         return CalibrateResult({"removed": str(user) if removed else None, "active": str(shipped), "user_file": str(user)},
                                serving=serving)
-    from tokometer.fitting.serving_validate import is_serving_file
+    from tokometer.fitting.serving_runs import is_serving_file
 
     from_evidence = cases is None and not serving
     path = _cases(cases, serving)

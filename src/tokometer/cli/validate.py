@@ -10,7 +10,7 @@ import click
 
 from tokometer.cli.options import json_option
 
-DEFAULT_TIME_LIMIT_S = 10.0  # fitting.serving_validate.DEFAULT_TIME_LIMIT_S (not imported: keeps `--help` quick)
+DEFAULT_TIME_LIMIT_S = 10.0  # fitting.serving_runs.DEFAULT_TIME_LIMIT_S (not imported: keeps `--help` quick)
 
 
 def _fmt(value: float | None, pct: bool = True) -> str:

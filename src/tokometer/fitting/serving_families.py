@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tokometer.fitting.serving_validate import RowResult, Run
+from tokometer.fitting.serving_runs import RowResult, Run
 
 CLASSES = ("throughput", "ttft", "itl")
 CLASS_NAMES = {"throughput": "throughput", "ttft": "TTFT", "itl": "ITL/TPOT"}
@@ -118,12 +118,8 @@ def family_report(results: Sequence[RowResult], runs: Sequence[Run]) -> dict[str
 def validate_published(paths: Sequence[Path] | None = None, *, time_limit_s: float | None = None) -> dict[str, Any]:
     """Score every compiled serving file with the shipped serving fit (`family_report` of the rows)."""
     from tokometer.catalog.serving import serving_efficiency
-    from tokometer.fitting.serving_validate import (
-        DEFAULT_TIME_LIMIT_S,
-        group_runs,
-        predict,
-        read_rows,
-    )
+    from tokometer.fitting.serving_runs import DEFAULT_TIME_LIMIT_S, group_runs, read_rows
+    from tokometer.fitting.serving_validate import predict
 
     runs: list[Run] = []
     results: list[RowResult] = []

@@ -51,18 +51,16 @@ import numpy as np
 from tokometer.costmodel.serving import ServingEfficiency
 from tokometer.costmodel.serving.engine import StepRecord
 from tokometer.fitting.serving_report import report
-from tokometer.fitting.serving_validate import (
+from tokometer.fitting.serving_runs import (
     DEFAULT_TIME_LIMIT_S,
     METRIC,
     UNIT_S,
     RowResult,
     Run,
-    deploy_run,
     group_runs,
-    predict,
     read_rows,
-    sized_workload,
 )
+from tokometer.fitting.serving_validate import deploy_run, predict, sized_workload
 from tokometer.fitting.time_limit import TimeLimitError, time_limit
 
 PRIOR = ServingEfficiency()

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from tokometer.fitting.serving_validate import RowResult
+from tokometer.fitting.serving_runs import RowResult
 
 
 def _summary(results: Sequence[RowResult]) -> dict[str, Any]:
