@@ -11,6 +11,11 @@ import { message, t } from '../i18n.js';
 import { facts } from '../widgets.js';
 
 const MAIN = ['model', 'quant', 'hw', 'serving_engine', 'tp', 'replicas', 'prompt_tokens', 'output_tokens', 'rate_per_s', 'slo_ttft_ms', 'slo_tpot_ms'];
+// the advanced groups: speculative decoding and shared prefixes, with `tokometer simulate`'s names
+const ADVANCED = [
+  ['g.speculative', ['spec_method', 'spec_tokens', 'spec_acceptance', 'draft_model']],
+  ['g.prefix', ['system_prompt', 'system_prompt_share', 'system_prompts', 'turns']],
+];
 const DEFAULTS = {
   model: 'llama-3.1-8b', quant: 'bf16', hw: 'h100-sxm', prompt_tokens: '1000', output_tokens: '200', slo_ttft_ms: '500', slo_tpot_ms: '50',
 };
@@ -65,8 +70,16 @@ export function servingChart(data, { slo = {}, measured = [], showChosen = true 
     h('figcaption', {}, t('serve.caption')));
 }
 
+/** The speculative decoding line: method, drafts per pass, acceptance and tokens kept per pass (its source as a tooltip). */
+function specLine(spec) {
+  return h('span', { 'data-testid': 'serve-spec', 'data-value': spec.tokens_per_pass, title: spec.source || '' },
+    t('serve.specLine', { method: t(`spec.${spec.method}`), k: int(spec.draft_tokens), a: num(spec.acceptance), n: num(spec.tokens_per_pass) })
+    + (spec.draft_model ? ` · ${spec.draft_model}` : ''));
+}
+
 function summary(data) {
   const c = data.chosen;
+  const spec = data.deployment.speculation;
   const shares = c.time_shares || {};
   const bound = ['memory', 'compute', 'overhead'].filter((k) => shares[`bound_${k}`])
     .sort((a, b) => shares[`bound_${b}`] - shares[`bound_${a}`])
@@ -83,6 +96,9 @@ function summary(data) {
     [t('serve.preemptions'), value('serve-preemptions', c.preemptions, int(c.preemptions))],
     [t('serve.batch'), num(c.mean_batch)],
     c.goodput_share !== null ? [t('serve.goodput'), pct(c.goodput_share)] : null,
+    c.prefix_hit_share !== null && c.prefix_hit_share !== undefined
+      ? [t('serve.prefixHit'), value('serve-prefix-hit', c.prefix_hit_share, pct(c.prefix_hit_share))] : null,
+    spec ? [t('serve.spec'), specLine(spec)] : null,
     [t('serve.steps'), value('serve-binding', c.binding, `${bound} · ${t('serve.split', { prefill: pct(shares.prefill || 0), decode: pct(shares.decode || 0) })}`)],
   ]);
 }
@@ -200,7 +216,7 @@ export async function mount(root) {
   let last = null;
   const page = await calculator(root, {
     modes: ['catalog'],
-    fields: () => ({ main: MAIN }),
+    fields: () => ({ main: MAIN, advanced: ADVANCED }),
     defaults: () => DEFAULTS,
     async call(body) {
       const sim = await post('/api/simulate', simulateBody(body));
