@@ -118,3 +118,28 @@ def test_openapi_documents_the_options_with_their_bounds() -> None:
     assert schemas["spec_tokens"]["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 16}
     assert schemas["spec_acceptance"]["anyOf"][0] == {"type": "number", "minimum": 0, "maximum": 1}
     assert schemas["turns"]["anyOf"][0]["maximum"] == 64
+
+
+PLAN = {"model": "llama-3.1-8b", "rate_per_s": 2, "prompt_tokens": 200, "output_tokens": 400, "slo_ttft_ms": 3000,
+        "slo_tpot_ms": 7, "hw": "h100-sxm", "quant": "bf16", "top": 2, "disagg": False}
+
+
+def test_the_plan_takes_the_same_speculation_as_the_library(client: TestClient) -> None:
+    from tokometer.api.serving import plan
+
+    web = client.post("/api/plan", json={**PLAN, "spec_method": "ngram", "spec": "auto"}).json()
+    lib = plan("llama-3.1-8b", rate=2, prompt=200, output=400, slo_ttft_p99=3000, slo_tpot_p99=7, hw="h100-sxm", quant="bf16",
+               top=2, disagg=False, strict=False, spec_method="ngram", spec="auto").to_dict()
+    assert web["configs"] == lib["configs"] and web["configs"][0]["spec"]["method"] == "ngram"
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"spec_method": "magic"}, "spec_method"),
+    ({"spec": "always", "spec_method": "ngram"}, "spec"),
+    ({"spec": "auto"}, "spec_method"),
+    ({"spec_method": "ngram", "spec_tokens": 40}, "spec_tokens"),
+    ({"spec_method": "draft", "draft_model": "../x"}, "draft_model"),
+])
+def test_bad_plan_speculation_is_a_422_naming_the_field(client: TestClient, change: dict[str, Any], field: str) -> None:
+    answer = client.post("/api/plan", json={**PLAN, **change})
+    assert answer.status_code == 422 and answer.json().get("field") == field, answer.json()

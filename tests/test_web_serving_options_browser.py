@@ -1,7 +1,8 @@
 """The Serving page's speculative decoding and shared-prefix fields in a real headless Chromium, at
 phone width (390 px) in English and French: the fields carry their labels in the page's language,
 a link that sets them opens their section, the result shows the API's prefix hit share and the
-speculation line, and nothing scrolls sideways."""
+speculation line, the plan's setups speculate as the page's deployment does, and nothing scrolls
+sideways."""
 
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def test_the_options_are_on_the_page_at_phone_width(browser: Any, server: str, a
     assert float(spec.get_attribute("data-value")) == api["deployment"]["speculation"]["tokens_per_pass"]
     assert strings["spec.eagle3"] in spec.inner_text()
     assert page.get_by_text(strings["serve.prefixHit"]).count() == 1
+    marked = page.locator("[data-testid=plan-table] td[data-spec=eagle3]")  # the plan speculates as the deployment does
+    assert marked.count() >= 1 and strings["spec.eagle3"] in marked.first.inner_text()
     assert page.evaluate(SIDEWAYS_PX) <= 1
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"serving-options-phone-{lang}.png"), full_page=True)

@@ -115,6 +115,8 @@ API_FIELDS: dict[str, ApiField] = {
     "spec_tokens": ApiField("int", "Tokens drafted per pass (default per method).", None, 1, MAX_SPEC_TOKENS),
     "spec_acceptance": ApiField("float", "Share of drafted tokens accepted (default per method, sourced).", None, 0, 1),
     "draft_model": ApiField("text", "The draft model of spec_method draft (a catalog model).", None),
+    "spec": ApiField("text", "Plan: on (every setup speculates) or auto (each with and without, the cheaper kept).", None,
+                     choices=("on", "auto")),
     "system_prompt": ApiField("int", "Tokens of the shared system prompt(s).", "tokens", 0, 1_000_000),
     "system_prompt_share": ApiField("float", "Share of requests that start with a shared system prompt.", None, 0, 1),
     "system_prompts": ApiField("int", "Distinct shared system prompts.", None, 1, MAX_SYSTEM_PROMPTS),

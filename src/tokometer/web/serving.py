@@ -33,7 +33,7 @@ PREFIX_FIELDS = ("system_prompt", "system_prompt_share", "system_prompts", "turn
 SIMULATE_FIELDS = ("model", "hw", "quant", "engine", "tp", "replicas", "prompt_tokens", "output_tokens", "num_requests",
                    "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed", *SPEC_FIELDS, *PREFIX_FIELDS)
 PLAN_FIELDS = ("model", "hw", "quant", "engine", "rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms",
-               "slo_tpot_ms", "top", "disagg")
+               "slo_tpot_ms", "top", "disagg", *SPEC_FIELDS, "spec")
 FRONTIER_FIELDS = ("model", "hw", "quant", "engine", "prompt_tokens", "output_tokens", "concurrencies", "seed")
 MAX_FRONTIER_OUTPUT_TOKENS = 8192  # the decode steps of the slowest point grow with the answer's length
 DEFAULT_FRONTIER_CONCURRENCIES: tuple[int, ...] = (1, 4, 16, 64, 256)
@@ -152,11 +152,17 @@ def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"top must be between 1 and {MAX_PLAN_TOP}, got {top}", field="top")
     if not (rate > 0 and math.isfinite(rate)):
         raise InputError(f"rate_per_s must be a positive number, got {rate!r}", field="rate_per_s")
+    method = _name(data, "spec_method")
+    if method is not None and method not in SPEC_METHODS:
+        raise InputError(f"spec_method must be one of {', '.join(SPEC_METHODS)}, got {method!r}", field="spec_method")
+    draft, acceptance = _name(data, "draft_model"), optional_number(data, "spec_acceptance")
     result = plan(
         model, rate=rate, prompt=prompt, output=output, slo_ttft_p99=float(optional_number(data, "slo_ttft_ms") or 0), slo_tpot_p99=float(optional_number(data, "slo_tpot_ms") or 0),
         hw=_names(data, "hw", MAX_PLAN_HARDWARE), quant=_names(data, "quant", MAX_PLAN_QUANTS),
         engine=_name(data, "engine", "vllm") or "vllm", top=top,
         disagg=flag("disagg", data["disagg"]) if _given(data, "disagg") else True, strict=False,
+        spec_method=method, spec_tokens=optional_int(data, "spec_tokens"), spec=_name(data, "spec", "on") or "on",
+        spec_acceptance=None if acceptance is None else float(acceptance), draft_model=None if draft is None else catalog_model(draft),
     )
     return {**result.to_dict(), "best_ttft_p99_s": result.plan.best_ttft_p99_s, "best_tpot_p99_s": result.plan.best_tpot_p99_s}
 

@@ -16,6 +16,7 @@ const ADVANCED = [
   ['g.speculative', ['spec_method', 'spec_tokens', 'spec_acceptance', 'draft_model']],
   ['g.prefix', ['system_prompt', 'system_prompt_share', 'system_prompts', 'turns']],
 ];
+const SPEC = ADVANCED[0][1]; // the plan speculates as the simulated deployment does
 const DEFAULTS = {
   model: 'llama-3.1-8b', quant: 'bf16', hw: 'h100-sxm', prompt_tokens: '1000', output_tokens: '200', slo_ttft_ms: '500', slo_tpot_ms: '50',
 };
@@ -115,7 +116,7 @@ function planTable(plan, rate) {
     h('div', { class: 'tablewrap' }, h('table', { class: 'data', 'data-testid': 'plan-table' },
       h('thead', {}, h('tr', {}, cols.map((c, i) => h('th', { scope: 'col', class: i >= 2 && i < 9 ? 'num' : null }, t(`serve.col.${c}`))))),
       h('tbody', {}, plan.configs.map((r) => h('tr', {},
-        h('td', {}, r.hardware), h('td', {}, r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, r.disagg || int(r.replicas)),
+        h('td', {}, r.hardware), h('td', { 'data-spec': r.spec ? r.spec.method : null }, r.spec ? `${r.quant} · ${t(`spec.${r.spec.method}`)}` : r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, r.disagg || int(r.replicas)),
         h('td', { class: 'num' }, int(r.gpus)), h('td', { class: 'num' }, `$${num(r.usd_per_hour)}`),
         h('td', { class: 'num', 'data-value': r.usd_per_million_output_tokens }, `$${num(r.usd_per_million_output_tokens)}`),
         h('td', { class: 'num' }, num(ms(r.ttft_p99_s))), h('td', { class: 'num' }, num(ms(r.tpot_p99_s))),
@@ -224,7 +225,8 @@ export async function mount(root) {
       let plan = null;
       if (body.slo_ttft_ms && body.slo_tpot_ms) {
         const ask = { model: body.model, rate_per_s: rate, prompt_tokens: body.prompt_tokens, output_tokens: body.output_tokens,
-          slo_ttft_ms: body.slo_ttft_ms, slo_tpot_ms: body.slo_tpot_ms, ...(body.serving_engine ? { engine: body.serving_engine } : {}) };
+          slo_ttft_ms: body.slo_ttft_ms, slo_tpot_ms: body.slo_tpot_ms, ...(body.serving_engine ? { engine: body.serving_engine } : {}),
+          ...Object.fromEntries(SPEC.filter((k) => body[k] !== undefined && body[k] !== '').map((k) => [k, body[k]])) };
         try {
           plan = await post('/api/plan', ask);
         } catch (error) {
