@@ -282,6 +282,11 @@ def plan(
     progress: bool = False,
     emit: str | None = None,
     strict: bool = True,
+    spec_method: str | None = None,
+    spec_tokens: int | None = None,
+    spec_acceptance: float | None = None,
+    draft_model: str | None = None,
+    spec: str = "on",
 ) -> PlanResult:
     """The cheapest deployments of `model` serving `rate` req/s within the p99 objectives (`tokometer plan`).
 
@@ -292,16 +297,24 @@ def plan(
     `emit` (vllm, sglang, tensorrt-llm, llama-cpp) adds each row's launch command. `strict=False`
     answers no configuration with an empty result instead (`plan.best_ttft_p99_s`/`best_tpot_p99_s`:
     the best any candidate reached), as the web's plan form shows it.
+    `spec_method` (draft, mtp, eagle3, ngram; `spec_tokens`, `spec_acceptance`, `draft_model` as in
+    `simulate`) deploys every candidate with speculative decoding; `spec="auto"` also tries each without
+    it and keeps the cheaper by the bounds.
     """
     from tokometer.report.progress import wrapper
-    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS
+    from tokometer.usecases.plan import DEFAULT_HARDWARE, DEFAULT_QUANTS, PlanSpec
     from tokometer.usecases.plan import plan as make_plan
 
+    if spec not in ("on", "auto"):
+        raise InputError(f"--spec takes on or auto, got {spec!r}", field="spec")
+    if spec_method is None and (spec == "auto" or any(v is not None for v in (spec_tokens, spec_acceptance, draft_model))):
+        raise InputError("--spec auto, --spec-tokens, --spec-acceptance and --draft-model go with --spec-method", field="spec_method")
+    speculation = None if spec_method is None else PlanSpec(spec_method, spec_tokens, spec_acceptance, draft_model, auto=spec == "auto")
     result = make_plan(
         model, rate=rate, prompt=prompt, output=output, slo_ttft_s=slo_ttft_p99 / 1e3, slo_tpot_s=slo_tpot_p99 / 1e3,
         hardware=names(hw) or DEFAULT_HARDWARE, quants=names(quant) or DEFAULT_QUANTS, engine=engine,
         prices=parse_prices(price), seed=seed, top=top, disagg=disagg,
-        progress=wrapper("simulating finalists", as_json=not progress),
+        progress=wrapper("simulating finalists", as_json=not progress), spec=speculation,
     )
     if not result.rows and strict:
         best = ", ".join(

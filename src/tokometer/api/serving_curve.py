@@ -10,15 +10,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokometer.api.result import JsonResult
+from tokometer.costmodel.serving.speculation import METHODS
 from tokometer.usecases.serving_curve import (
     MAX_RATES,
     MAX_REPLICAS,
     MAX_REQUESTS,
+    MAX_SPEC_TOKENS,
+    MAX_SYSTEM_PROMPTS,
+    MAX_TURNS,
     ServingCurve,
     ServingQuery,
 )
 
-__all__ = ["MAX_RATES", "MAX_REPLICAS", "MAX_REQUESTS", "ServingQuery", "ServingSweep", "serving_curve"]
+SPEC_METHODS: tuple[str, ...] = tuple(METHODS)  # speculative decoding methods the scheduler knows
+
+__all__ = ["MAX_RATES", "MAX_REPLICAS", "MAX_REQUESTS", "MAX_SPEC_TOKENS", "MAX_SYSTEM_PROMPTS", "MAX_TURNS", "SPEC_METHODS",
+           "ServingQuery", "ServingSweep", "serving_curve"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,9 @@ class ServingSweep(JsonResult):
 def serving_curve(query: ServingQuery | None = None, /, **fields: Any) -> ServingSweep:
     """Simulate a `ServingQuery` (or its fields as keyword arguments: `model`, `hw`, `quant`, `engine`, `tp`,
     `replicas`, `prompt_tokens`, `output_tokens`, `num_requests`, `rate_per_s` or `concurrency`,
-    `rates_per_s`, `concurrency_levels`, `slo_ttft_s`, `slo_tpot_s`, `seed`); out-of-range values are an
+    `rates_per_s`, `concurrency_levels`, `slo_ttft_s`, `slo_tpot_s`, `seed`, and `tokometer simulate`'s
+    speculative decoding (`spec_method`, `spec_tokens`, `spec_acceptance`, `draft_model`) and shared
+    prefixes (`system_prompt`, `system_prompt_share`, `system_prompts`, `turns`)); out-of-range values are an
     `InputError` naming the field. Without `rates_per_s` the sweep runs from 10 % to 120 % of saturation.
     """
     from tokometer.usecases.serving_curve import serving_curve as run

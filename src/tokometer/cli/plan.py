@@ -27,11 +27,19 @@ from tokometer.errors import InputError
 @click.option("--concurrencies", help="--frontier: users to simulate [default: 1,4,16,64,256,1024].")
 @click.option("--plot", "plot_file", help="--frontier: write the frontier figure (.png/.svg/.pdf).")
 @click.option("--emit", "emit", help="Print the launch commands of each row for an engine: vllm, sglang, tensorrt-llm or llama-cpp (flags pinned per engine version).")
+@click.option("--spec-method", help="Speculative decoding in every candidate: draft, mtp, eagle3 or ngram.")
+@click.option("--spec-tokens", type=int, help="Tokens drafted per pass [default: per method].")
+@click.option("--spec-acceptance", type=float, help="Share of drafted tokens accepted [default: per method, sourced].")
+@click.option("--draft-model", help="The draft model of --spec-method draft.")
+@click.option("--spec", "spec_mode", type=click.Choice(["on", "auto"]), default="on", show_default=True,
+              help="on: every candidate speculates; auto: each layout with and without, the cheaper kept.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @json_option
 def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99: float | None, slo_tpot_p99: float | None,
          hw_list: str | None, quant_list: str | None, engine: str, prices: tuple[str, ...], disagg: bool, top: int,
-         frontier: bool, concurrencies: str | None, plot_file: str | None, emit: str | None, seed: int, as_json: bool) -> None:
+         frontier: bool, concurrencies: str | None, plot_file: str | None, emit: str | None, spec_method: str | None,
+         spec_tokens: int | None, spec_acceptance: float | None, draft_model: str | None, spec_mode: str, seed: int,
+         as_json: bool) -> None:
     """Find the cheapest deployments of MODEL that serve --rate within the p99 objectives (simulated).
 
     Replicas are colocated (each runs prefill and decode), or with --disagg (the default) split into a
@@ -41,6 +49,8 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
     from tokometer.report.text import table
 
     if frontier:
+        if spec_method is not None:
+            raise InputError("--spec-method goes with a plan, not --frontier")
         hardware, quants = plan_space()
         _frontier(model, names(hw_list) or hardware, names(quant_list) or quants, engine, prompt, output,
                   concurrencies, plot_file, seed, as_json)
@@ -54,7 +64,8 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
     planned = make_plan(
         model, rate=rate, prompt=prompt, output=output, slo_ttft_p99=slo_ttft_p99, slo_tpot_p99=slo_tpot_p99,
         hw=hw_list, quant=quant_list, engine=engine, price=prices, seed=seed, top=top, disagg=disagg, progress=not as_json,
-        emit=emit,
+        emit=emit, spec_method=spec_method, spec_tokens=spec_tokens, spec_acceptance=spec_acceptance, draft_model=draft_model,
+        spec=spec_mode,
     )
     result, dicts, launches = planned.plan, planned.configs(), planned.launches()
     if as_json:

@@ -117,6 +117,8 @@ def launch(dep: Deployment, quant: str, engine: str, *, replicas: int = 1, pools
         raise InputError(f"{spec.name} does not run {fmt.name}; plan with -e {key} or --emit an engine that runs it")
     builder = {"vllm": _vllm, "sglang": _sglang, "tensorrt-llm": _trtllm, "llama-cpp": _llama_server}[key]
     commands, files, notes = builder(dep, quant, pools)
+    if key != "llama-cpp":
+        notes.append(PREFIX_NOTES[key])
     lay = dep.setup.layout
     if replicas > 1 and pools is None:
         notes.append(f"start {replicas} replicas of this, each on its own {lay.devices} GPUs, behind a load balancer")
@@ -125,6 +127,83 @@ def launch(dep: Deployment, quant: str, engine: str, *, replicas: int = 1, pools
     out = Launch(key, str(pin["version"]), str(pin["doc"]), tuple(commands), files, tuple(notes))
     check_flags(key, out)
     return out
+
+
+# Prefix caching: each emitted engine keeps a prefix cache by default, as the simulator assumes
+# (`costmodel.serving.policies.prefix_cache`), so no flag turns it on; the notes say how to turn it off.
+PREFIX_NOTES = {
+    "vllm": "prefix caching: automatic prefix caching is on by default in vLLM V1 (--no-enable-prefix-caching turns it off)",
+    "sglang": "prefix caching: RadixAttention is on by default (--disable-radix-cache turns it off)",
+    "tensorrt-llm": "prefix caching: KV cache block reuse is on by default (kv_cache_config.enable_block_reuse)",
+    "llama-cpp": "prefix caching: each slot reuses its previous prompt's common prefix (cache_prompt, on by default)",
+}
+# Speculative decoding, per engine (launch_flags.toml pins the flags and keys with their documentation)
+VLLM_METHODS = {"draft": "draft_model", "mtp": "mtp", "eagle3": "eagle3", "ngram": "ngram"}
+SGLANG_ALGORITHMS = {"draft": "STANDALONE", "mtp": "NEXTN", "eagle3": "EAGLE3", "ngram": "NGRAM"}
+TRTLLM_DECODING = {"draft": "DraftTarget", "mtp": "MTP", "eagle3": "Eagle3", "ngram": "NGram"}
+EAGLE3_HEAD = "EAGLE3_HEAD_PATH"  # placeholder: the EAGLE-3 head trained for this model (a Hub id or a path)
+
+
+def _gguf(name: str, quant: str) -> str:
+    return f"{name.replace(' ', '-')}-{quant.upper()}.gguf"
+
+
+def _draft_path(dep: Deployment, notes: list[str]) -> str | None:
+    """The drafter's checkpoint a command names: the draft model's Hub id, the EAGLE-3 head's placeholder, or None."""
+    spec = dep.speculation
+    assert spec is not None
+    if spec.method == "draft":
+        from tokometer.catalog import model_catalog
+
+        entry = model_catalog().find(spec.draft_model or "")
+        return str(getattr(entry, "hf_id", None) or spec.draft_model)
+    if spec.method == "eagle3":
+        notes.append(f"replace {EAGLE3_HEAD} with the EAGLE-3 head trained for {_hf_id(dep)}")
+        return EAGLE3_HEAD
+    return None
+
+
+def _vllm_spec(dep: Deployment, notes: list[str]) -> list[str]:
+    """`--speculative-config '{"method": ..., "num_speculative_tokens": k}'` (and the drafter's `model`)."""
+    spec = dep.speculation
+    if spec is None:
+        return []
+    config: dict[str, Any] = {"method": VLLM_METHODS[spec.method], "num_speculative_tokens": spec.draft_tokens}
+    path = _draft_path(dep, notes)
+    if path is not None:
+        config["model"] = path
+    return [f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'"]
+
+
+def _sglang_spec(dep: Deployment, notes: list[str]) -> list[str]:
+    """`--speculative-algorithm` with a chain of k drafts: k steps, top-1 each, k + 1 tokens verified."""
+    spec = dep.speculation
+    if spec is None:
+        return []
+    k = spec.draft_tokens
+    args = [f"--speculative-algorithm {SGLANG_ALGORITHMS[spec.method]}"]
+    path = _draft_path(dep, notes)
+    if path is not None:
+        args.append(f"--speculative-draft-model-path {path}")
+    if spec.method != "ngram":
+        args += [f"--speculative-num-steps {k}", "--speculative-eagle-topk 1"]
+    args.append(f"--speculative-num-draft-tokens {k + 1}")
+    if spec.method == "ngram" and dep.setup.layout.dp > 1:
+        notes.append("SGLang's NGRAM speculation does not run with DP attention (its speculative decoding docs)")
+    return args
+
+
+def _trtllm_spec(dep: Deployment, notes: list[str]) -> list[str]:
+    """The options YAML's `speculative_config`: decoding type and k drafts (MTP: k next-n layers)."""
+    spec = dep.speculation
+    if spec is None:
+        return []
+    lines = ["speculative_config:", f"  decoding_type: {TRTLLM_DECODING[spec.method]}"]
+    lines.append(f"  num_nextn_predict_layers: {spec.draft_tokens}" if spec.method == "mtp" else f"  max_draft_len: {spec.draft_tokens}")
+    path = _draft_path(dep, notes)
+    if path is not None:
+        lines.append(f"  speculative_model_dir: {path}")
+    return lines
 
 
 def _per_rank(dep: Deployment) -> tuple[int, int]:
@@ -150,6 +229,7 @@ def _vllm(dep: Deployment, quant: str, pools: tuple[int, int] | None) -> tuple[l
         base.append("--enable-expert-parallel")
     if lay.overlap:
         base.append("--enable-dbo")
+    base += _vllm_spec(dep, notes)
     roles: list[tuple[str, list[str]]] = []
     if lay.dp > 1:
         local = lay.dp // lay.nodes if lay.nodes > 1 else lay.dp
@@ -190,6 +270,7 @@ def _sglang(dep: Deployment, quant: str, pools: tuple[int, int] | None) -> tuple
     if dep.setup.kv_bytes_per_element <= 1.0:
         base.append("--kv-cache-dtype fp8_e4m3")
     base += [f"--max-running-requests {seqs * lay.dp}", f"--chunked-prefill-size {budget}", f"--port {PORT}"]
+    base += _sglang_spec(dep, notes)
     roles: list[tuple[str, list[str]]] = []
     if lay.nodes > 1:
         for n in range(lay.nodes):
@@ -211,6 +292,7 @@ def _trtllm(dep: Deployment, quant: str, pools: tuple[int, int] | None) -> tuple
             f"  free_gpu_memory_fraction: {dep.policy.memory_fraction:g}"]
     if dep.setup.kv_bytes_per_element <= 1.0:
         yaml.append("  dtype: fp8")
+    yaml += _trtllm_spec(dep, notes)
     args = [f"trtllm-serve {model}", "--backend pytorch", f"--tp_size {gpus}", f"--pp_size {lay.pp}",
             f"--ep_size {lay.ep}", f"--max_batch_size {seqs}", f"--max_num_tokens {budget}",
             "--extra_llm_api_options extra-llm-api-config.yml", f"--port {PORT}"]
@@ -234,11 +316,16 @@ def _llama_server(dep: Deployment, quant: str, pools: tuple[int, int] | None) ->
         raise InputError("llama-server has no disaggregated prefill/decode; --emit vllm, sglang or tensorrt-llm")
     seqs, budget = _per_rank(dep)
     context = (dep.max_context_tokens or 8192)
-    args = [f"llama-server -m {dep.setup.model.name.replace(' ', '-')}-{quant.upper()}.gguf", "-ngl 999", "-fa on",
+    args = [f"llama-server -m {_gguf(dep.setup.model.name, quant)}", "-ngl 999", "-fa on",
             f"-np {seqs}", f"-c {min(int(dep.kv_capacity_tokens), context * seqs)}", f"-b {budget}", "-ub 512"]
     if lay.devices > 1:
         args.append("-sm row" if lay.tp > 1 else "-sm layer")
     if dep.setup.kv_bytes_per_element <= 1.0:
         args += ["-ctk q8_0", "-ctv q8_0"]
+    spec = dep.speculation
+    if spec is not None:  # llama-server speculates with a draft model only (`--model-draft`, `--draft-max`)
+        if spec.method != "draft":
+            raise InputError(f"llama-server has no {spec.method} speculation (only a draft model); --emit vllm, sglang or tensorrt-llm")
+        args += [f"--model-draft {_gguf(spec.draft_model or 'DRAFT', quant)}", f"--draft-max {spec.draft_tokens}"]
     args.append(f"--port {PORT}")
-    return [("one node", " ".join(args))], {}, ["-c is the total context over the -np slots"]
+    return [("one node", " ".join(args))], {}, ["-c is the total context over the -np slots", PREFIX_NOTES["llama-cpp"]]

@@ -31,6 +31,9 @@ MAX_REQUESTS = 2000  # per simulated point: ~0.05 s of simulation for an 8B mode
 MAX_RATES = 16
 MAX_REPLICAS = 64
 MAX_TOKENS = 1_000_000
+MAX_SPEC_TOKENS = 16  # drafted tokens per pass: engines' examples use 1 to 8
+MAX_SYSTEM_PROMPTS = 1000
+MAX_TURNS = 64  # turns per conversation: each turn's prompt carries the history, so the work grows with T^2
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,15 @@ class ServingQuery:
     slo_ttft_s: float | None = None
     slo_tpot_s: float | None = None
     seed: int = 0
+    # speculative decoding and shared prefixes, with `tokometer simulate`'s names (`SimulateRequest`)
+    spec_method: str | None = None
+    spec_tokens: int | None = None
+    spec_acceptance: float | None = None
+    draft_model: str | None = None
+    system_prompt: int | None = None
+    system_prompt_share: float | None = None
+    system_prompts: int = 1
+    turns: int = 1
 
     def check(self) -> None:
         """Refuse out-of-range values with the field at fault (the web form marks it)."""
@@ -75,6 +87,20 @@ class ServingQuery:
             for given in values:
                 if given is not None and not (given > 0 and math.isfinite(given)):
                     raise InputError(f"{name} must be a positive number, got {given!r}", field=name)
+        for name, count, low, high in (("spec_tokens", self.spec_tokens, 1, MAX_SPEC_TOKENS),
+                                       ("system_prompt", self.system_prompt, 0, MAX_TOKENS),
+                                       ("system_prompts", self.system_prompts, 1, MAX_SYSTEM_PROMPTS),
+                                       ("turns", self.turns, 1, MAX_TURNS)):
+            if count is not None and not low <= count <= high:
+                raise InputError(f"{name} must be between {low:,} and {high:,}, got {count:,}", field=name)
+        for name, share in (("spec_acceptance", self.spec_acceptance), ("system_prompt_share", self.system_prompt_share)):
+            if share is not None and not (0.0 <= share <= 1.0):
+                raise InputError(f"{name} must be a share from 0 to 1, got {share!r}", field=name)
+        if self.system_prompt_share is not None and self.system_prompt is None:
+            raise InputError("system_prompt_share needs system_prompt (the shared prompt's length in tokens)",
+                             field="system_prompt_share")
+        if self.spec_method is None and any(v is not None for v in (self.spec_tokens, self.spec_acceptance, self.draft_model)):
+            raise InputError("spec_tokens, spec_acceptance and draft_model go with spec_method", field="spec_method")
 
 
 @dataclass(frozen=True)
@@ -95,7 +121,10 @@ class ServingCurve:
         return {
             "deployment": self.deployment.to_dict() | {"label": self.deployment.label},
             "workload": {"prompt_tokens": q.prompt_tokens, "output_tokens": q.output_tokens, "num_requests": q.num_requests,
-                         "replicas": q.replicas, "seed": q.seed, "slo_ttft_s": q.slo_ttft_s, "slo_tpot_s": q.slo_tpot_s},
+                         "replicas": q.replicas, "seed": q.seed, "slo_ttft_s": q.slo_ttft_s, "slo_tpot_s": q.slo_tpot_s,
+                         **({"system_prompt": q.system_prompt, "system_prompt_share": q.system_prompt_share,
+                             "system_prompts": q.system_prompts, "turns": q.turns}
+                            if q.system_prompt or q.turns > 1 else {})},
             "points": [{"rate_per_s": p.rate_per_s, **_brief(p.result)} for p in self.points],
             "knee_rate_per_s": self.knee.rate_per_s if self.knee else None,
             "chosen": {"rate_per_s": self.chosen_rate_per_s, "concurrency": q.concurrency, **_brief(self.chosen),
@@ -120,13 +149,22 @@ def time_shares(result: ServingResult) -> dict[str, float]:
     return shares | {f"bound_{k}": v / busy for k, v in result.bound_s.items() if v > 0}
 
 
+def shared_prefixes(q: ServingQuery) -> dict[str, Any]:
+    """The workload's shared system prompts and turns, read as `tokometer simulate` reads them."""
+    return {
+        "system_prompt_tokens": q.system_prompt or 0, "system_prompts": q.system_prompts, "turns": q.turns,
+        "system_prompt_share": (1.0 if q.system_prompt_share is None else q.system_prompt_share) if q.system_prompt else 0.0,
+    }
+
+
 def serving_curve(q: ServingQuery) -> ServingCurve:
     """Deploy, sweep the rates, mark the knee, simulate the chosen point (the knee when none is given)."""
     q.check()
-    dep = deploy(q.model, q.hw, quant=q.quant, engine=q.engine, tp=q.tp)
+    dep = deploy(q.model, q.hw, quant=q.quant, engine=q.engine, tp=q.tp, spec_method=q.spec_method,
+                 spec_tokens=q.spec_tokens, spec_acceptance=q.spec_acceptance, draft_model=q.draft_model)
     kwargs: dict[str, Any] = {"replicas": q.replicas, "router": "round-robin", "seed": q.seed,
                               "slo_ttft_s": q.slo_ttft_s, "slo_tpot_s": q.slo_tpot_s}
-    base = Workload("offline", q.num_requests, fixed(q.prompt_tokens), fixed(q.output_tokens))
+    base = Workload("offline", q.num_requests, fixed(q.prompt_tokens), fixed(q.output_tokens), **shared_prefixes(q))
     rates = list(q.rates_per_s) or auto_rates(dep, base, **kwargs)
     poisson = replace(base, arrival="poisson", rate_per_s=rates[0])
     points = sweep_rates(dep, poisson, rates, **kwargs)

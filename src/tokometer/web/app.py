@@ -86,7 +86,7 @@ def error_response(exc: TokometerError, data: Data | None = None, status_code: i
     body: Data = {"error": str(exc)}
     if isinstance(exc, UnknownEntryError):
         body["suggestions"] = exc.suggestions
-        named = [key for key in NAME_FIELDS if data and data.get(key) == exc.name]
+        named = [key for key in (*NAME_FIELDS, "draft_model") if data and data.get(key) == exc.name]
         if named:
             body["field"] = named[0]
     elif isinstance(exc, InputError) and exc.field:

@@ -18,6 +18,7 @@ from typing import Any
 from tokometer.api.feel import MAX_FEEL_SECONDS, MAX_RATE_TOK_S, MAX_RATES
 from tokometer.api.request import request_fields
 from tokometer.api.serving_curve import MAX_RATES as MAX_SWEEP_RATES
+from tokometer.api.serving_curve import MAX_SPEC_TOKENS, MAX_SYSTEM_PROMPTS, MAX_TURNS, SPEC_METHODS
 from tokometer.catalog import model_catalog
 from tokometer.domain.specs import BACKENDS
 from tokometer.errors import InputError, UnknownEntryError
@@ -109,6 +110,17 @@ API_FIELDS: dict[str, ApiField] = {
     "seed": ApiField("int", "Random seed of the simulated arrivals and lengths.", None, -MAX_INT, MAX_INT),
     "top": ApiField("int", "How many setups to list.", None, -MAX_INT, MAX_INT),
     "disagg": ApiField("flag", "Also try prefill/decode disaggregation."),
+    # speculative decoding and shared prefixes, with `tokometer simulate`'s names
+    "spec_method": ApiField("text", "Speculative decoding: draft model, MTP head, EAGLE-3 or n-gram.", None, choices=SPEC_METHODS),
+    "spec_tokens": ApiField("int", "Tokens drafted per pass (default per method).", None, 1, MAX_SPEC_TOKENS),
+    "spec_acceptance": ApiField("float", "Share of drafted tokens accepted (default per method, sourced).", None, 0, 1),
+    "draft_model": ApiField("text", "The draft model of spec_method draft (a catalog model).", None),
+    "spec": ApiField("text", "Plan: on (every setup speculates) or auto (each with and without, the cheaper kept).", None,
+                     choices=("on", "auto")),
+    "system_prompt": ApiField("int", "Tokens of the shared system prompt(s).", "tokens", 0, 1_000_000),
+    "system_prompt_share": ApiField("float", "Share of requests that start with a shared system prompt.", None, 0, 1),
+    "system_prompts": ApiField("int", "Distinct shared system prompts.", None, 1, MAX_SYSTEM_PROMPTS),
+    "turns": ApiField("int", "Turns per conversation, each prompt carrying the history.", None, 1, MAX_TURNS),
     "concurrencies": ApiField("ints", "Users kept in flight at each frontier point (closed loops).", None, 1,
                               MAX_FRONTIER_USERS, max_items=MAX_FRONTIER_CONCURRENCIES),
 }

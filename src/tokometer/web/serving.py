@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from tokometer.api.serving_curve import MAX_RATES, ServingQuery, serving_curve
+from tokometer.api.serving_curve import MAX_RATES, SPEC_METHODS, ServingQuery, serving_curve
 from tokometer.errors import InputError
 from tokometer.web.inputs import (
     MAX_FRONTIER_CONCURRENCIES,
@@ -28,10 +28,12 @@ from tokometer.web.inputs import (
     text,
 )
 
+SPEC_FIELDS = ("spec_method", "spec_tokens", "spec_acceptance", "draft_model")  # `tokometer simulate`'s names
+PREFIX_FIELDS = ("system_prompt", "system_prompt_share", "system_prompts", "turns")
 SIMULATE_FIELDS = ("model", "hw", "quant", "engine", "tp", "replicas", "prompt_tokens", "output_tokens", "num_requests",
-                   "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed")
+                   "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed", *SPEC_FIELDS, *PREFIX_FIELDS)
 PLAN_FIELDS = ("model", "hw", "quant", "engine", "rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms",
-               "slo_tpot_ms", "top", "disagg")
+               "slo_tpot_ms", "top", "disagg", *SPEC_FIELDS, "spec")
 FRONTIER_FIELDS = ("model", "hw", "quant", "engine", "prompt_tokens", "output_tokens", "concurrencies", "seed")
 MAX_FRONTIER_OUTPUT_TOKENS = 8192  # the decode steps of the slowest point grow with the answer's length
 DEFAULT_FRONTIER_CONCURRENCIES: tuple[int, ...] = (1, 4, 16, 64, 256)
@@ -60,6 +62,11 @@ def _int(data: Mapping[str, Any], key: str, default: int) -> int:
     return default if value is None else int(value)
 
 
+def optional_int(data: Mapping[str, Any], key: str) -> int | None:
+    value = optional_number(data, key, integer=True)
+    return None if value is None else int(value)
+
+
 def _ms_to_s(data: Mapping[str, Any], key: str) -> float | None:
     value = optional_number(data, key)
     if value is not None and not (value > 0 and math.isfinite(value)):
@@ -83,6 +90,12 @@ def simulate_query(data: Mapping[str, Any]) -> ServingQuery:
     if rate is not None and concurrency is not None:
         raise InputError("give rate_per_s or concurrency, not both", field="concurrency")
     rates = number_list("rates_per_s", data["rates_per_s"], limit=MAX_RATES) if _given(data, "rates_per_s") else []
+    method = _name(data, "spec_method")
+    if method is not None and method not in SPEC_METHODS:
+        raise InputError(f"spec_method must be one of {', '.join(SPEC_METHODS)}, got {method!r}", field="spec_method")
+    draft = _name(data, "draft_model")
+    acceptance, system_prompt = optional_number(data, "spec_acceptance"), optional_number(data, "system_prompt", integer=True)
+    share = optional_number(data, "system_prompt_share")
     query = ServingQuery(
         model=model, hw=_required(data, "hw"), quant=_name(data, "quant"), engine=_name(data, "engine", "vllm") or "vllm",
         tp=_int(data, "tp", 1), replicas=_int(data, "replicas", 1), prompt_tokens=_int(data, "prompt_tokens", 1000),
@@ -90,6 +103,11 @@ def simulate_query(data: Mapping[str, Any]) -> ServingQuery:
         rate_per_s=None if rate is None else float(rate), concurrency=None if concurrency is None else int(concurrency),
         rates_per_s=tuple(sorted(float(r) for r in rates)), slo_ttft_s=_ms_to_s(data, "slo_ttft_ms"),
         slo_tpot_s=_ms_to_s(data, "slo_tpot_ms"), seed=_int(data, "seed", 0),
+        spec_method=method, spec_tokens=optional_int(data, "spec_tokens"),
+        spec_acceptance=None if acceptance is None else float(acceptance),
+        draft_model=None if draft is None else catalog_model(draft),
+        system_prompt=None if system_prompt is None else int(system_prompt), system_prompt_share=None if share is None else float(share),
+        system_prompts=_int(data, "system_prompts", 1), turns=_int(data, "turns", 1),
     )
     query.check()
     return query
@@ -134,11 +152,17 @@ def plan_dict(data: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"top must be between 1 and {MAX_PLAN_TOP}, got {top}", field="top")
     if not (rate > 0 and math.isfinite(rate)):
         raise InputError(f"rate_per_s must be a positive number, got {rate!r}", field="rate_per_s")
+    method = _name(data, "spec_method")
+    if method is not None and method not in SPEC_METHODS:
+        raise InputError(f"spec_method must be one of {', '.join(SPEC_METHODS)}, got {method!r}", field="spec_method")
+    draft, acceptance = _name(data, "draft_model"), optional_number(data, "spec_acceptance")
     result = plan(
         model, rate=rate, prompt=prompt, output=output, slo_ttft_p99=float(optional_number(data, "slo_ttft_ms") or 0), slo_tpot_p99=float(optional_number(data, "slo_tpot_ms") or 0),
         hw=_names(data, "hw", MAX_PLAN_HARDWARE), quant=_names(data, "quant", MAX_PLAN_QUANTS),
         engine=_name(data, "engine", "vllm") or "vllm", top=top,
         disagg=flag("disagg", data["disagg"]) if _given(data, "disagg") else True, strict=False,
+        spec_method=method, spec_tokens=optional_int(data, "spec_tokens"), spec=_name(data, "spec", "on") or "on",
+        spec_acceptance=None if acceptance is None else float(acceptance), draft_model=None if draft is None else catalog_model(draft),
     )
     return {**result.to_dict(), "best_ttft_p99_s": result.plan.best_ttft_p99_s, "best_tpot_p99_s": result.plan.best_tpot_p99_s}
 

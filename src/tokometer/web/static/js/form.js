@@ -44,6 +44,15 @@ export const FIELDS = {
   rate_per_s: { type: 'number', check: 'positive', unit: 'req_s' },
   slo_ttft_ms: { type: 'number', check: 'positive', unit: 'ms' },
   slo_tpot_ms: { type: 'number', check: 'positive', unit: 'ms' },
+  // the Serving page's speculative decoding and shared prefixes (`tokometer simulate --spec-method ... --system-prompt ...`)
+  spec_method: { type: 'select', source: 'spec', empty: 'opt.noSpec' },
+  spec_tokens: { type: 'int', check: 'positive', max: 16 },
+  spec_acceptance: { type: 'number', check: 'nonneg', max: 1 },
+  draft_model: { type: 'text', list: 'models' },
+  system_prompt: { type: 'int', check: 'nonneg', max: 1000000, unit: 'tokens' },
+  system_prompt_share: { type: 'number', check: 'nonneg', max: 1, placeholder: '1' },
+  system_prompts: { type: 'int', check: 'positive', max: 1000, placeholder: '1' },
+  turns: { type: 'int', check: 'positive', max: 64, placeholder: '1' },
 };
 
 export const SETUP = {
@@ -66,6 +75,7 @@ export const ADVANCED = [
 ];
 const LINKS = ['nvlink', 'pcie5', 'pcie4', 'pcie4x8', 'pcie3'];
 const SERVING_ENGINES = ['sglang', 'tensorrt-llm', 'lmdeploy', 'llama-cpp', 'static']; // vllm is the empty choice
+const SPEC_METHODS = ['eagle3', 'mtp', 'draft', 'ngram']; // the scheduler's (`costmodel.serving.speculation.METHODS`)
 const BITS = ['32', '16', '8.5', '8', '6.5625', '5.5', '4.9', '4.5', '4.25', '4', '3.4375', '2.625'];
 
 /** The setup a user picked travels from page to page (a model chosen on Memory stays on Throughput). */
@@ -126,6 +136,7 @@ export function toApi(name, raw) {
 async function options(source) {
   if (source === 'engines') return (await catalog('engines')).map((e) => [e.id, e.name]);
   if (source === 'serving') return SERVING_ENGINES.map((id) => [id, t(`engine.${id}`)]);
+  if (source === 'spec') return SPEC_METHODS.map((id) => [id, t(`spec.${id}`)]);
   if (source === 'cpu') {
     return (await catalog('hardware')).filter((x) => x.kind === 'cpu')
       .sort((a, b) => a.memory_bandwidth_gb_per_s - b.memory_bandwidth_gb_per_s)

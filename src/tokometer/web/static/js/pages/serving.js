@@ -11,6 +11,12 @@ import { message, t } from '../i18n.js';
 import { facts } from '../widgets.js';
 
 const MAIN = ['model', 'quant', 'hw', 'serving_engine', 'tp', 'replicas', 'prompt_tokens', 'output_tokens', 'rate_per_s', 'slo_ttft_ms', 'slo_tpot_ms'];
+// the advanced groups: speculative decoding and shared prefixes, with `tokometer simulate`'s names
+const ADVANCED = [
+  ['g.speculative', ['spec_method', 'spec_tokens', 'spec_acceptance', 'draft_model']],
+  ['g.prefix', ['system_prompt', 'system_prompt_share', 'system_prompts', 'turns']],
+];
+const SPEC = ADVANCED[0][1]; // the plan speculates as the simulated deployment does
 const DEFAULTS = {
   model: 'llama-3.1-8b', quant: 'bf16', hw: 'h100-sxm', prompt_tokens: '1000', output_tokens: '200', slo_ttft_ms: '500', slo_tpot_ms: '50',
 };
@@ -65,8 +71,16 @@ export function servingChart(data, { slo = {}, measured = [], showChosen = true 
     h('figcaption', {}, t('serve.caption')));
 }
 
+/** The speculative decoding line: method, drafts per pass, acceptance and tokens kept per pass (its source as a tooltip). */
+function specLine(spec) {
+  return h('span', { 'data-testid': 'serve-spec', 'data-value': spec.tokens_per_pass, title: spec.source || '' },
+    t('serve.specLine', { method: t(`spec.${spec.method}`), k: int(spec.draft_tokens), a: num(spec.acceptance), n: num(spec.tokens_per_pass) })
+    + (spec.draft_model ? ` · ${spec.draft_model}` : ''));
+}
+
 function summary(data) {
   const c = data.chosen;
+  const spec = data.deployment.speculation;
   const shares = c.time_shares || {};
   const bound = ['memory', 'compute', 'overhead'].filter((k) => shares[`bound_${k}`])
     .sort((a, b) => shares[`bound_${b}`] - shares[`bound_${a}`])
@@ -83,6 +97,9 @@ function summary(data) {
     [t('serve.preemptions'), value('serve-preemptions', c.preemptions, int(c.preemptions))],
     [t('serve.batch'), num(c.mean_batch)],
     c.goodput_share !== null ? [t('serve.goodput'), pct(c.goodput_share)] : null,
+    c.prefix_hit_share !== null && c.prefix_hit_share !== undefined
+      ? [t('serve.prefixHit'), value('serve-prefix-hit', c.prefix_hit_share, pct(c.prefix_hit_share))] : null,
+    spec ? [t('serve.spec'), specLine(spec)] : null,
     [t('serve.steps'), value('serve-binding', c.binding, `${bound} · ${t('serve.split', { prefill: pct(shares.prefill || 0), decode: pct(shares.decode || 0) })}`)],
   ]);
 }
@@ -99,7 +116,7 @@ function planTable(plan, rate) {
     h('div', { class: 'tablewrap' }, h('table', { class: 'data', 'data-testid': 'plan-table' },
       h('thead', {}, h('tr', {}, cols.map((c, i) => h('th', { scope: 'col', class: i >= 2 && i < 9 ? 'num' : null }, t(`serve.col.${c}`))))),
       h('tbody', {}, plan.configs.map((r) => h('tr', {},
-        h('td', {}, r.hardware), h('td', {}, r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, r.disagg || int(r.replicas)),
+        h('td', {}, r.hardware), h('td', { 'data-spec': r.spec ? r.spec.method : null }, r.spec ? `${r.quant} · ${t(`spec.${r.spec.method}`)}` : r.quant), h('td', { class: 'num' }, int(r.tp)), h('td', { class: 'num' }, r.disagg || int(r.replicas)),
         h('td', { class: 'num' }, int(r.gpus)), h('td', { class: 'num' }, `$${num(r.usd_per_hour)}`),
         h('td', { class: 'num', 'data-value': r.usd_per_million_output_tokens }, `$${num(r.usd_per_million_output_tokens)}`),
         h('td', { class: 'num' }, num(ms(r.ttft_p99_s))), h('td', { class: 'num' }, num(ms(r.tpot_p99_s))),
@@ -200,7 +217,7 @@ export async function mount(root) {
   let last = null;
   const page = await calculator(root, {
     modes: ['catalog'],
-    fields: () => ({ main: MAIN }),
+    fields: () => ({ main: MAIN, advanced: ADVANCED }),
     defaults: () => DEFAULTS,
     async call(body) {
       const sim = await post('/api/simulate', simulateBody(body));
@@ -208,7 +225,8 @@ export async function mount(root) {
       let plan = null;
       if (body.slo_ttft_ms && body.slo_tpot_ms) {
         const ask = { model: body.model, rate_per_s: rate, prompt_tokens: body.prompt_tokens, output_tokens: body.output_tokens,
-          slo_ttft_ms: body.slo_ttft_ms, slo_tpot_ms: body.slo_tpot_ms, ...(body.serving_engine ? { engine: body.serving_engine } : {}) };
+          slo_ttft_ms: body.slo_ttft_ms, slo_tpot_ms: body.slo_tpot_ms, ...(body.serving_engine ? { engine: body.serving_engine } : {}),
+          ...Object.fromEntries(SPEC.filter((k) => body[k] !== undefined && body[k] !== '').map((k) => [k, body[k]])) };
         try {
           plan = await post('/api/plan', ask);
         } catch (error) {
