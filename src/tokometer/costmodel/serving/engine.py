@@ -256,7 +256,7 @@ class Replica:
         decoded = self.k - req.join_k
         held = req.prompt + decoded
         self.depth_sum -= held
-        self.kv_used -= held + self.frag - (self.pcache.release(req, finished=False) if req.nsegs or req.slot >= 0 else 0)
+        self.free_kv(req, held, finished=False)
         self.n_dec -= 1
         self.n_running -= 1
         self.owed -= req.finish_k
@@ -492,7 +492,7 @@ class Replica:
                     if req.finish_k == k:  # the same as `end_decode(req, now)`, inlined: it runs every step
                         held = req.prompt + (k - req.join_k)
                         self.depth_sum -= held
-                        self.kv_used -= held + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
+                        self.free_kv(req, held, finished=True)
                         self.n_dec -= 1
                         self.n_running -= 1
                         self.owed -= k
@@ -511,7 +511,7 @@ class Replica:
             left = req.output - req.generated
             self.owed -= left + 1
             if left <= 0:
-                self.kv_used -= req.prompt + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
+                self.free_kv(req, req.prompt, finished=True)
                 self.n_running -= 1
                 self._finish(req, now)
                 continue
@@ -530,12 +530,19 @@ class Replica:
         if len(self.order) > 2 * self.n_running + 64:
             self.order = [r for r in self.order if r.finish_k >= 0 or r.todo > 0]
 
+    def free_kv(self, req: Request, held: float, *, finished: bool) -> None:
+        """Give back the `held` tokens of KV a request leaving the batch had (plus its fragment), less what
+        it shares in the prefix cache (`PrefixCache.release`: kept, or idle until evicted). Every exit
+        (finish after prefill, after decode, in a speculative pass, preemption) goes through here."""
+        shared = self.pcache.release(req, finished=finished) if req.nsegs or req.slot >= 0 else 0
+        self.kv_used -= held + self.frag - shared
+
     def end_decode(self, req: Request, now: float) -> None:
         """`req` has generated its whole output (at decode count `req.finish_k`): free its KV and finish it."""
         key = req.finish_k
         held = req.prompt + (key - req.join_k)
         self.depth_sum -= held
-        self.kv_used -= held + self.frag - (self.pcache.release(req, finished=True) if req.nsegs or req.slot >= 0 else 0)
+        self.free_kv(req, held, finished=True)
         self.n_dec -= 1
         self.n_running -= 1
         self.owed -= key
