@@ -85,6 +85,19 @@ def test_bad_speculation_is_a_clear_exit_2(capsys: pytest.CaptureFixture[str], a
     assert code == 2 and words in err and "Traceback" not in err
 
 
-def test_the_frontier_refuses_speculation(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = cli(capsys, "plan", "llama-3.1-8b", "--frontier", "--spec-method", "eagle3")
-    assert code == 2 and "--frontier" in err
+def test_the_frontier_runs_each_layout_with_and_without_speculation(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(capsys, "plan", "llama-3.1-8b", "--frontier", "--hw", "h100-sxm", "-q", "fp8",
+                         "--spec-method", "eagle3", "--concurrencies", "1,16", "--json")
+    assert code == 0, err
+    points = json.loads(out)["points"]
+    plain = {(p["layout"], p["concurrency"]): p for p in points if p["spec"] is None}
+    fast = {(p["layout"].split(" + ")[0], p["concurrency"]): p for p in points if p["spec"] is not None}
+    assert plain and set(plain) == set(fast)  # every layout and concurrency twice
+    assert all(p["spec"].startswith("eagle3 k=") for p in fast.values())
+    # one user: speculation makes the stream faster (a=0.65 accepts ~1.9 tokens a pass)
+    one = [k for k in plain if k[1] == 1]
+    assert all(fast[k]["tok_s_per_user"] > 1.3 * plain[k]["tok_s_per_user"] for k in one)
+    code, _, err = cli(capsys, "plan", "llama-3.1-8b", "--frontier", "--spec-method", "eagle3", "--spec", "auto")
+    assert code == 2 and "--spec auto" in err and "Traceback" not in err
+    code, _, err = cli(capsys, "simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--frontier", "--spec-tokens", "3")
+    assert code == 2 and "--spec-method" in err and "Traceback" not in err

@@ -244,6 +244,19 @@ def test_the_frontier_is_the_cli_frontier(client: TestClient, capsys: pytest.Cap
     assert same == data
 
 
+def test_the_frontier_with_speculation_is_the_cli_frontier(client: TestClient, capsys: pytest.CaptureFixture[str]) -> None:
+    body = {**FRONTIER, "concurrencies": [1, 8], "spec_method": "eagle3", "spec_tokens": 2}
+    data = client.post("/api/frontier", json=body).json()
+    try:
+        main(["simulate", "llama-3.1-8b", "--hw", "h100-sxm", "-q", "bf16", "--prompt", "500", "--output", "100", "--frontier",
+              "--concurrencies", "1,8", "--spec-method", "eagle3", "--spec-tokens", "2", "--json"])
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+    cli = json.loads(capsys.readouterr().out)
+    assert {k: data[k] for k in cli} == cli
+    assert {p["spec"] for p in data["points"]} == {None, "eagle3 k=2 a=0.65"}
+
+
 def test_the_frontier_defaults_to_five_user_counts(client: TestClient) -> None:
     data = client.post("/api/frontier", json={"model": "llama-3.1-8b", "hw": "l40s", "output_tokens": 50}).json()
     assert data["concurrencies"] == [1, 4, 16, 64, 256] and {p["concurrency"] for p in data["points"]} == {1, 4, 16, 64, 256}
@@ -259,6 +272,8 @@ def test_the_frontier_defaults_to_five_user_counts(client: TestClient) -> None:
         ({"output_tokens": 100_000}, "output_tokens"),
         ({"model": "no-such-model"}, "model"),
         ({"rate_per_s": 4}, "rate_per_s"),
+        ({"spec_method": "medusa"}, "spec_method"),
+        ({"spec_tokens": 3}, "spec_method"),
     ],
 )
 def test_bad_frontier_input_is_a_422_naming_the_field(client: TestClient, change: dict[str, Any], field: str) -> None:

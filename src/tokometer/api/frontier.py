@@ -49,6 +49,10 @@ def frontier(
     output: int | str = 1024,
     concurrencies: str | Sequence[int] | None = None,
     seed: int = 0,
+    spec_method: str | None = None,
+    spec_tokens: int | None = None,
+    spec_acceptance: float | None = None,
+    draft_model: str | None = None,
 ) -> FrontierResult:
     """Simulate closed loops of users at each concurrency on every layout that fits, and mark the Pareto
     set of (tokens/s per GPU, tokens/s per user = 1 / mean TPOT), each point with its TTFT.
@@ -56,6 +60,8 @@ def frontier(
     `hw`/`quant`: one name, a comma-separated string or a list (`quant=None`: the model's own format);
     `tp`/`dp`/`ep` other than 1 fix one layout, else TP 1-8 and, for a MoE model, DP x EP are tried;
     `concurrencies` "1,8,64" or a list (default 1, 2, 4 ... 1024); `prompt`/`output` fixed token counts.
+    `spec_method` (draft, mtp, eagle3, ngram; with `spec_tokens`, `spec_acceptance`, `draft_model`):
+    every layout is also simulated with speculative decoding, its points labelled with the method.
     """
     from tokometer.api.serving import names
     from tokometer.usecases.frontier import frontier as run_frontier
@@ -67,6 +73,11 @@ def frontier(
     users = concurrencies if concurrencies is None or isinstance(concurrencies, str) else ",".join(str(c) for c in concurrencies)
     lengths = _tokens("--prompt", prompt), _tokens("--output", output)
     layouts = None if (tp, dp, ep) == (1, 1, 1) else [(tp, dp, ep)]
+    given = {"spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance, "draft_model": draft_model}
+    if spec_method is None and any(v is not None for v in given.values()):
+        raise InputError("--spec-tokens, --spec-acceptance and --draft-model go with --spec-method", field="spec_method")
+    spec = {"spec_method": spec_method, **given} if spec_method is not None else None
     front = run_frontier(model, hardware=hardware, quants=names(quant) or (None,), engine=engine, prompt=lengths[0],
-                         output=lengths[1], concurrencies=parse_concurrencies(users), layouts=layouts, overlap=overlap, seed=seed)
+                         output=lengths[1], concurrencies=parse_concurrencies(users), layouts=layouts, overlap=overlap, seed=seed,
+                         spec=spec)
     return FrontierResult(front, lengths[0], lengths[1])

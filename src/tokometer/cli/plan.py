@@ -3,6 +3,8 @@ decode pools) meeting p99 TTFT/TPOT objectives."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from tokometer.cli.options import json_option
@@ -49,11 +51,12 @@ def plan(model: str, rate: float | None, prompt: int, output: int, slo_ttft_p99:
     from tokometer.report.text import table
 
     if frontier:
-        if spec_method is not None:
-            raise InputError("--spec-method goes with a plan, not --frontier")
+        if spec_mode != "on":
+            raise InputError("--spec auto goes with a plan: --frontier already runs each layout with and without --spec-method")
         hardware, quants = plan_space()
+        spec = {"spec_method": spec_method, "spec_tokens": spec_tokens, "spec_acceptance": spec_acceptance, "draft_model": draft_model}
         _frontier(model, names(hw_list) or hardware, names(quant_list) or quants, engine, prompt, output,
-                  concurrencies, plot_file, seed, as_json)
+                  concurrencies, plot_file, seed, as_json, spec)
         return
     if concurrencies is not None or plot_file is not None:
         raise InputError("--concurrencies and --plot go with --frontier")
@@ -89,13 +92,14 @@ PLAN_FRONTIER_CONCURRENCIES = "1,4,16,64,256,1024"
 
 
 def _frontier(model: str, hardware: tuple[str, ...], quants: tuple[str, ...], engine: str, prompt: int, output: int,
-              concurrencies: str | None, plot_file: str | None, seed: int, as_json: bool) -> None:
-    """`plan --frontier`: every hardware x format x layout that fits, closed loops at each concurrency, the Pareto set."""
+              concurrencies: str | None, plot_file: str | None, seed: int, as_json: bool, spec: dict[str, Any]) -> None:
+    """`plan --frontier`: every hardware x format x layout that fits (with and without `--spec-method` when
+    given), closed loops at each concurrency, the Pareto set."""
     from tokometer.api.frontier import frontier
     from tokometer.report.serving import plot_frontier, render_frontier
 
     front = frontier(model, hardware, quant=quants, engine=engine, prompt=prompt, output=output,
-                     concurrencies=concurrencies or PLAN_FRONTIER_CONCURRENCIES, seed=seed)
+                     concurrencies=concurrencies or PLAN_FRONTIER_CONCURRENCIES, seed=seed, **spec)
     if plot_file:
         plot_frontier(plot_file, front.frontier)
     if as_json:

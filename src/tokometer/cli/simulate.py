@@ -75,10 +75,9 @@ def simulate(model: str, hw: str, frontier: bool, concurrencies: str | None, plo
         o = options
         if o["system_prompt"] is not None or o["system_prompt_share"] is not None or o["system_prompts"] != 1 or o["turns"] != 1:
             raise InputError("--frontier sweeps fixed lengths with nothing shared: leave out --system-prompt* and --turns")
-        if o["spec_method"] or o["spec_tokens"] is not None or o["spec_acceptance"] is not None or o["draft_model"]:
-            raise InputError("--frontier does not sweep speculative decoding yet; leave out --spec-*")
+        spec = {k: o[k] for k in ("spec_method", "spec_tokens", "spec_acceptance", "draft_model")}
         _frontier(model, hw, o["quant"], o["engine"], o["tp"], o["dp"], o["ep"], o["overlap"], o["prompt"], o["output"],
-                  concurrencies, o["seed"], plot_file, as_json)
+                  concurrencies, o["seed"], plot_file, as_json, spec)
         return
     if concurrencies is not None:
         raise InputError("--concurrencies goes with --frontier")
@@ -115,13 +114,15 @@ def simulate(model: str, hw: str, frontier: bool, concurrencies: str | None, plo
 
 
 def _frontier(model: str, hw: str, quant: str | None, engine: str, tp: int, dp: int, ep: int, overlap: bool, prompt: str,
-              output: str, concurrencies: str | None, seed: int, plot_file: str | None, as_json: bool) -> None:
-    """`simulate --frontier`: fixed lengths, closed loops over the concurrencies, the Pareto set."""
+              output: str, concurrencies: str | None, seed: int, plot_file: str | None, as_json: bool,
+              spec: dict[str, Any]) -> None:
+    """`simulate --frontier`: fixed lengths, closed loops over the concurrencies, the Pareto set (each layout
+    also with speculative decoding when `--spec-method` is given)."""
     from tokometer.api.frontier import frontier
     from tokometer.report.serving import plot_frontier, render_frontier
 
     front = frontier(model, hw, quant=quant, engine=engine, tp=tp, dp=dp, ep=ep, overlap=overlap, prompt=prompt, output=output,
-                     concurrencies=concurrencies, seed=seed)
+                     concurrencies=concurrencies, seed=seed, **spec)
     if plot_file:
         plot_frontier(plot_file, front.frontier)
     if as_json:

@@ -11,12 +11,17 @@ measurements). For each (hardware, format) and each layout that fits, the simula
 - TTFT (mean and p99), which the two axes leave out.
 
 A point is on the frontier when no other point is at least as good on both axes and better on one.
+
+With speculative decoding given (`spec`: method, drafted tokens, acceptance, draft model), each layout
+is simulated both without and with it, as vendors publish their low-latency points with MTP or EAGLE
+and their throughput points without: the frontier then says at which concurrency speculation stops
+paying (its verify pass costs more than the steps it saves once the batch is compute-bound).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +46,7 @@ class FrontierPoint:
     concurrency: int
     result: ServingResult
     on_frontier: bool = False
+    spec: str | None = None  # "mtp k=3 a=0.85" when the point speculates
 
     @property
     def tok_s_per_gpu(self) -> float:
@@ -57,7 +63,7 @@ class FrontierPoint:
             "hardware": self.hardware, "quant": self.quant, "layout": self.layout, "gpus": self.gpus,
             "concurrency": self.concurrency, "tok_s_per_gpu": self.tok_s_per_gpu, "tok_s_per_user": self.tok_s_per_user,
             "ttft_mean_s": r.ttft_s.mean, "ttft_p99_s": r.ttft_s.p99, "tpot_mean_s": r.tpot_s.mean,
-            "output_tok_s": r.tput_out_tok_s, "on_frontier": self.on_frontier,
+            "output_tok_s": r.tput_out_tok_s, "on_frontier": self.on_frontier, "spec": self.spec,
         }
 
 
@@ -98,11 +104,13 @@ def frontier(
     model: Any, *, hardware: Sequence[str], quants: Sequence[str | None], engine: str = "vllm",
     prompt: int = 1024, output: int = 1024, concurrencies: Sequence[int] = CONCURRENCIES,
     layouts: Sequence[tuple[int, int, int]] | None = None, overlap: bool = False, seed: int = 0,
+    spec: Mapping[str, Any] | None = None,
 ) -> Frontier:
     """Simulate every (hardware, format, layout that fits, concurrency) and mark the Pareto set.
 
     `layouts` (tp, dp, ep): None tries TP 1-8 and, for a MoE model, DP x EP over 2-16 GPUs (16 as two
-    nodes of 8 over InfiniBand NDR)."""
+    nodes of 8 over InfiniBand NDR). `spec`: `deploy`'s speculation keywords (`spec_method`,
+    `spec_tokens`, `spec_acceptance`, `draft_model`); each layout is then run without and with it."""
     if prompt < 1 or output < 1:
         raise InputError("--prompt and --output must be at least 1 token")
     if not concurrencies or any(c < 1 for c in concurrencies):
@@ -135,18 +143,34 @@ def frontier(
                 if dep.kv_capacity_tokens < prompt + output:
                     skip("KV cache cannot hold one request")
                     continue
-                name = layout_name(dep)
-                for c in concurrencies:
-                    wl = Workload("closed", max(MIN_REQUESTS, 2 * c), fixed(prompt), fixed(output), concurrency=c)
-                    res = run(dep, wl, seed=seed)
-                    if res.completed == 0 or not res.tpot_s.mean:
-                        skip("no request completed")
-                        continue
-                    points.append(FrontierPoint(dep.setup.hardware.id, q or "default", name, dep.devices, c, res))
+                variants = [(dep, None)]
+                if spec:
+                    try:
+                        fast = deploy(model, hw, quant=q, engine=engine, tp=tp, dp=dp, ep=ep, nodes=nodes,
+                                      inter_link=INTER_LINK if nodes > 1 else None, overlap=overlap and ep > 1, **spec)
+                    except InputError:
+                        raise  # a method the engine or model cannot run: the user's input, said once
+                    except TokometerError:
+                        skip("does not fit with the drafter")
+                    else:
+                        if fast.kv_capacity_tokens >= prompt + output and fast.speculation is not None:
+                            sp = fast.speculation
+                            variants.append((fast, f"{sp.method} k={sp.draft_tokens} a={sp.acceptance:g}"))
+                        else:
+                            skip("KV cache cannot hold one request beside the drafter")
+                for d, label in variants:
+                    name = layout_name(d) + (f" + {label}" if label else "")
+                    for c in concurrencies:
+                        wl = Workload("closed", max(MIN_REQUESTS, 2 * c), fixed(prompt), fixed(output), concurrency=c)
+                        res = run(d, wl, seed=seed)
+                        if res.completed == 0 or not res.tpot_s.mean:
+                            skip("no request completed")
+                            continue
+                        points.append(FrontierPoint(d.setup.hardware.id, q or "default", name, d.devices, c, res, spec=label))
     if not points:
         raise InputError("no layout of this model fits the hardware given; nothing to draw")
     flags = pareto_flags([(p.tok_s_per_gpu, p.tok_s_per_user) for p in points])
-    marked = tuple(FrontierPoint(p.hardware, p.quant, p.layout, p.gpus, p.concurrency, p.result, f)
+    marked = tuple(FrontierPoint(p.hardware, p.quant, p.layout, p.gpus, p.concurrency, p.result, f, p.spec)
                    for p, f in zip(points, flags, strict=True))
     return Frontier(marked, skipped)
 

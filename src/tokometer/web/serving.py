@@ -34,7 +34,7 @@ SIMULATE_FIELDS = ("model", "hw", "quant", "engine", "tp", "replicas", "prompt_t
                    "rate_per_s", "concurrency", "rates_per_s", "slo_ttft_ms", "slo_tpot_ms", "seed", *SPEC_FIELDS, *PREFIX_FIELDS)
 PLAN_FIELDS = ("model", "hw", "quant", "engine", "rate_per_s", "prompt_tokens", "output_tokens", "slo_ttft_ms",
                "slo_tpot_ms", "top", "disagg", *SPEC_FIELDS, "spec")
-FRONTIER_FIELDS = ("model", "hw", "quant", "engine", "prompt_tokens", "output_tokens", "concurrencies", "seed")
+FRONTIER_FIELDS = ("model", "hw", "quant", "engine", "prompt_tokens", "output_tokens", "concurrencies", "seed", *SPEC_FIELDS)
 MAX_FRONTIER_OUTPUT_TOKENS = 8192  # the decode steps of the slowest point grow with the answer's length
 DEFAULT_FRONTIER_CONCURRENCIES: tuple[int, ...] = (1, 4, 16, 64, 256)
 MAX_PLAN_HARDWARE = 12
@@ -188,8 +188,14 @@ def frontier_dict(data: Mapping[str, Any]) -> dict[str, Any]:
     for c in users:
         if not 1 <= c <= MAX_FRONTIER_USERS:
             raise InputError(f"concurrencies must be from 1 to {MAX_FRONTIER_USERS:,} users, got {c:,}", field="concurrencies")
+    method = _name(data, "spec_method")
+    if method is not None and method not in SPEC_METHODS:
+        raise InputError(f"spec_method must be one of {', '.join(SPEC_METHODS)}, got {method!r}", field="spec_method")
+    acceptance, draft = optional_number(data, "spec_acceptance"), _name(data, "draft_model")
     result = frontier(model, hw, quant=_name(data, "quant"), engine=_name(data, "engine", "vllm") or "vllm", prompt=prompt,
-                      output=output, concurrencies=users, seed=_int(data, "seed", 0))
+                      output=output, concurrencies=users, seed=_int(data, "seed", 0), spec_method=method,
+                      spec_tokens=optional_int(data, "spec_tokens"), spec_acceptance=None if acceptance is None else float(acceptance),
+                      draft_model=None if draft is None else catalog_model(draft))
     return {**result.to_dict(), "prompt_tokens": prompt, "output_tokens": output, "concurrencies": list(users)}
 
 

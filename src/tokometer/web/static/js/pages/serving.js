@@ -123,10 +123,12 @@ function planTable(plan, rate) {
         h('td', { class: 'wrap' }, message(r.binding))))))));
 }
 
-/** The frontier request for a form's values: the deployment and lengths, each layout that fits tried. */
+/** The frontier request for a form's values: the deployment and lengths, each layout that fits tried (with and without the form's speculative decoding). */
 function frontierBody(values) {
   const { model, hw, quant, serving_engine: engine, prompt_tokens: prompt, output_tokens: output } = values;
-  return Object.fromEntries(Object.entries({ model, hw, quant, engine, prompt_tokens: prompt, output_tokens: output })
+  const { spec_method, spec_tokens, spec_acceptance, draft_model } = values; // each layout also with speculation
+  return Object.fromEntries(Object.entries({ model, hw, quant, engine, prompt_tokens: prompt, output_tokens: output,
+    spec_method, spec_tokens, spec_acceptance, draft_model })
     .filter(([, v]) => v !== undefined && v !== null && v !== ''));
 }
 
