@@ -136,3 +136,23 @@ def test_a_decode_pool_that_speculates_keeps_more_tokens_per_pass(cost) -> None:
                            decode_pool=Pool(cost, VLLM, 1e6, Speculation("ngram", 3, 0.8, None)))
     assert spec.completed == plain.completed == 20
     assert spec.tpot_s.mean < 0.6 * plain.tpot_s.mean  # E(0.8, 3) = 2.95 tokens per pass of about one step's cost
+
+
+def test_a_caller_can_stop_disaggregated_pools_from_inside_the_event_loop(cost) -> None:  # type: ignore[no-untyped-def]
+    """`check` is called every CHECK_EVERY passes with the requests routed so far, as in `simulate`, so a
+    time limit (`fitting.time_limit`) or a progress bar reaches disaggregated runs too; it ends the run by
+    raising. Without it, a published disaggregated row's time limit was taken and ignored."""
+    wl = Workload("poisson", 3000, fixed(256), fixed(64), rate_per_s=200.0)
+    seen: list[int] = []
+
+    def stop_late(routed: int) -> None:
+        seen.append(routed)
+        if len(seen) == 3:
+            raise InputError("stopped by the caller")
+
+    with pytest.raises(InputError, match="stopped by the caller"):
+        simulate_disagg(cost, VLLM, 1e6, wl, pools(1, 2), check=stop_late)
+    assert len(seen) == 3 and seen == sorted(seen) and seen[-1] < 3000
+    calls: list[int] = []
+    done = simulate_disagg(cost, VLLM, 1e6, wl, pools(1, 2), check=calls.append)
+    assert done.completed == 3000 and calls and calls[-1] <= 3000

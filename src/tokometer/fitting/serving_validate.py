@@ -187,7 +187,7 @@ def _simulate_pools(run: Run, dep: Deployment, seed: int, time_limit_s: float | 
     d = deploy_run(replace(run, deploy_kwargs={**layout, **run.decode_layout}), dep.efficiency)
     return simulate_disagg(dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), pools, seed=seed,
                            max_context_tokens=dep.max_context_tokens,
-                           decode_pool=Pool(d.cost, d.policy, d.kv_capacity_tokens, d.speculation))
+                           decode_pool=Pool(d.cost, d.policy, d.kv_capacity_tokens, d.speculation), check=time_limit(time_limit_s))
 
 
 def naive_run(run: Run) -> dict[str, float]:

@@ -323,6 +323,7 @@ def run(
             dep.cost, dep.policy, dep.kv_capacity_tokens, workload, disagg, router=router, seed=seed,
             slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, max_context_tokens=dep.max_context_tokens,
             decode_pool=Pool(dep.cost, dep.policy, dep.kv_capacity_tokens, dep.speculation) if dep.speculation else None,
+            check=check,
         )
     return simulate(
         dep.cost, dep.policy, dep.kv_capacity_tokens, workload,

@@ -25,12 +25,14 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.engine import Replica, Request
 from tokometer.costmodel.serving.prefix_cache import Content
 from tokometer.costmodel.serving.simulate import (
+    CHECK_EVERY,
     MAX_REQUESTS,
     ROUTERS,
     Observer,
@@ -114,10 +116,12 @@ def simulate_disagg(
     max_context_tokens: int | None = None,
     observe: Observer | None = None,
     decode_pool: Pool | None = None,
+    check: Callable[[int], None] | None = None,
 ) -> ServingResult:
     """Run `workload` through a prefill pool and a decode pool of one engine; deterministic per `seed`.
     `cost`, `policy` and `kv_capacity_tokens` are the prefill replica's, and the decode replica's too
-    unless `decode_pool` gives the decode pool its own layout."""
+    unless `decode_pool` gives the decode pool its own layout. `check(requests routed)` is called every
+    `CHECK_EVERY` passes of the event loop, as in `simulate`: a caller's time limit or progress bar."""
     if router not in ROUTERS:
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if workload.total_requests > MAX_REQUESTS:
@@ -145,7 +149,12 @@ def simulate_disagg(
     too_long = 0
     limit = min(context_limit(policy, max_context_tokens), context_limit(dec.policy, max_context_tokens))
 
+    passes = routed = 0
     while True:
+        if check is not None:
+            passes += 1
+            if passes % CHECK_EVERY == 0:
+                check(routed)
         t_arrive = arrivals.next_s()
         t_ready = transfers[0][0] if transfers else math.inf
         rep = busiest_behind(workers)
@@ -159,6 +168,7 @@ def simulate_disagg(
             arrivals.submit(to_decode.pick(), ready, arrival, p, o, ready=ready, cached=p - 1, content=content)
             continue
         t, p, o = arrivals.pop()
+        routed += 1
         if p + o > limit:
             too_long += 1
             arrivals.dropped(t)
