@@ -137,3 +137,35 @@ def test_the_license_is_an_spdx_expression() -> None:
     assert project["project"]["license"] == "Apache-2.0"
     assert "setuptools>=77" in project["build-system"]["requires"]
     assert not [c for c in project["project"].get("classifiers", []) if c.startswith("License ::")]
+
+
+def _all_cli_options() -> set[str]:
+    import click
+
+    from tokometer.cli import cli
+
+    found: set[str] = set()
+
+    def walk(cmd: click.Command, ctx: click.Context) -> None:
+        for p in cmd.params:
+            found.update(o for o in (*p.opts, *p.secondary_opts) if o.startswith("--"))
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, click.Context(sub, parent=ctx))
+
+    walk(cli, click.Context(cli))
+    return found
+
+
+def test_every_option_the_readme_names_exists() -> None:
+    """A `--flag` written in the README (outside shell commands of other tools) is an option of some
+    tokometer command: documentation that names a renamed or removed option fails here."""
+    import re
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
+    other_tools = {"--n-cpu-moe", "--num-prompts", "--num-scheduler-steps"}  # llama.cpp's and vLLM's, quoted
+    missing = sorted(named - _all_cli_options() - other_tools)
+    assert not missing, f"the README names options no command has: {missing}"
