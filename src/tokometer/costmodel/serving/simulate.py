@@ -86,6 +86,7 @@ class _Users:
     def __init__(self, workload: Workload, rng: random.Random) -> None:
         self.workload = workload
         self.rng = rng
+        self.lag_s = 0.0  # the serving stack's latency (`request_lag_s`): a user's request reaches the scheduler that late
         self.left = workload.num_requests
         self.heap: list[float] = []
         for _ in range(min(workload.concurrency or 1, self.left)):
@@ -95,7 +96,7 @@ class _Users:
     def on_finish(self, now: float) -> None:
         if self.left > 0:
             self.left -= 1
-            heapq.heappush(self.heap, now + self.workload.think_s)
+            heapq.heappush(self.heap, now + self.workload.think_s + self.lag_s)
 
 
 
@@ -211,9 +212,24 @@ class _SharedArrivals(_Arrivals):
             self.dropped(now, content)
 
 
-def make_arrivals(workload: Workload, rng: random.Random) -> _Arrivals:
-    """The arrivals of `workload`: shared-content bookkeeping only when its prompts share content."""
-    return _SharedArrivals(workload, rng) if workload.shares_prefixes else _Arrivals(workload, rng)
+def make_arrivals(workload: Workload, rng: random.Random, lag_s: float = 0.0) -> _Arrivals:
+    """The arrivals of `workload`: shared-content bookkeeping only when its prompts share content.
+    `lag_s` (`request_lag_s`): a request a user sends after a finish (closed loop, a conversation's
+    next turn) reaches the scheduler that much later."""
+    arrivals = _SharedArrivals(workload, rng) if workload.shares_prefixes else _Arrivals(workload, rng)
+    if arrivals.users is not None:
+        arrivals.users.lag_s = lag_s
+    if isinstance(arrivals, _SharedArrivals):
+        arrivals.book.lag_s = lag_s
+    return arrivals
+
+
+def request_lag_s(policy: SchedulerPolicy) -> float:
+    """The serving stack's latency outside the forward passes (`SchedulerPolicy.request_latency_ms`), in
+    seconds. Charged once per request where it enters the simulator: a request the scheduler has at `t`
+    was sent by its client at `t - lag` (its `arrival`, from which TTFT and E2E count), and a closed-loop
+    user's next request reaches the scheduler `lag` after it is sent. Queueing counts from `t`."""
+    return policy.request_latency_ms / 1000.0
 
 
 class Router:
@@ -350,7 +366,8 @@ def simulate(
             f"{workload.total_requests:,} requests is more than the simulator takes in one run "
             f"({MAX_REQUESTS:,}, about two minutes); steady-state figures settle within 10^4-10^5 requests"
         )
-    arrivals = make_arrivals(workload, random.Random(seed))
+    lag = request_lag_s(policy)
+    arrivals = make_arrivals(workload, random.Random(seed), lag)
     pool = [
         Replica(
             cost, policy, kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
@@ -382,7 +399,7 @@ def simulate(
             too_long += 1
             arrivals.dropped(t)
             continue
-        arrivals.submit(route.pick(), t, t, p, o)
+        arrivals.submit(route.pick(), t, t - lag, p, o, ready=t)
     return _result(pool, workload, too_long, kv_capacity_tokens)
 
 
