@@ -58,7 +58,6 @@ class Book:
         self.which = random.Random(rng.getrandbits(64))  # so the same requests share whatever the count
         self.ident = 0
         self.order = 0
-        self.lag_s = 0.0  # the serving stack's latency: a next turn reaches the scheduler that late
         self.heap: list[tuple[float, int, int, int, Content]] = []  # (time, order, prompt, output, content)
         w = workload
         self.turns = w.turns
@@ -122,7 +121,7 @@ class Book:
         user, out = w.prompt.sample(self.rng), w.output.sample(self.rng)
         prompt = conv.tokens + user
         self.order += 1
-        heapq.heappush(self.heap, (now + w.think_s + self.lag_s, self.order, prompt, out, self._turn(conv, user)))
+        heapq.heappush(self.heap, (now + w.think_s, self.order, prompt, out, self._turn(conv, user)))
         return True
 
     def _take(self) -> bool:

@@ -124,7 +124,7 @@ def simulate_disagg(
     if workload.total_requests > MAX_REQUESTS:
         raise InputError(f"{workload.total_requests:,} requests is more than the simulator takes in one run ({MAX_REQUESTS:,})")
     lag = request_lag_s(policy)  # the front end is in front of the prefill pool
-    arrivals = make_arrivals(workload, random.Random(seed), lag)
+    arrivals = make_arrivals(workload, random.Random(seed))
     transfers: list[tuple[float, int, float, int, int, Content | None]] = []  # (ready, order, arrival, prompt, output, content)
     order = 0
 
