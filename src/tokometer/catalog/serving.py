@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,6 +52,7 @@ POLICY_SCHEMA: Schema = {
     "contiguous_context_tokens": Field(INT),
     "prefix_cache_hit_fraction": Field(NUM),
     "scheduler_steps": Field(INT),
+    "request_latency_ms": Field(NUM),
 }
 
 
@@ -83,6 +85,8 @@ def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
         raise InputError(f"the memory fraction must be in (0, 1], got {policy.memory_fraction!r}")
     if not 0 <= policy.prefix_cache_hit_fraction < 1:
         raise InputError(f"the prefix-cache hit fraction must be in [0, 1), got {policy.prefix_cache_hit_fraction!r}")
+    if not 0 <= policy.request_latency_ms < math.inf:
+        raise InputError(f"the request latency must be 0 ms or more, got {policy.request_latency_ms!r}")
     return policy
 
 

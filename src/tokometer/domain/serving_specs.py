@@ -38,6 +38,10 @@ class SchedulerPolicy(_Plain):
     - `prefix_cache_hit_fraction`: share of each prompt served from the prefix cache (0 = off).
     - `scheduler_steps`: vLLM 0.6 `--num-scheduler-steps`: the scheduler runs (and admits) once
       every k decode steps, and tokens reach the client in bursts of k.
+    - `request_latency_ms`: wall time a request spends in the serving stack outside the forward
+      passes before its first token reaches the client (HTTP, chat template and tokenizer, the
+      hops between the API server, scheduler and detokenizer processes, the first streamed chunk),
+      charged once per request: the client sends it that long before the scheduler can have it.
     """
 
     engine: str
@@ -52,6 +56,7 @@ class SchedulerPolicy(_Plain):
     contiguous_context_tokens: int | None = None
     prefix_cache_hit_fraction: float = 0.0
     scheduler_steps: int = 1
+    request_latency_ms: float = 0.0
     source: str = ""
 
 

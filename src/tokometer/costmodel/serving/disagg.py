@@ -42,6 +42,7 @@ from tokometer.costmodel.serving.simulate import (
     busiest_behind,
     context_limit,
     make_arrivals,
+    request_lag_s,
     watch,
 )
 from tokometer.costmodel.serving.speculation import Speculation
@@ -126,6 +127,7 @@ def simulate_disagg(
         raise InputError(f"unknown router {router!r}: use {', '.join(ROUTERS)}")
     if workload.total_requests > MAX_REQUESTS:
         raise InputError(f"{workload.total_requests:,} requests is more than the simulator takes in one run ({MAX_REQUESTS:,})")
+    lag = request_lag_s(policy)  # the front end is in front of the prefill pool
     arrivals = make_arrivals(workload, random.Random(seed))
     transfers: list[tuple[float, int, float, int, int, Content | None]] = []  # (ready, order, arrival, prompt, output, content)
     order = 0
@@ -173,5 +175,5 @@ def simulate_disagg(
             too_long += 1
             arrivals.dropped(t)
             continue
-        arrivals.submit(to_prefill.pick(), t, t, p, 1, then_output=o)
+        arrivals.submit(to_prefill.pick(), t, t - lag, p, 1, ready=t, then_output=o)
     return _result(decode, workload, too_long, dec.kv_capacity_tokens, workers=workers)
