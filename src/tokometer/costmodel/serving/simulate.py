@@ -362,8 +362,11 @@ def simulate(
     route = Router(router, pool)
     too_long = 0
     limit = context_limit(policy, max_context_tokens)
-    if replicas == 1 and check is None and type(arrivals) is _Arrivals and arrivals.users is None:
-        too_long = _one_open_loop(pool[0], arrivals, limit)
+    if replicas == 1 and check is None:
+        if type(arrivals) is _Arrivals and arrivals.users is None:
+            too_long = _one_open_loop(pool[0], arrivals, limit)
+        else:
+            too_long = _one_replica(pool[0], arrivals, limit)
         return _result(pool, workload, too_long, kv_capacity_tokens)
     passes = routed = 0
     while True:
@@ -387,6 +390,29 @@ def simulate(
             continue
         arrivals.submit(route.pick(), t, t, p, o)
     return _result(pool, workload, too_long, kv_capacity_tokens)
+
+
+def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float) -> int:
+    """`simulate`'s loop for one replica and no `check`: the same events in the same order, without the
+    router and the pool scan. Returns the requests too long for the model."""
+    waiting = rep.waiting
+    step = rep.step  # bound once: `watch` may have wrapped it for an observer
+    next_s, pop, submit, dropped = arrivals.next_s, arrivals.pop, arrivals.submit, arrivals.dropped
+    too_long = 0
+    while True:
+        t_next = next_s()  # a closed-loop user or a conversation's next turn may appear after any step
+        if (waiting or rep.n_running > 0) and rep.clock < t_next:
+            step()
+            continue
+        if t_next == math.inf:
+            break
+        t, p, o = pop()
+        if p + o > limit:
+            too_long += 1
+            dropped(t)
+            continue
+        submit(rep, t, t, p, o)
+    return too_long
 
 
 def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float) -> int:
