@@ -362,11 +362,11 @@ def simulate(
     route = Router(router, pool)
     too_long = 0
     limit = context_limit(policy, max_context_tokens)
-    if replicas == 1 and check is None:
+    if replicas == 1:
         if type(arrivals) is _Arrivals and arrivals.users is None:
-            too_long = _one_open_loop(pool[0], arrivals, limit)
+            too_long = _one_open_loop(pool[0], arrivals, limit, check)
         else:
-            too_long = _one_replica(pool[0], arrivals, limit)
+            too_long = _one_replica(pool[0], arrivals, limit, check)
         return _result(pool, workload, too_long, kv_capacity_tokens)
     passes = routed = 0
     while True:
@@ -392,21 +392,25 @@ def simulate(
     return _result(pool, workload, too_long, kv_capacity_tokens)
 
 
-def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float) -> int:
-    """`simulate`'s loop for one replica and no `check`: the same events in the same order, without the
-    router and the pool scan. Returns the requests too long for the model."""
-    waiting = rep.waiting
+def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None) -> int:
+    """`simulate`'s loop for one replica: the same events, in the same order, and the same `check` calls,
+    without the router and the pool scan. Returns the requests too long for the model."""
     step = rep.step  # bound once: `watch` may have wrapped it for an observer
     next_s, pop, submit, dropped = arrivals.next_s, arrivals.pop, arrivals.submit, arrivals.dropped
-    too_long = 0
+    too_long = passes = routed = 0
     while True:
+        if check is not None:
+            passes += 1
+            if passes % CHECK_EVERY == 0:
+                check(routed)
         t_next = next_s()  # a closed-loop user or a conversation's next turn may appear after any step
-        if (waiting or rep.n_running > 0) and rep.clock < t_next:
+        if rep.clock < t_next and rep.busy:
             step()
             continue
         if t_next == math.inf:
             break
         t, p, o = pop()
+        routed += 1
         if p + o > limit:
             too_long += 1
             dropped(t)
@@ -415,20 +419,24 @@ def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float) -> int:
     return too_long
 
 
-def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float) -> int:
+def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None) -> int:
     """`simulate`'s loop for its most common run, specialised: one replica, an open-loop stream without
-    shared content, no `check`. The same steps and submissions in the same order (an open-loop request
-    that never runs frees no user, so `dropped` and the refusal check are no-ops), without the router,
-    the pool scan and the arrivals' method calls per event. Returns the requests too long for the model."""
+    shared content. The same steps and submissions in the same order, and the same `check` calls (an
+    open-loop request that never runs frees no user, so `dropped` and the refusal check are no-ops),
+    without the router, the pool scan and the arrivals' method calls per event. Returns the requests
+    too long for the model."""
     stream = arrivals._stream
     assert stream is not None
     nxt = arrivals._next
-    waiting = rep.waiting
     step = rep.step  # bound once: `watch` may have wrapped it for an observer
-    too_long = 0
+    too_long = passes = routed = 0
     t_next = nxt[0] if nxt is not None else math.inf
     while True:
-        if (waiting or rep.n_running > 0) and rep.clock < t_next:
+        if check is not None:
+            passes += 1
+            if passes % CHECK_EVERY == 0:
+                check(routed)
+        if rep.clock < t_next and rep.busy:
             step()
             continue
         if nxt is None:
@@ -436,6 +444,7 @@ def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float) -> int:
         t, p, o = nxt
         nxt = next(stream, None)
         t_next = nxt[0] if nxt is not None else math.inf
+        routed += 1
         if p + o > limit:
             too_long += 1
             continue
