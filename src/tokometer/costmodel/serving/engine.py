@@ -209,7 +209,7 @@ class Replica:
                 self.truncated += 1
                 output = allowed
         at = arrival if ready is None else ready
-        if not self.busy and self.clock < at:
+        if self.clock < at and not self.busy:  # the clock test first: a busy replica is mostly past `at`
             self.clock = at
         req = Request(arrival, prompt, output, ready)
         if cached or then_output:
