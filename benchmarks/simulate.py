@@ -54,8 +54,8 @@ def main() -> None:
     print(
         f"simulated: {result.completed:,} requests, {result.steps:,} steps, mean batch {result.mean_batch:.0f}, "
         f"{result.req_per_s:.1f} req/s, p99 TTFT {(result.ttft_s.p99 or 0) * 1e3:.0f} ms"
-        + (f", prefix hit share {result.prefix_hit_share:.2f}" if result.prefix_hit_share is not None else "")
-    )
+        + (f", prefix hit share {hits:.2f}" if (hits := getattr(result, "prefix_hit_share", None)) is not None else "")
+    )  # getattr: the plain case also runs on trees older than prefix caching, for side-by-side figures
     print(f"wall: best {best:.2f} s of {args.runs}; peak resident memory {peak_mb:.0f} MB")
     print(f"requests_per_s={args.requests / best:.0f}")
 
