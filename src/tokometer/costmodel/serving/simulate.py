@@ -179,17 +179,17 @@ class _SharedArrivals(_Arrivals):
             self.users.on_finish(now)
 
     def next_s(self) -> float:
-        t = super().next_s()
+        t = _Arrivals.next_s(self)  # not super(): it runs twice an event
         heap = self.book.heap
         return heap[0][0] if heap and heap[0][0] < t else t
 
     def pop(self) -> tuple[float, int, int]:
         """The next request, its content in `self.content`: a conversation's next turn, or a new request."""
         heap = self.book.heap
-        if heap and heap[0][0] <= super().next_s():
+        if heap and heap[0][0] <= _Arrivals.next_s(self):
             t, _, p, o, self.content = heapq.heappop(heap)
             return t, p, o
-        t, p, o = super().pop()
+        t, p, o = _Arrivals.pop(self)
         prompt, self.content = self.book.dress(p)
         return t, prompt, o
 
