@@ -198,7 +198,8 @@ class Replica:
         """
         if arrival < self.first_arrival:
             self.first_arrival = arrival
-        prompt = max(1, prompt)
+        if prompt < 1:  # max(1, prompt) without the builtin call (it runs per request)
+            prompt = 1
         if prompt + output > self.always_taken:  # the rule may refuse or cut it short
             reason = self.rule.refusal(self, prompt, output)
             if reason is not None:
@@ -388,7 +389,8 @@ class Replica:
                 req.done = req.prompt - todo
                 req.todo = todo
                 c = todo if (todo <= budget or not chunked) else budget
-                budget = max(budget, c)  # an unchunked prompt may overrun the budget alone
+                if c > budget:  # an unchunked prompt may overrun the budget alone
+                    budget = c
                 budget -= c
                 tokens += c
                 kv_read += req.done
