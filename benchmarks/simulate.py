@@ -3,7 +3,8 @@
 100,000 requests of 1,000 prompt / 200 output tokens arrive as a Poisson stream at 95 % of the
 saturation rate (found by an offline run of the same lengths) on one H100 SXM replica of Llama 3.1
 8B in BF16 under the vLLM scheduler: about 256 sequences decode in each of ~80,000 steps.
-Target: >= 50,000 requests per second on a 2-core machine, peak resident memory < 500 MB.
+Target (issue #29): >= 150,000 requests per second on a 2-core machine, peak resident memory < 500 MB;
+compare trees side by side (alternate runs of each, same load), not against a figure from another day.
 
 `--case` runs the same stream through the features the plain run leaves off, to check that they
 cost what they must and that the plain run pays nothing for them (issue #29):
