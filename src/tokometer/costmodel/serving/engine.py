@@ -110,6 +110,9 @@ class Replica:
         self.reserves = self.rule.reserves
         self.admit_room = kv_capacity_tokens - self.watermark if self.rule.prompt_only else None
         self.always_taken = self.rule.always_taken(self)
+        # the step's cost terms that are the same every step, computed once (the same arithmetic as per step)
+        self.attention_peak = cost.compute_fraction_max * cost.peak_flops
+        self.comm = bool(cost.comm_fixed_s or cost.comm_per_token_s or cost.comm_bulk_fixed_s or cost.comm_bulk_per_token_s)
         self.pcache = prefix_cache(policy, kv_capacity_tokens)  # decides hits for requests with `content`
         self.prompt_admitted = 0  # prompt tokens admitted with a prefix cache at play (readmissions too)
         self.hit_admitted = 0  # of which the prefix cache served
@@ -195,7 +198,8 @@ class Replica:
         """
         if arrival < self.first_arrival:
             self.first_arrival = arrival
-        prompt = max(1, prompt)
+        if prompt < 1:  # max(1, prompt) without the builtin call (it runs per request)
+            prompt = 1
         if prompt + output > self.always_taken:  # the rule may refuse or cut it short
             reason = self.rule.refusal(self, prompt, output)
             if reason is not None:
@@ -206,7 +210,7 @@ class Replica:
                 self.truncated += 1
                 output = allowed
         at = arrival if ready is None else ready
-        if not self.busy and self.clock < at:
+        if self.clock < at and not self.busy:  # the clock test first: a busy replica is mostly past `at`
             self.clock = at
         req = Request(arrival, prompt, output, ready)
         if cached or then_output:
@@ -385,7 +389,8 @@ class Replica:
                 req.done = req.prompt - todo
                 req.todo = todo
                 c = todo if (todo <= budget or not chunked) else budget
-                budget = max(budget, c)  # an unchunked prompt may overrun the budget alone
+                if c > budget:  # an unchunked prompt may overrun the budget alone
+                    budget = c
                 budget -= c
                 tokens += c
                 kv_read += req.done
@@ -436,7 +441,7 @@ class Replica:
             attention = cost.attention_flops_per_pair * pairs
             if cost.decode_attention_flops_per_pair and decoded:  # MLA: decode attends in its absorbed form
                 attention += (cost.decode_attention_flops_per_pair - cost.attention_flops_per_pair) * self.depth_sum
-            attention /= cost.compute_fraction_max * cost.peak_flops
+            attention /= self.attention_peak
             if routed:  # MoE: grouped expert GEMMs pad each expert's tokens to whole tiles (cost.py)
                 matmul += cost.expert_padding_s(tokens, decode_tokens)
         memory = (w_mem if w_mem >= matmul else 0.0) + (kv_mem if kv_mem >= attention else 0.0)
@@ -452,7 +457,9 @@ class Replica:
         compute = roof - memory
         # sampling, stop checks and detokenisation per token emitted (a decode under speculation emits `need / n_dec`)
         emitting = (decoded if spec is None or not decode_now else need) + len(completing)
-        fixed = cost.overhead_s + cost.sequence_overhead_s * emitting + cost.comm_s(tokens)
+        fixed = cost.overhead_s + cost.sequence_overhead_s * emitting
+        if self.comm:  # comm_s is 0.0 without all-reduces or hops: skip the call
+            fixed += cost.comm_s(tokens)
         dt = roof + fixed
         if self.record is not None:
             firsts = sum(1 for req in completing if req.first < 0)

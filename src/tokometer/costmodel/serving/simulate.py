@@ -179,17 +179,17 @@ class _SharedArrivals(_Arrivals):
             self.users.on_finish(now)
 
     def next_s(self) -> float:
-        t = super().next_s()
+        t = _Arrivals.next_s(self)  # not super(): it runs twice an event
         heap = self.book.heap
         return heap[0][0] if heap and heap[0][0] < t else t
 
     def pop(self) -> tuple[float, int, int]:
         """The next request, its content in `self.content`: a conversation's next turn, or a new request."""
         heap = self.book.heap
-        if heap and heap[0][0] <= super().next_s():
+        if heap and heap[0][0] <= _Arrivals.next_s(self):
             t, _, p, o, self.content = heapq.heappop(heap)
             return t, p, o
-        t, p, o = super().pop()
+        t, p, o = _Arrivals.pop(self)
         prompt, self.content = self.book.dress(p)
         return t, prompt, o
 
@@ -378,6 +378,12 @@ def simulate(
     route = Router(router, pool)
     too_long = 0
     limit = context_limit(policy, max_context_tokens)
+    if replicas == 1:
+        if type(arrivals) is _Arrivals and arrivals.users is None:
+            too_long = _one_open_loop(pool[0], arrivals, limit, check)
+        else:
+            too_long = _one_replica(pool[0], arrivals, limit, check)
+        return _result(pool, workload, too_long, kv_capacity_tokens)
     passes = routed = 0
     while True:
         if check is not None:
@@ -400,6 +406,67 @@ def simulate(
             continue
         arrivals.submit(route.pick(), t, t - lag, p, o, ready=t)
     return _result(pool, workload, too_long, kv_capacity_tokens)
+
+
+def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None) -> int:
+    """`simulate`'s loop for one replica: the same events, in the same order, and the same `check` calls,
+    without the router and the pool scan. Returns the requests too long for the model."""
+    step = rep.step  # bound once: `watch` may have wrapped it for an observer
+    next_s, pop, submit, dropped = arrivals.next_s, arrivals.pop, arrivals.submit, arrivals.dropped
+    too_long = passes = routed = 0
+    while True:
+        if check is not None:
+            passes += 1
+            if passes % CHECK_EVERY == 0:
+                check(routed)
+        t_next = next_s()  # a closed-loop user or a conversation's next turn may appear after any step
+        if rep.clock < t_next and rep.busy:
+            step()
+            continue
+        if t_next == math.inf:
+            break
+        t, p, o = pop()
+        routed += 1
+        if p + o > limit:
+            too_long += 1
+            dropped(t)
+            continue
+        submit(rep, t, t, p, o)
+    return too_long
+
+
+def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None) -> int:
+    """`simulate`'s loop for its most common run, specialised: one replica, an open-loop stream without
+    shared content. The same steps and submissions in the same order, and the same `check` calls (an
+    open-loop request that never runs frees no user, so `dropped` and the refusal check are no-ops),
+    without the router, the pool scan and the arrivals' method calls per event. Returns the requests
+    too long for the model."""
+    stream = arrivals._stream
+    assert stream is not None
+    nxt = arrivals._next
+    step = rep.step  # bound once: `watch` may have wrapped it for an observer
+    too_long = passes = routed = 0
+    t_next = nxt[0] if nxt is not None else math.inf
+    while True:
+        if check is not None:
+            passes += 1
+            if passes % CHECK_EVERY == 0:
+                check(routed)
+        if rep.clock < t_next and rep.busy:
+            step()
+            continue
+        if nxt is None:
+            break
+        t, p, o = nxt
+        nxt = next(stream, None)
+        t_next = nxt[0] if nxt is not None else math.inf
+        routed += 1
+        if p + o > limit:
+            too_long += 1
+            continue
+        rep.submit(t, p, o)
+    arrivals._next = None
+    return too_long
 
 
 def _merged(pool: list[Replica], name: str) -> StreamStat:

@@ -18,6 +18,7 @@ from tokometer.domain.specs import _Plain
 
 RATIO = 1.01
 _LOG_RATIO = math.log(RATIO)
+_log = math.log
 _FLOOR = 1e-9  # values below this (seconds) share one bucket
 
 
@@ -53,9 +54,12 @@ class StreamStat:
             self.min = value
         if value > self.max:
             self.max = value
-        key = int(math.log(value if value > _FLOOR else _FLOOR) / _LOG_RATIO)
+        key = int(_log(value if value > _FLOOR else _FLOOR) / _LOG_RATIO)
         buckets = self.buckets
-        buckets[key] = buckets.get(key, 0.0) + weight
+        if key in buckets:  # the simulator adds ~5 values per request: a hit costs no method call
+            buckets[key] += weight
+        else:
+            buckets[key] = 0.0 + weight
 
     def merge(self, other: StreamStat) -> None:
         self.count += other.count

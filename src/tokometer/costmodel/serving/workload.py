@@ -182,10 +182,14 @@ def open_loop(workload: Workload, rng: random.Random) -> Iterator[tuple[float, i
     rate = workload.rate_per_s or 0.0
     shape = workload.burstiness
     t = 0.0
+    # a fixed length draws nothing from `rng`: sample it once (the simulator's hot loop pulls from here)
+    p_fixed = prompt.sample(rng) if prompt.kind == "fixed" else 0
+    o_fixed = output.sample(rng) if output.kind == "fixed" else 0
+    expovariate = rng.expovariate
     for _ in range(workload.num_requests):
-        yield t, prompt.sample(rng), output.sample(rng)
+        yield t, p_fixed or prompt.sample(rng), o_fixed or output.sample(rng)
         if kind == "poisson":
-            t += rng.expovariate(rate)
+            t += expovariate(rate)
         elif kind == "constant":
             t += 1.0 / rate
         elif kind == "gamma":
