@@ -380,9 +380,9 @@ def simulate(
     limit = context_limit(policy, max_context_tokens)
     if replicas == 1:
         if type(arrivals) is _Arrivals and arrivals.users is None:
-            too_long = _one_open_loop(pool[0], arrivals, limit, check)
+            too_long = _one_open_loop(pool[0], arrivals, limit, check, lag)
         else:
-            too_long = _one_replica(pool[0], arrivals, limit, check)
+            too_long = _one_replica(pool[0], arrivals, limit, check, lag)
         return _result(pool, workload, too_long, kv_capacity_tokens)
     passes = routed = 0
     while True:
@@ -408,9 +408,9 @@ def simulate(
     return _result(pool, workload, too_long, kv_capacity_tokens)
 
 
-def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None) -> int:
+def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None, lag: float) -> int:
     """`simulate`'s loop for one replica: the same events, in the same order, and the same `check` calls,
-    without the router and the pool scan. Returns the requests too long for the model."""
+    without the router and the pool scan; `lag` is `request_lag_s`. Returns the requests too long for the model."""
     step = rep.step  # bound once: `watch` may have wrapped it for an observer
     next_s, pop, submit, dropped = arrivals.next_s, arrivals.pop, arrivals.submit, arrivals.dropped
     too_long = passes = routed = 0
@@ -431,11 +431,13 @@ def _one_replica(rep: Replica, arrivals: _Arrivals, limit: float, check: Callabl
             too_long += 1
             dropped(t)
             continue
-        submit(rep, t, t, p, o)
+        submit(rep, t, t - lag, p, o, ready=t)
     return too_long
 
 
-def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None) -> int:
+def _one_open_loop(
+    rep: Replica, arrivals: _Arrivals, limit: float, check: Callable[[int], None] | None, lag: float
+) -> int:
     """`simulate`'s loop for its most common run, specialised: one replica, an open-loop stream without
     shared content. The same steps and submissions in the same order, and the same `check` calls (an
     open-loop request that never runs frees no user, so `dropped` and the refusal check are no-ops),
@@ -464,7 +466,10 @@ def _one_open_loop(rep: Replica, arrivals: _Arrivals, limit: float, check: Calla
         if p + o > limit:
             too_long += 1
             continue
-        rep.submit(t, p, o)
+        if lag:
+            rep.submit(t - lag, p, o, ready=t)  # sent `lag` before the scheduler has it (`request_lag_s`)
+        else:
+            rep.submit(t, p, o)
     arrivals._next = None
     return too_long
 
