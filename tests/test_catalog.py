@@ -123,6 +123,8 @@ def test_user_catalog_adds_an_entry(isolated_home: Path) -> None:
         ('[x]\nname = "X"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth_gb_per_s = 500\nlaunch_year = 2024\n', "missing required key 'source'"),
         ("[x\nname = ", "not valid TOML"),
         ('[x]\nname = "X"\nvendor = "nvidia"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = -12\nmemory_bandwidth_gb_per_s = 500\nlaunch_year = 2024\nsource = "s"\n', "must not be negative"),
+        ('[x]\nname = "X"\nvendor = "intel"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth_gb_per_s = 456\nlaunch_year = 2024\narchitecture = "xe2"\nsource = "s"\n', "architecture needs architecture_source"),
+        ('[x]\nname = "X"\nvendor = "intel"\nkind = "gpu"\nsegment = "desktop"\nmemory_gb = 12\nmemory_bandwidth_gb_per_s = 456\nlaunch_year = 2024\narchitecture = "xe3"\narchitecture_source = "s"\nsource = "s"\n', "architecture 'xe3' is not one of"),
     ],
 )
 def test_broken_user_catalog_names_file_and_key(isolated_home: Path, text: str, message: str) -> None:

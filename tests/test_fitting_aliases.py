@@ -243,3 +243,24 @@ def test_an_unsized_llama_bench_type_string_needs_the_parameter_count() -> None:
     # "?B": only the printed parameter count tells gpt-oss-20b from gpt-oss-120b
     assert aliases.resolve_model("gpt-oss ?B MXFP4 MoE", "*", None) is None
     assert aliases.resolve_model("gpt-oss ?B MXFP4 MoE", "*", 70.0) is None  # neither size agrees
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "B70-COOKBOOK.csv").is_file(), reason="published evidence not shipped")
+def test_b70_cookbook_short_prompt_avg_prefill_is_latency_and_unscored_but_longer_prompts_stay() -> None:
+    grid = [c for c in _rows("B70-COOKBOOK.csv") if c.metric == "pp" and "avg_prefill_tps" in c.text("table_heading")]
+    short = [validation.predict_case(c) for c in grid if c.prompt_tokens <= 64]
+    longer = [validation.predict_case(c) for c in grid if c.prompt_tokens >= 500]
+    assert len(short) == 12 and all(not r.scored and "latency" in (r.reason or "") for r in short)
+    assert longer and all("latency" not in (r.reason or "") for r in longer)
+
+
+def test_an_unscorable_rows_rule_needs_its_fields(tmp_path: Path) -> None:
+    from tokometer.errors import CatalogError
+
+    bad = tmp_path / "RESOLVE.toml"
+    bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "pp"\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="heading"):
+        aliases.resolve_table(bad)
+    bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "pp"\nheading = "h"\nmax_prompt_tokens = -1\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="max_prompt_tokens"):
+        aliases.resolve_table(bad)

@@ -45,3 +45,29 @@ def test_too_little_data_estimates_nothing() -> None:
     fallback = LevelPrior(tau2=0.04, sigma2=0.01, n_groups=0)
     assert level_prior({"only": [0.1, 0.2, 0.3]}, fallback).tau2 == fallback.tau2  # one group: no spread to see
     assert level_prior({"a": [0.1], "b": [0.2]}, fallback) is fallback
+
+
+def test_architecture_classes_pool_among_themselves_not_with_memory_classes() -> None:
+    """Two Intel GPU generations far apart (calibration.kind_level_priors) must not loosen the pooling
+    of the memory-system classes (GDDR, HBM, APU...), whose spread is their own."""
+    from tokometer.fitting.calibration import kind_level_priors
+
+    rng = random.Random(7)
+    memory = {f"llama-cpp/{b}/{c}": [rng.gauss(0.0, 0.1) for _ in range(8)] for b in ("cuda", "rocm", "vulkan") for c in ("gddr-gpu", "hbm-gpu")}
+    arch = {"llama-cpp/sycl/xe-hpg": [0.9 + rng.gauss(0.0, 0.1) for _ in range(8)], "llama-cpp/sycl/xe2": [-0.5 + rng.gauss(0.0, 0.1) for _ in range(8)]}
+    alone = kind_level_priors({k: (v, v) for k, v in memory.items()})
+    both = kind_level_priors({k: (v, v) for k, v in {**memory, **arch}.items()})
+    assert set(alone) == {"memory"} and set(both) == {"memory", "architecture"}
+    assert both["memory"][0] == alone["memory"][0] and both["memory"][1] == alone["memory"][1]
+    mixed = level_prior({**memory, **arch})  # the old single pool: the generations' gap inflates tau
+    assert mixed.tau > 2 * alone["memory"][0].tau
+
+
+def test_intel_discrete_gpus_are_classed_by_architecture_family() -> None:
+    from tokometer.catalog import hardware_catalog
+
+    hw = hardware_catalog()
+    assert [hw.get(i).hardware_class for i in ("arc-a750", "arc-a770-8gb", "arc-a770-16gb")] == ["xe-hpg"] * 3
+    assert [hw.get(i).hardware_class for i in ("arc-b570", "arc-b580", "arc-pro-b70")] == ["xe2"] * 3
+    assert all(hw.get(i).architecture_source for i in ("arc-a770-16gb", "arc-b580", "arc-pro-b70"))
+    assert hw.get("gaudi2").hardware_class == "hbm-gpu" and hw.get("rtx-4090").hardware_class == "gddr-gpu"

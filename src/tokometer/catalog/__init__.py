@@ -201,6 +201,8 @@ HARDWARE_SCHEMA: Schema = {
     "compute_peak_derived": Field(BOOL),
     "compute_units": Field(INT),
     "compute_units_source": Field(STR),
+    "architecture": Field(STR),
+    "architecture_source": Field(STR),
     # serving cost (issue 11)
     "price_per_hour_usd": Field(NUM),
     "price_source": Field(STR),
@@ -275,8 +277,22 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         compute_peak_derived=bool(raw.get("compute_peak_derived", False)),
         compute_units=_units(raw),
         compute_units_source=raw.get("compute_units_source"),
+        **_architecture(raw),
         **_price(raw),
     )
+
+
+def _architecture(raw: dict[str, Any]) -> dict[str, Any]:
+    """A GPU architecture family that is a fit class of its own (`specs.ARCH_CLASSES`), with its source."""
+    from tokometer.domain.specs import ARCH_CLASSES
+
+    if "architecture" not in raw:
+        return {}
+    if raw["architecture"] not in ARCH_CLASSES:
+        raise CatalogError(f"architecture {raw['architecture']!r} is not one of {', '.join(sorted(ARCH_CLASSES))}")
+    if not raw.get("architecture_source"):
+        raise CatalogError("architecture needs architecture_source")
+    return {"architecture": raw["architecture"], "architecture_source": raw["architecture_source"]}
 
 
 def _units(raw: dict[str, Any]) -> int | None:

@@ -89,6 +89,8 @@ class HardwareSpec(_Plain):
     price_source: str | None = None
     price_date: str | None = None
     gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
+    architecture: str | None = None  # GPU architecture family (ARCH_CLASSES), where it sets the fit's class
+    architecture_source: str | None = None
 
     @property
     def compute_peak_unverified(self) -> bool:
@@ -156,11 +158,21 @@ class HardwareSpec(_Plain):
             return "apu"
         if self.segment == "laptop":
             return "laptop-gpu"
+        if self.kind == "gpu" and self.architecture in ARCH_CLASSES:
+            # Intel's discrete generations realise different shares of the same GDDR under one
+            # backend (Alchemist ~30-40 % of bandwidth in llama.cpp SYCL decode, Battlemage ~65 %):
+            # the family, not the memory system, is what a new card of theirs shares with the data
+            return str(self.architecture)
         if self.memory_type and "hbm" in self.memory_type.lower():
             # HBM: very wide and deep; single-stream matvec kernels keep too few bytes in flight
             # to saturate it (Little's law), so engines realise a smaller share than on GDDR.
             return "hbm-gpu"
         return "gddr-gpu"
+
+
+# GPU architecture families that are a hardware class of their own (docs/PHYSICS.md section 4):
+# Intel Xe-HPG (Arc A-series, Alchemist) and Xe2 (Arc B-series, Battlemage), one backend (SYCL) apart
+ARCH_CLASSES: Final = frozenset({"xe-hpg", "xe2"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ conservative (a wrong match is worse than an unscored row):
 
 - `calibration_data/published/RESOLVE.toml`: one entry per (source id or "*", as-stated string) naming the
   catalog id it resolves to and why; a source-specific entry wins over "*". It also lists sources whose rows
-  cannot be scored at all, with the reason (`unscorable`).
+  cannot be scored at all, with the reason (`unscorable`), and rows of a source that measured something
+  else than their metric says (`unscorable_rows`: a client-side "prefill" of a few tokens that is latency).
 - general rules (`model_candidates`, `quant_from_text`, `backend_from_text`): strip what a name carries
   besides the model (hub organisation, file path and extension, Ollama tag separator, quantization and
   packaging suffixes) and look the rest up exactly in the catalog; a model found this way must agree with the
@@ -42,9 +43,31 @@ class Resolution:
 
 
 @dataclass(frozen=True)
+class RowRule:
+    """Rows of one source that measured something else than their metric says (RESOLVE.toml
+    `[[unscorable_rows]]`): the source's rows of `metric` whose table_heading contains `heading`
+    and whose prompt is at most `max_prompt_tokens` (0: any length)."""
+
+    source: str
+    metric: str
+    heading: str
+    max_prompt_tokens: int
+    reason: str
+
+    def matches(self, case: Any) -> bool:
+        return (
+            _source(case) == self.source
+            and case.metric == self.metric
+            and self.heading in case.text("table_heading")
+            and (self.max_prompt_tokens <= 0 or case.prompt_tokens <= self.max_prompt_tokens)
+        )
+
+
+@dataclass(frozen=True)
 class ResolveTable:
     entries: dict[tuple[str, str, str], Resolution]  # (kind, source id or "*", normalised as-stated)
     unscorable: dict[str, str]  # source id -> why none of its rows can be scored
+    row_rules: tuple[RowRule, ...] = ()  # some rows of a source, misread as their metric
 
     def lookup(self, kind: str, source: str, as_stated: str) -> Resolution | None:
         key = normalise(as_stated)
@@ -78,7 +101,16 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         if not item.get("source") or not item.get("reason"):
             raise CatalogError(f"{path.name}: [[unscorable]] #{index + 1}: needs source and reason")
         unscorable[str(item["source"])] = str(item["reason"])
-    return ResolveTable(entries, unscorable)
+    rules = []
+    for index, item in enumerate(raw.get("unscorable_rows", [])):
+        missing = [k for k in ("source", "metric", "heading", "reason") if not str(item.get(k, "")).strip()]
+        if missing:
+            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: missing {', '.join(missing)}")
+        limit = item.get("max_prompt_tokens", 0)
+        if not isinstance(limit, int) or limit < 0:
+            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: max_prompt_tokens must be a whole number >= 0")
+        rules.append(RowRule(str(item["source"]), str(item["metric"]), str(item["heading"]), limit, str(item["reason"])))
+    return ResolveTable(entries, unscorable, tuple(rules))
 
 
 # ---------------------------------------------------------------- models
@@ -329,11 +361,15 @@ def hardware_for(case: Any) -> Any | None:
 
 
 def unscorable_for(case: Any) -> str | None:
-    """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, or it measured
+    """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, a
+    `[[unscorable_rows]]` rule says it measured something else than its metric, or it measured
     a prompt (pp, ttft_ms) without saying how long the prompt was."""
     listed = unscorable_reason(_source(case))
     if listed is not None:
         return listed
+    for rule in resolve_table().row_rules:
+        if rule.matches(case):
+            return rule.reason
     if case.metric in ("pp", "pp_agg", "ttft_ms") and not case.number("prompt_tokens"):
         return f"{case.metric} without prompt_tokens: the prompt length is not stated"
     return None

@@ -356,12 +356,17 @@ def fit_table(
         parents = {k: _parent(k, table, by_key[k][0].prior) for k in keys}
         # a group that is its parent's only child has its parent's rows: it says nothing of the spread
         informative = [k for k in keys if level == 0 or len(by_key[k]) < len(by_key[_parent_key(k)])]
-        tg_prior, pp_prior = (
-            level_prior({k: _log_errors(by_key[k], parents[k], m) for k in informative}) for m in ("tg", "pp")
+        # a class level holds two kinds of groups: memory systems (gddr, hbm, unified...) and, where a
+        # vendor's backend spans GPU generations, architecture families; each kind's spread around the
+        # backend is its own (the gap between two GPU generations is not the gap between memory systems)
+        kind_priors = kind_level_priors(
+            {k: (_log_errors(by_key[k], parents[k], "tg"), _log_errors(by_key[k], parents[k], "pp")) for k in informative}
         )
+        tg_prior, pp_prior = kind_priors["memory"]
         if priors is not None:
             priors[level] = (tg_prior, pp_prior)
         for key in keys:
+            tg_prior, pp_prior = kind_priors.get(_class_kind(key), kind_priors["memory"])
             tg = [f for f in by_key[key] if f.case.metric == "tg"]
             pp = [f for f in by_key[key] if f.case.metric == "pp"]
             if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
@@ -373,6 +378,30 @@ def fit_table(
                 units = (None,)
             table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
     return table
+
+
+def kind_level_priors(
+    errors: dict[str, tuple[list[float], list[float]]],
+) -> dict[str, tuple[LevelPrior, LevelPrior]]:
+    """(decode, prefill) `LevelPrior` per kind of group (`_class_kind`: "memory" always present,
+    "architecture" where such groups exist), each estimated from its own kind's groups only:
+    `errors` maps a group key to its rows' log errors under the parent, (tg, pp)."""
+    kinds = {key: _class_kind(key) for key in errors}
+    return {
+        kind: (
+            level_prior({k: v[0] for k, v in errors.items() if kinds[k] == kind}),
+            level_prior({k: v[1] for k, v in errors.items() if kinds[k] == kind}),
+        )
+        for kind in sorted({"memory", *kinds.values()})
+    }
+
+
+def _class_kind(key: str) -> str:
+    """"architecture" for a class that names a GPU architecture family (`domain.specs.ARCH_CLASSES`),
+    else "memory" (the memory-system classes, and the engine and backend levels)."""
+    from tokometer.domain.specs import ARCH_CLASSES
+
+    return "architecture" if GroupKey.parse(key).hardware_class in ARCH_CLASSES else "memory"
 
 
 def _level(key: str) -> int:
