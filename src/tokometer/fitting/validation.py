@@ -53,7 +53,7 @@ SPEC_COLUMNS = {  # row column -> HardwareSpec field it overrides
 def _catalog_hardware(case: Case) -> HardwareSpec | None:
     from tokometer.catalog import hardware_catalog
 
-    listed = aliases.source_hardware_for(case)
+    listed: HardwareSpec | None = aliases.source_hardware_for(case)
     if listed is not None:
         return listed
     for column in ("hardware_id", "hardware_as_stated"):
