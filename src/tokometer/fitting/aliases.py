@@ -360,6 +360,17 @@ def hardware_for(case: Any) -> Any | None:
     return resolve_hardware(text, _source(case)) if text else None
 
 
+def source_hardware_for(case: Any) -> Any | None:
+    """The device RESOLVE.toml lists for this very publication and printed name: a reading of that source
+    (the module a developer kit carries, the power mode it ran in) that outranks the catalog's match on the
+    printed name, which cannot see either. Entries for every source ("*") do not outrank it."""
+    from tokometer.catalog import hardware_catalog
+
+    text, source = case.text("hardware_as_stated"), _source(case)
+    listed = resolve_table().entries.get(("hardware", source, normalise(text))) if text and source != "*" else None
+    return hardware_catalog().get(listed.target) if listed is not None else None
+
+
 def unscorable_for(case: Any) -> str | None:
     """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, a
     `[[unscorable_rows]]` rule says it measured something else than its metric, or it measured

@@ -53,6 +53,9 @@ SPEC_COLUMNS = {  # row column -> HardwareSpec field it overrides
 def _catalog_hardware(case: Case) -> HardwareSpec | None:
     from tokometer.catalog import hardware_catalog
 
+    listed: HardwareSpec | None = aliases.source_hardware_for(case)
+    if listed is not None:
+        return listed
     for column in ("hardware_id", "hardware_as_stated"):
         name = case.text(column)
         if name:
