@@ -76,8 +76,11 @@ def test_the_shipped_table_is_not_a_fit_that_saw_the_outside_rows() -> None:
 def test_every_outside_row_resolves_and_is_scored() -> None:
     results = validate(read_cases(OUTSIDE_CSV))
     assert 40 <= len(results) <= 150
-    unscored = [(r.case.row_id, r.reason) for r in results if not r.scored]
+    # the one reason an outside row may go unscored: weights past macOS's default GPU working set, a run of
+    # paging (validation.pages_past_working_set: gpt-oss-20b on 16 GB Macs), never a row the reader cannot read
+    unscored = [(r.case.row_id, r.reason) for r in results if not r.scored and "default GPU working set" not in (r.reason or "")]
     assert unscored == []
+    assert sum(1 for r in results if not r.scored) <= 5
 
 
 def test_outside_rows_are_sourced_and_none_is_a_calibration_row() -> None:

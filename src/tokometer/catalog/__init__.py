@@ -418,6 +418,7 @@ ENGINE_SCHEMA: Schema = {
     "aliases": Field(LIST),
     "backends": Field(LIST),
     "based_on": Field(STR),
+    "own_fit": Field(BOOL),
     "runtime_overhead_gb": Field(NUM, True),
     "usable_memory_fraction": Field(NUM, True),
     "kv_allocation": Field(STR, True),
@@ -437,6 +438,8 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         raise CatalogError("kv_allocation must be paged or contiguous")
     if not 0 < raw["usable_memory_fraction"] <= 1:
         raise CatalogError("usable_memory_fraction must be in (0, 1]")
+    if raw.get("own_fit") and not raw.get("based_on"):
+        raise CatalogError("own_fit needs based_on: the engine whose fit it is kept apart from")
     if (raw.get("weight_formats") or raw.get("experimental_formats")) and not raw.get("formats_source"):
         raise CatalogError("weight_formats needs a formats_source saying where the list comes from")
     return EngineSpec(
@@ -449,6 +452,7 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         kv_allocation=raw["kv_allocation"],
         default_kv_dtype=raw.get("default_kv_dtype", "fp16"),
         based_on=raw.get("based_on"),
+        own_fit=bool(raw.get("own_fit", False)),
         fp16_accumulate=bool(raw.get("fp16_accumulate", False)),
         tensor_wgmma=bool(raw.get("tensor_wgmma", True)),
         backends=tuple(raw.get("backends", [])),

@@ -112,15 +112,40 @@ def _fitted_table(path: Path) -> FittedTable:
     return FittedTable(raw, entries)
 
 
+def fit_engine_id(engine: EngineSpec) -> str:
+    """The engine whose fitted entries this engine's rows train and read: its own id at the root or when it
+    is fitted apart (`own_fit`), else that of the engine it is based on (its rows are the parent's kernels)."""
+    seen = {engine.id}
+    while engine.based_on and not engine.own_fit:
+        parent = engine_catalog().find(engine.based_on)
+        if parent is None or parent.id in seen:
+            return engine.based_on
+        seen.add(parent.id)
+        engine = parent
+    return engine.id
+
+
+def parent_fit_engine_id(engine_id: str) -> str | None:
+    """For an engine fitted apart (`own_fit`), the fitted engine its entries are shrunk toward and fall back to."""
+    engine = engine_catalog().find(engine_id)
+    if engine is None or not engine.own_fit or not engine.based_on:
+        return None
+    parent = engine_catalog().find(engine.based_on)
+    return fit_engine_id(parent) if parent is not None else engine.based_on
+
+
 def group_key(engine: EngineSpec, hardware: HardwareSpec, backend: str | None = None) -> str:
     """The most specific key a fit can hold: `engine/backend/hardware-class`."""
-    return str(GroupKey(engine.based_on or engine.id, backend or hardware.backend, hardware.hardware_class))
+    return str(GroupKey(fit_engine_id(engine), backend or hardware.backend, hardware.hardware_class))
 
 
 def lookup_keys(engine: EngineSpec, backend: str, hardware_class: str) -> list[str]:
-    names = [engine.id] + ([engine.based_on] if engine.based_on else [])
+    names = [engine.id, fit_engine_id(engine)]
+    if (parent := parent_fit_engine_id(names[-1])) is not None:
+        names.append(parent)
+    names += [engine.based_on] if engine.based_on else []
     keys: list[str] = []
-    for name in names:
+    for name in dict.fromkeys(names):
         keys += GroupKey(name, backend, hardware_class).fallbacks()
     return keys
 
@@ -189,8 +214,10 @@ def efficiency_for(
     for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
         found = table.entries.get(key)
         if found is not None:
-            _, found_backend, found_class = GroupKey.parse(key)
+            found_engine, found_backend, found_class = GroupKey.parse(key)
             unseen = tuple(name for name, part in (("backend", found_backend), ("class", found_class)) if part == ANY)
+            if engine.own_fit and found_engine != engine.id:
+                unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
             found = _widened(found, table.meta, unseen)
             found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found

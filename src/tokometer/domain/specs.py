@@ -440,6 +440,9 @@ class EngineSpec(_Plain):
     kv_allocation: str  # paged | contiguous
     default_kv_dtype: str = "fp16"
     based_on: str | None = None
+    # fitted as its own group under `based_on` (its rows measure another runtime on the parent's kernels),
+    # not pooled into the parent's: unseen, it borrows the parent's fit with a band widened for an unseen engine
+    own_fit: bool = False
     fp16_accumulate: bool = False  # fp16 GEMMs accumulate in fp16 (llama.cpp's cuBLAS path)
     tensor_wgmma: bool = True  # its prefill kernels reach Hopper's wgmma-only peak (llama.cpp: mma.sync, no)
     backends: tuple[str, ...] = ()

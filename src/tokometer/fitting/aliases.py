@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ class ResolveTable:
     entries: dict[tuple[str, str, str], Resolution]  # (kind, source id or "*", normalised as-stated)
     unscorable: dict[str, str]  # source id -> why none of its rows can be scored
     row_rules: tuple[RowRule, ...] = ()  # some rows of a source, misread as their metric
+    broken_rows: dict[str, str] = field(default_factory=dict)  # row id -> why that run is not a measurement of its setup
 
     def lookup(self, kind: str, source: str, as_stated: str) -> Resolution | None:
         key = normalise(as_stated)
@@ -110,7 +111,16 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         if not isinstance(limit, int) or limit < 0:
             raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: max_prompt_tokens must be a whole number >= 0")
         rules.append(RowRule(str(item["source"]), str(item["metric"]), str(item["heading"]), limit, str(item["reason"])))
-    return ResolveTable(entries, unscorable, tuple(rules))
+    broken: dict[str, str] = {}
+    for index, item in enumerate(raw.get("broken_run", [])):
+        rows = item.get("rows")
+        if not item.get("source") or not item.get("reason") or not isinstance(rows, list) or not rows:
+            raise CatalogError(f"{path.name}: [[broken_run]] #{index + 1}: needs source, rows and reason")
+        for row_id in rows:
+            if not str(row_id).startswith(str(item["source"])):
+                raise CatalogError(f"{path.name}: [[broken_run]] #{index + 1}: row {row_id!r} is not of {item['source']}")
+            broken[str(row_id)] = f"broken run: {item['reason']}"
+    return ResolveTable(entries, unscorable, tuple(rules), broken)
 
 
 # ---------------------------------------------------------------- models
@@ -373,14 +383,17 @@ def source_hardware_for(case: Any) -> Any | None:
 
 def unscorable_for(case: Any) -> str | None:
     """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, a
-    `[[unscorable_rows]]` rule says it measured something else than its metric, or it measured
-    a prompt (pp, ttft_ms) without saying how long the prompt was."""
+    `[[unscorable_rows]]` rule says it measured something else than its metric, the row is a broken run
+    listed in RESOLVE.toml ([[broken_run]]), or it measured a prompt (pp, ttft_ms) without saying how
+    long the prompt was."""
     listed = unscorable_reason(_source(case))
     if listed is not None:
         return listed
     for rule in resolve_table().row_rules:
         if rule.matches(case):
             return rule.reason
+    if (broken := resolve_table().broken_rows.get(str(getattr(case, "row_id", "")))) is not None:
+        return broken
     if case.metric in ("pp", "pp_agg", "ttft_ms") and not case.number("prompt_tokens"):
         return f"{case.metric} without prompt_tokens: the prompt length is not stated"
     return None

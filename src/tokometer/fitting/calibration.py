@@ -341,7 +341,8 @@ def fit_table(
 
     Levels: the engine (`engine/*/*`, parent: its documented default in engines.toml), the backend
     (`engine/backend/*`, parent: the engine's fit), the hardware class (`engine/backend/class`,
-    parent: the backend's fit). Each level's pull toward the parent is estimated from the data
+    parent: the backend's fit); an engine fitted apart (`own_fit` in engines.toml) has the fit of the engine it
+    is based on as its parent at the top. Each level's pull toward the parent is estimated from the data
     (`shrinkage.level_prior` on the log errors of the parent's prediction of each group's rows), so
     a thin group keeps its parent's values and a thick one its own. `held`: keep each key's b_unit;
     `priors`: filled with each level's (decode, prefill) `LevelPrior`.
@@ -353,31 +354,48 @@ def fit_table(
     table: dict[str, Efficiency] = {}
     for level in range(3):
         keys = sorted(k for k in by_key if _level(k) == level)
-        parents = {k: _parent(k, table, by_key[k][0].prior) for k in keys}
-        # a group that is its parent's only child has its parent's rows: it says nothing of the spread
-        informative = [k for k in keys if level == 0 or len(by_key[k]) < len(by_key[_parent_key(k)])]
-        # a class level holds two kinds of groups: memory systems (gddr, hbm, unified...) and, where a
-        # vendor's backend spans GPU generations, architecture families; each kind's spread around the
-        # backend is its own (the gap between two GPU generations is not the gap between memory systems)
-        kind_priors = kind_level_priors(
-            {k: (_log_errors(by_key[k], parents[k], "tg"), _log_errors(by_key[k], parents[k], "pp")) for k in informative}
-        )
-        tg_prior, pp_prior = kind_priors["memory"]
-        if priors is not None:
-            priors[level] = (tg_prior, pp_prior)
-        for key in keys:
-            tg_prior, pp_prior = kind_priors.get(_class_kind(key), kind_priors["memory"])
-            tg = [f for f in by_key[key] if f.case.metric == "tg"]
-            pp = [f for f in by_key[key] if f.case.metric == "pp"]
-            if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
-                continue
-            units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
-            if GroupKey.parse(key).hardware_class == ANY:
-                # b_unit belongs to one class of memory system; a fallback entry serves devices of other
-                # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
-                units = (None,)
-            table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
+        # engines fitted apart (`own_fit`) come after the engines they are shrunk toward, with their own pull
+        apart = [k for k in keys if _engine_parent_key(k) is not None]
+        _fit_level(by_key, [k for k in keys if k not in apart], level, table, source, held, priors)
+        if apart:
+            _fit_level(by_key, apart, level, table, source, held, None)
     return table
+
+
+def _fit_level(
+    by_key: dict[str, list[Features]],
+    keys: list[str],
+    level: int,
+    table: dict[str, Efficiency],
+    source: str,
+    held: dict[str, Efficiency] | None,
+    priors: dict[int, tuple[LevelPrior, LevelPrior]] | None,
+) -> None:
+    """Fit `keys` (all of one level) into `table`, each shrunk toward its parent entry."""
+    parents = {k: _parent(k, table, by_key[k][0].prior) for k in keys}
+    # a group that is its parent's only child has its parent's rows: it says nothing of the spread
+    informative = [k for k in keys if level == 0 or len(by_key[k]) < len(by_key[_parent_key(k)])]
+    # a class level holds two kinds of groups: memory systems (gddr, hbm, unified...) and, where a
+    # vendor's backend spans GPU generations, architecture families; each kind's spread around the
+    # backend is its own (the gap between two GPU generations is not the gap between memory systems)
+    kind_priors = kind_level_priors(
+        {k: (_log_errors(by_key[k], parents[k], "tg"), _log_errors(by_key[k], parents[k], "pp")) for k in informative}
+    )
+    tg_prior, pp_prior = kind_priors["memory"]
+    if priors is not None:
+        priors[level] = (tg_prior, pp_prior)
+    for key in keys:
+        tg_prior, pp_prior = kind_priors.get(_class_kind(key), kind_priors["memory"])
+        tg = [f for f in by_key[key] if f.case.metric == "tg"]
+        pp = [f for f in by_key[key] if f.case.metric == "pp"]
+        if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
+            continue
+        units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
+        if GroupKey.parse(key).hardware_class == ANY:
+            # b_unit belongs to one class of memory system; a fallback entry serves devices of other
+            # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
+            units = (None,)
+        table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
 
 
 def kind_level_priors(
@@ -404,6 +422,17 @@ def _class_kind(key: str) -> str:
     return "architecture" if GroupKey.parse(key).hardware_class in ARCH_CLASSES else "memory"
 
 
+def _engine_parent_key(key: str) -> str | None:
+    """`parent/*/*` for an engine-level key of an engine fitted apart (`own_fit`), else None."""
+    from tokometer.catalog.efficiency import parent_fit_engine_id
+
+    engine, backend, hardware_class = GroupKey.parse(key)
+    if backend != ANY or hardware_class != ANY:
+        return None
+    parent = parent_fit_engine_id(engine)
+    return str(GroupKey(parent, ANY, ANY)) if parent is not None else None
+
+
 def _level(key: str) -> int:
     """0 for `engine/*/*`, 1 for `engine/backend/*`, 2 for `engine/backend/class`."""
     _, backend, hardware_class = GroupKey.parse(key)
@@ -422,6 +451,7 @@ def _parent(key: str, table: dict[str, Efficiency], default: Efficiency) -> Effi
     level = _level(key)
     ups = [str(GroupKey(engine, backend, ANY))] if level == 2 else []
     ups += [str(GroupKey(engine, ANY, ANY))] if level >= 1 else []
+    ups += [k] if level == 0 and (k := _engine_parent_key(key)) is not None else []
     return next((table[k] for k in ups if k in table), default)
 
 
@@ -430,9 +460,14 @@ def _log_errors(rows: list[Features], parent: Efficiency, metric: str) -> list[f
 
 
 def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
-    for key in GroupKey.parse(group).fallbacks():
+    """The entry a group reads: its own keys most specific first, then (an engine fitted apart) its parent's."""
+    found = GroupKey.parse(group)
+    for key in found.fallbacks():
         if key in table:
             return table[key]
+    parent = _engine_parent_key(str(GroupKey(found.engine, ANY, ANY)))
+    if parent is not None:
+        return lookup(table, str(GroupKey(GroupKey.parse(parent).engine, found.backend, found.hardware_class)))
     return None
 
 

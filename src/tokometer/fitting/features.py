@@ -26,6 +26,7 @@ from tokometer.fitting.rows import Case
 from tokometer.fitting.validation import (
     above_ceiling,
     case_request,
+    pages_past_working_set,
     resolve_case_hardware,
     unfused_decode_attention,
     unsupported_setup,
@@ -81,7 +82,7 @@ def _unit(prior: Efficiency) -> Efficiency:
 def features(case: Case) -> Features | None:
     """Physics at 100 % efficiency for one usable row (single device, unflagged, tg or pp)."""
     from tokometer.catalog import engine_catalog
-    from tokometer.catalog.efficiency import efficiency_for, group_key
+    from tokometer.catalog.efficiency import efficiency_for, fit_engine_id, group_key
     from tokometer.usecases.estimate import estimate
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
@@ -104,7 +105,7 @@ def features(case: Case) -> Features | None:
     base = dict(
         case=case,
         group=group_key(engine, hardware, backend),
-        engine_id=engine.based_on or engine.id,
+        engine_id=fit_engine_id(engine),
         backend=backend,
         hardware_id=hardware.id,
         prior=prior,
@@ -115,6 +116,8 @@ def features(case: Case) -> Features | None:
     )
     if above_ceiling(case, est):
         return None  # far above the device's physical ceiling: nothing the physics can fit
+    if pages_past_working_set(est):
+        return None  # weights past macOS's default GPU working set: the speed of paging, not of the engine
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
         alu_peak = alu_peak_tflops(hardware)

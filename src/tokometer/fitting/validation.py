@@ -23,7 +23,7 @@ from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
-from tokometer.fitting import aliases
+from tokometer.fitting import aliases, ollama_engine
 from tokometer.fitting.bands import percentile
 from tokometer.fitting.rows import AGGREGATES, DEFAULT_GEN_TOKENS, METRICS, Case, CaseResult
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
@@ -225,7 +225,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
             kwargs["bits"] = nominal
         else:
             raise InputError(f"unknown quantization {quant!r} and no bits_per_weight")
-    engine = _engine_id(case)
+    engine = ollama_engine.runner_for_case(case, _engine_id(case), preset)
     if engine:
         kwargs["engine"] = engine
     backend = case.text("backend").lower()
@@ -368,6 +368,31 @@ def above_ceiling(case: Case, est: Any) -> str | None:
     return None
 
 
+def pages_past_working_set(est: Any) -> str | None:
+    """Why a row on an Apple GPU is neither scored nor fitted when its weights alone exceed macOS's default
+    GPU working set (Metal's recommendedMaxWorkingSetSize, `policy.gpu_memory_gb`), or None.
+
+    Past it the GPU cannot keep the weights wired: the run pages or competes with the OS for memory, and
+    its speed is the memory manager's (ASLB-M3MAX: Qwen3-Coder-Next Q4_K_M, 48.7 GB on a 64 GB M3 Max
+    whose default set is 48 GB, ran 2-5 tok/s in some runs and 18-52 in others of the same setup).
+    A row that states a raised limit (the hardware's `gpu_memory_limit_gb`) is read as stated.
+    """
+    from tokometer.usecases.policy import gpu_memory_gb
+
+    hardware = est.hardware
+    if hardware.vendor != "apple" or hardware.kind == "cpu" or hardware.gpu_memory_limit_gb is not None:
+        return None
+    limit_gb = gpu_memory_gb(hardware)
+    weights_gb = est.memory.weights_gb
+    if not math.isfinite(limit_gb) or weights_gb <= limit_gb:
+        return None
+    return (
+        f"weights of {weights_gb:.1f} GB exceed macOS's default GPU working set on {hardware.name} "
+        f"({limit_gb:.1f} of {hardware.memory_gb:g} GB, recommendedMaxWorkingSetSize) and the row states no raised "
+        "iogpu.wired_limit_mb: the run pages, its speed is the memory manager's, not the engine's"
+    )
+
+
 def predict_case(
     case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False,
     time_limit_s: float | None = None,
@@ -440,7 +465,7 @@ def predict_case(
         if case.flag:
             result.reason = f"flagged in source data: {case.flag}"
         elif baseline is None:
-            result.reason = above_ceiling(case, est)
+            result.reason = above_ceiling(case, est) or pages_past_working_set(est)
     except TokometerError as exc:
         result.reason = str(exc)
     return result
