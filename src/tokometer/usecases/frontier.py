@@ -143,7 +143,7 @@ def frontier(
                 if dep.kv_capacity_tokens < prompt + output:
                     skip("KV cache cannot hold one request")
                     continue
-                variants = [(dep, None)]
+                variants: list[tuple[Deployment, str | None]] = [(dep, None)]
                 if spec:
                     try:
                         fast = deploy(model, hw, quant=q, engine=engine, tp=tp, dp=dp, ep=ep, nodes=nodes,
