@@ -34,9 +34,6 @@ def test_llama3_8b_q4_k_m_on_rtx_4090() -> None:
     assert preset.estimate_interval.low <= preset.estimate_tok_s <= preset.estimate_interval.high
 
 
-@pytest.mark.xfail(strict=True, reason="issue #25: after this round's refit (tau_expert, MoE prefill, 2,420 decode rows) "
-                   "vLLM on a GDDR7 consumer card reads 52.6 tok/s against the seed's 45 measured (+17 %, past the 15 % asserted); "
-                   "no vLLM single-stream row on Blackwell consumer cards is in the evidence")
 def test_gemma4_12b_nvfp4_on_rtx_5060_ti() -> None:
     # seed 004: 448 GB/s / 7.6 GB ~ 59 tok/s ceiling, 45 tok/s measured in production (vLLM)
     e = estimate("gemma-4-12b", "rtx-5060-ti-16gb", quant="nvfp4", weights_gb=7.6, engine="vllm", prompt_tokens=64, output_tokens=256)
