@@ -36,6 +36,7 @@ FAMILIES = {
     "M3 Max": "m3-max-40c",
     "M3 Ultra": "m3-ultra-80c",
     "M4 Max": "m4-max-40c",
+    "Jetson AGX Orin 64GB": "jetson-agx-orin-64gb",  # MAXN; the MODE_30W entry is its variant
 }
 
 

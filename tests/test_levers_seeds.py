@@ -104,7 +104,10 @@ def test_streaming_weights_over_pcie_is_slower_still() -> None:
 def test_30b_a3b_moe_decodes_like_a_3b_dense_model(dense: str) -> None:
     moe = estimate("qwen3-30b-a3b", "rtx-4090", quant="q4_k_m")
     small = estimate(dense, "rtx-4090", quant="q4_k_m")
-    assert 0.7 <= moe.estimate_tok_s / small.estimate_tok_s <= 1.4
+    # published same-device pairs put the 30B-A3B at 0.59-0.84x a 3-4B dense model (Rapid-MLX M4 Max:
+    # 123.9 vs Llama 3.2 3B 200.1 tok/s = 0.62; MLXCEL M1 Ultra 0.59, M5 Max 0.82 and mlx-lm M4 Max 0.84
+    # against Qwen3 4B): its 48 layers and 8 routed experts a layer cost more fixed time than 28 dense layers
+    assert 0.55 <= moe.estimate_tok_s / small.estimate_tok_s <= 1.4
     assert 0.7 <= moe.step.weight_bytes / small.step.weight_bytes <= 1.4
     assert moe.memory.weights_gb > 5 * small.memory.weights_gb
     assert moe.memory.weights_gb == pytest.approx(30.5 * 4.89 / 8, rel=0.03)  # ~18 GB in Q4 (seed 002)
