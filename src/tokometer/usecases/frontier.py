@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from tokometer.costmodel.serving import ServingResult, Workload, fixed
@@ -131,9 +132,10 @@ def frontier(
                 i += 1
                 devices = tp * dp
                 nodes = max(1, devices // GPUS_PER_NODE) if devices > GPUS_PER_NODE else 1
+                place = partial(deploy, model, hw, quant=q, engine=engine, tp=tp, dp=dp, ep=ep, nodes=nodes,
+                                inter_link=INTER_LINK if nodes > 1 else None, overlap=overlap and ep > 1)
                 try:
-                    dep = deploy(model, hw, quant=q, engine=engine, tp=tp, dp=dp, ep=ep, nodes=nodes,
-                                 inter_link=INTER_LINK if nodes > 1 else None, overlap=overlap and ep > 1)
+                    dep = place()
                 except TokometerError:
                     skip("does not fit")
                     continue
@@ -146,8 +148,7 @@ def frontier(
                 variants: list[tuple[Deployment, str | None]] = [(dep, None)]
                 if spec:
                     try:
-                        fast = deploy(model, hw, quant=q, engine=engine, tp=tp, dp=dp, ep=ep, nodes=nodes,
-                                      inter_link=INTER_LINK if nodes > 1 else None, overlap=overlap and ep > 1, **spec)
+                        fast = place(**spec)  # the same layout with the drafter
                     except InputError:
                         raise  # a method the engine or model cannot run: the user's input, said once
                     except TokometerError:
@@ -170,8 +171,7 @@ def frontier(
     if not points:
         raise InputError("no layout of this model fits the hardware given; nothing to draw")
     flags = pareto_flags([(p.tok_s_per_gpu, p.tok_s_per_user) for p in points])
-    marked = tuple(FrontierPoint(p.hardware, p.quant, p.layout, p.gpus, p.concurrency, p.result, f, p.spec)
-                   for p, f in zip(points, flags, strict=True))
+    marked = tuple(replace(p, on_frontier=f) for p, f in zip(points, flags, strict=True))
     return Frontier(marked, skipped)
 
 
