@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tokometer.calibration_data import PUBLISHED_DIR
-from tokometer.fitting import validation
+from tokometer.fitting import rows, validation
 
 # reason text -> category: the first pattern that matches names the category
 CATEGORIES = (
@@ -34,6 +34,8 @@ CATEGORIES = (
     (r"^metric .* is not scored", "metric not scored"),
     (r"served workload|without a batch_size", "serving / batch not stated"),
     (r"does not fit|out of memory|exceeds", "does not fit in memory"),
+    (r"x the physical ceiling", "measured above the physical ceiling (row flagged impossible)"),
+    (r"^LocalScore reports a suite average", "LocalScore suite average (no lengths)"),
 )
 
 
@@ -64,7 +66,7 @@ def coverage(files: list[Path]) -> dict[str, Any]:
     reason_sources: dict[str, Counter[str]] = defaultdict(Counter)
     examples: dict[str, Counter[str]] = defaultdict(Counter)
     for path in files:
-        for case in validation.read_cases(path):
+        for case in rows.read_cases(path):
             source = case.text("source_id") or path.stem
             result = validation.predict_case(case)
             per_source[source]["rows"] += 1
