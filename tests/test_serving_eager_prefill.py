@@ -113,3 +113,18 @@ def test_shipped_priors_sglang_sourced_and_graph_capturing_engines_zero() -> Non
 def test_a_negative_host_time_is_refused() -> None:
     with pytest.raises(InputError, match="eager prefill"):
         check_policy(replace(SGL, eager_prefill_layer_us=-1.0))
+
+
+def test_plan_charges_the_floor_to_a_lone_request_not_to_each_batched_prompt() -> None:
+    """`plan.bounds`: the TTFT floor of a request alone includes the host floor; the prefill work per
+    request that sets the saturation rate does not (prompts batched in one step share it)."""
+    from tokometer.usecases.plan import bounds
+    from tokometer.usecases.simulate import deploy
+
+    dep = deploy("qwen3-30b-a3b", "h100-sxm", quant="bf16", engine="sglang")
+    assert dep.cost.eager_prefill_s > 0
+    plain = replace(dep, cost=replace(dep.cost, eager_prefill_s=0.0))
+    with_floor, without = bounds(dep, 64, 256, 0.05), bounds(plain, 64, 256, 0.05)
+    assert with_floor.ttft_floor_s == pytest.approx(dep.cost.eager_prefill_s)
+    assert without.ttft_floor_s < with_floor.ttft_floor_s
+    assert with_floor.prefill_s == pytest.approx(without.prefill_s)
