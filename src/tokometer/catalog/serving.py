@@ -53,6 +53,7 @@ POLICY_SCHEMA: Schema = {
     "prefix_cache_hit_fraction": Field(NUM),
     "scheduler_steps": Field(INT),
     "request_latency_ms": Field(NUM),
+    "eager_prefill_layer_us": Field(NUM),
 }
 
 
@@ -87,6 +88,8 @@ def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
         raise InputError(f"the prefix-cache hit fraction must be in [0, 1), got {policy.prefix_cache_hit_fraction!r}")
     if not 0 <= policy.request_latency_ms < math.inf:
         raise InputError(f"the request latency must be 0 ms or more, got {policy.request_latency_ms!r}")
+    if not 0 <= policy.eager_prefill_layer_us < math.inf:
+        raise InputError(f"the eager prefill host time per layer must be 0 us or more, got {policy.eager_prefill_layer_us!r}")
     return policy
 
 

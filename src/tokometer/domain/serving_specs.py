@@ -42,6 +42,11 @@ class SchedulerPolicy(_Plain):
       passes before its first token reaches the client (HTTP, chat template and tokenizer, the
       hops between the API server, scheduler and detokenizer processes, the first streamed chunk),
       charged once per request: the client sends it that long before the scheduler can have it.
+    - `eager_prefill_layer_us`: host (Python and kernel-launch) time per layer of a MoE model of one
+      forward that carries prompt tokens, for engines that run prefill without CUDA graphs (SGLang by
+      default): such a step takes at least `n_layers * eager_prefill_layer_us`, however few its
+      tokens (the launches are asynchronous, so the GPU's own work hides under it, or it under the
+      GPU's). 0 for engines that capture prefill, or where no measurement separates it.
     """
 
     engine: str
@@ -57,6 +62,7 @@ class SchedulerPolicy(_Plain):
     prefix_cache_hit_fraction: float = 0.0
     scheduler_steps: int = 1
     request_latency_ms: float = 0.0
+    eager_prefill_layer_us: float = 0.0
     source: str = ""
 
 

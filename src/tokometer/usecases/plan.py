@@ -112,7 +112,10 @@ def bounds(dep: Deployment, prompt: int, output: int, slo_tpot_s: float) -> Boun
     while b > 1 and step > slo_tpot_s:  # at full batch the TPOT objective binds: shrink the batch
         b //= 2
         step = decode_token_s(dep, b, depth)
-    prefill_per_req = ttft_floor - cost.overhead_s - cost.comm_fixed_s  # the prompt's step, less its fixed costs
+    # the prompt's step, less its fixed costs and the eager-prefill host floor, which prompts batched in one step share
+    alone = ttft_floor if not cost.eager_prefill_s else \
+        replace(cost, eager_prefill_s=0.0).time_s(prompt, 0.0, prompt * prompt / 2.0, prefill_tokens=prompt)
+    prefill_per_req = alone - cost.overhead_s - cost.comm_fixed_s
     saturation = b / (output * step + b * max(prefill_per_req, 0.0))
     return Bounds(ttft_floor, tpot_floor, b, step, prefill_per_req, saturation)
 

@@ -107,6 +107,9 @@ class StepCost(_Plain):
     # a decoded token's attention FLOPs per context token when decode runs another form than prefill
     # (MLA's absorbed projections over the latent; `AttentionGroup.decode_dim`); 0: `attention_flops_per_pair`
     decode_attention_flops_per_pair: float = 0.0
+    # host floor of a step that carries prompt tokens when the engine runs prefill eagerly (no CUDA
+    # graph): n_layers x the engine's host time per layer of a MoE model (`eager_prefill_layer_us`); 0: none
+    eager_prefill_s: float = 0.0
 
     def attention_flops(self, pairs: float, decode_pairs: float) -> float:
         """FLOPs of a step's attention over `pairs` query-key pairs, `decode_pairs` of them decoded tokens'."""
@@ -191,6 +194,8 @@ class StepCost(_Plain):
         roof = max(weights, matmul) + max(kv, attention)
         if self.moe_comm_fixed_s or self.moe_comm_per_token_s:
             roof = self.with_moe_comm(roof, tokens)
+        if prefill_tokens and roof + fixed < self.eager_prefill_s:  # an eager prefill's launches bound the step
+            return self.eager_prefill_s
         return roof + fixed
 
 
@@ -208,8 +213,12 @@ def attention_peak_scale(setup: Setup) -> float:
     return peak / attention if attention and attention < peak else 1.0
 
 
-def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
+def step_cost(setup: Setup, serving: ServingEfficiency, *, eager_prefill_layer_us: float = 0.0) -> StepCost:
     """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
+    `eager_prefill_layer_us`: the engine's host time per layer of a MoE model in a prefill forward run
+    without CUDA graphs (`SchedulerPolicy.eager_prefill_layer_us`): a floor on every step with prompt
+    tokens, `n_layers` of it (under PP each stage launches its layers once per micro-batch: `n_layers`
+    a step); dense models are not charged (no source separates it, and their GPU work covers it).
 
     Per GPU, for a step of T tokens over the whole replica (docs/PHYSICS.md section 7): the non-expert
     weights split `tp * pp` ways, read by every attention rank once per micro-batch (`pp` per step);
@@ -293,6 +302,7 @@ def step_cost(setup: Setup, serving: ServingEfficiency) -> StepCost:
         overlap=lay.overlap and (moe_fixed > 0 or moe_per_token > 0),
         expert_flops_per_token=expert_flops,
         expert_tokens_per_token=k_over_e * imbalance / pp,
+        eager_prefill_s=model.n_layers * eager_prefill_layer_us * US if model.is_moe else 0.0,
     )
 
 

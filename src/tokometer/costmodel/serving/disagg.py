@@ -26,7 +26,7 @@ import heapq
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tokometer.costmodel.serving.cost import StepCost
 from tokometer.costmodel.serving.engine import Replica, Request
@@ -140,6 +140,8 @@ def simulate_disagg(
 
     prefill = [Replica(cost, policy, kv_capacity_tokens, on_done=handoff) for _ in range(disagg.prefill_replicas)]
     dec = decode_pool if decode_pool is not None else Pool(cost, policy, kv_capacity_tokens)
+    if dec.cost.eager_prefill_s:  # the decode pool gets the KV and runs the first token in its captured decode
+        dec = replace(dec, cost=replace(dec.cost, eager_prefill_s=0.0))
     decode = [
         Replica(dec.cost, dec.policy, dec.kv_capacity_tokens, on_finish=arrivals.on_finish, on_done=arrivals.on_done,
                 slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s, spec=dec.spec)

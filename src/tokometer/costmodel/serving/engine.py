@@ -461,6 +461,9 @@ class Replica:
         if self.comm:  # comm_s is 0.0 without all-reduces or hops: skip the call
             fixed += cost.comm_s(tokens)
         dt = roof + fixed
+        if decode_tokens < tokens and dt < cost.eager_prefill_s:  # prompt tokens, run eagerly: host-bound (cost.py)
+            dt = cost.eager_prefill_s
+            fixed = dt - roof
         if self.record is not None:
             firsts = sum(1 for req in completing if req.first < 0)
             self.record.append((tokens, kv_read, pairs, n_dec if decode_now else 0, len(completing), firsts))
