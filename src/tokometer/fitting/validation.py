@@ -23,7 +23,7 @@ from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
-from tokometer.fitting import aliases, ollama_engine
+from tokometer.fitting import aliases, ollama_engine, suites
 from tokometer.fitting.bands import percentile
 from tokometer.fitting.rows import AGGREGATES, DEFAULT_GEN_TOKENS, METRICS, Case, CaseResult
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
@@ -405,6 +405,10 @@ def predict_case(
     from tokometer.catalog.efficiency import group_key
     from tokometer.usecases.estimate import estimate
 
+    if (suite := suites.suite_of(case)) is not None:  # a suite's aggregate: each test, averaged as it reports
+        return suites.predict_suite(
+            case, suite, lambda part: predict_case(part, efficiency, baseline, strict, time_limit_s)
+        )
     result = CaseResult(case)
     result.reason = case.problem or unsupported_setup(case)
     if result.reason:
