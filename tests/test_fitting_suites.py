@@ -114,3 +114,15 @@ def test_published_localscore_rows_are_scored_but_never_fitted() -> None:
     assert sum(r.scored for r in results) >= 10
     assert all(r.reason for r in results if not r.scored)
     assert all(features(c) is None for c in cases)
+
+
+def test_a_suite_run_whose_model_overflows_the_gpu_is_not_scored_as_the_gpus_speed(tmp_path: Path) -> None:
+    # LocalScore offloads every layer; a 14B Q4_K_M (about 9 GB of weights) on an 8 GB card spilled
+    over, fits = _cases(
+        tmp_path,
+        "a,LocalScore,rtx-4060-ti-8gb,qwen2.5-14b,Q4_K_M,1,,,tg,3.5,\n"
+        "b,LocalScore,rtx-4060-ti-16gb,qwen2.5-14b,Q4_K_M,1,,,tg,30,\n",
+    )
+    result = validation.predict_case(over)
+    assert not result.scored and "spilled" in (result.reason or "") and result.predicted is not None
+    assert validation.predict_case(fits).scored

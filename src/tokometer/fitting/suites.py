@@ -104,6 +104,11 @@ def predict_suite(case: Case, suite: Suite, predict: Callable[[Case], CaseResult
     failed = next((p for p in parts if p.reason), None)
     if failed is not None:
         result.reason = _reason(suite, failed, parts)
+    elif (over := next((p.details["does_not_fit"] for p in parts if p.details.get("does_not_fit")), None)) is not None:
+        result.reason = (
+            f"{suite.name} offloads every layer (n_gpu_layers 9999) and the model {over}: the run spilled to "
+            "system memory (the driver's shared-memory fallback) or fell back, its speed is not the device's"
+        )
     return result
 
 

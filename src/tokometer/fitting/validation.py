@@ -393,6 +393,14 @@ def pages_past_working_set(est: Any) -> str | None:
     )
 
 
+def _does_not_fit(est: Any) -> str | None:
+    """How far the setup overflows its devices' memory (weights, KV cache and buffers), or None when it fits."""
+    from tokometer.usecases.notices import DoesNotFit
+
+    over = next((w for w in est.warnings if isinstance(w, DoesNotFit)), None)
+    return None if over is None else f"needs {over.need_gb:.1f} GB where {over.available_gb:.1f} GB are usable"
+
+
 def predict_case(
     case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False,
     time_limit_s: float | None = None,
@@ -465,7 +473,7 @@ def predict_case(
             value = case.batch * gen / est.e2e_s
             low, high = value * 0.75, value * 1.3
         result.predicted, result.low, result.high = value, low, high
-        result.details = {"bound": est.step.bound, "ceiling_tok_s": est.ceiling_tok_s}
+        result.details = {"bound": est.step.bound, "ceiling_tok_s": est.ceiling_tok_s, "does_not_fit": _does_not_fit(est)}
         if case.flag:
             result.reason = f"flagged in source data: {case.flag}"
         elif baseline is None:
