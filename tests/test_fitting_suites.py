@@ -126,3 +126,20 @@ def test_a_suite_run_whose_model_overflows_the_gpu_is_not_scored_as_the_gpus_spe
     result = validation.predict_case(over)
     assert not result.scored and "spilled" in (result.reason or "") and result.predicted is not None
     assert validation.predict_case(fits).scored
+
+
+def test_an_apple_gpu_is_read_from_localscores_accelerator_name_with_its_core_count(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    stated = [
+        "Apple M4 Pro 8P+4E+16GPU (GPU, 24 GB); system CPU Apple M4 Pro 8P+4E, 24 GB RAM, Darwin",
+        "Apple M4 Max 12P+4E (CPU, 128 GB); system CPU Apple M4 Max 12P+4E, 128 GB RAM, Darwin",
+        "Apple M9 Pro 8P+4E+16GPU (GPU, 24 GB); system CPU Apple M9 Pro, 24 GB RAM, Darwin",
+    ]
+    body = "".join(f'r{i},LocalScore,,"{s}",llama-3.1-8b,Q4_K_M,1,,,tg,30,\n' for i, s in enumerate(stated))
+    path.write_text("row_id,engine,hardware_id,hardware_as_stated,model,quant,batch_size,prompt_tokens,gen_tokens,metric,value,measured_date\n" + body, encoding="utf-8")
+    gpu, cpu, unknown = rows.read_cases(path)
+    assert suites.apple_gpu_cells(gpu) == {"hardware_id": "m4-pro", "memory_gb": "24"}
+    result = validation.predict_case(gpu)
+    assert result.scored and result.hardware_id == "m4-pro"
+    assert suites.apple_gpu_cells(cpu) == {} and suites.apple_gpu_cells(unknown) == {}  # a CPU run, an unknown chip
+    assert "unknown hardware" in (validation.predict_case(unknown).reason or "")

@@ -13,6 +13,7 @@ errors move together). Suite rows are scored as held-out evidence only, never fi
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -71,12 +72,41 @@ def suite_of(case: Case) -> Suite | None:
     return next((s for s in SUITES if s.name.lower() in engine), None)
 
 
+# LocalScore's accelerator as the site prints it: "<name> (GPU, <memory> GB); system CPU ...", an Apple
+# GPU named by its chip and core counts ("Apple M4 Pro 10P+4E+20GPU": performance, efficiency, GPU cores)
+ACCELERATOR = re.compile(r"^(?P<name>.*?) \(GPU, (?P<memory_gb>[\d.]+) GB\)")
+APPLE_GPU = re.compile(r"^(?P<chip>Apple M\d(?: Pro| Max| Ultra)?) \d+P\+\d+E\+(?P<cores>\d+)GPU$")
+
+
+def apple_gpu_cells(case: Case) -> dict[str, str]:
+    """For a row without a hardware_id whose accelerator is an Apple GPU: the catalog entry its chip and
+    GPU core count name (the catalog's own alias, "Apple M4 Pro 16-core"; a chip alone is not enough,
+    since Max and Ultra tiers differ by core count) and the machine's memory as the row prints it
+    (LocalScore reports Metal's memory as the system's RAM, `localscore/system.cpp`); {} otherwise."""
+    from tokometer.catalog import hardware_catalog
+
+    if case.text("hardware_id"):
+        return {}
+    accelerator = ACCELERATOR.match(case.text("hardware_as_stated"))
+    apple = APPLE_GPU.match(accelerator.group("name")) if accelerator else None
+    if accelerator is None or apple is None:
+        return {}
+    found = hardware_catalog().find(f"{apple.group('chip')} {apple.group('cores')}-core")
+    if found is None:
+        return {}
+    return {"hardware_id": found.id, "memory_gb": accelerator.group("memory_gb")}
+
+
 def suite_parts(case: Case, suite: Suite) -> list[Case]:
     """The suite row as one single-stream row per test, each with the test's lengths and the row's setup."""
     parts = []
+    device = apple_gpu_cells(case)
     for test in suite.tests:
         label = f"{test.prompt_tokens}+{test.gen_tokens}"
-        raw = {**case.raw, "prompt_tokens": str(test.prompt_tokens), "gen_tokens": str(test.gen_tokens), PART_COLUMN: label}
+        raw = {
+            **case.raw, **device,
+            "prompt_tokens": str(test.prompt_tokens), "gen_tokens": str(test.gen_tokens), PART_COLUMN: label,
+        }
         parts.append(replace(case, raw=raw, prompt_tokens=test.prompt_tokens, gen_tokens=test.gen_tokens))
     return parts
 
