@@ -58,7 +58,7 @@ def main() -> None:
         print(f"  {n:5d}  {reason}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"families": out, "unscored": dict(reasons)}, fh, indent=1)
+            json.dump({"families": out, "unscored": dict(reasons), "rows": [r.to_dict() for r in results]}, fh, indent=1)
 
 
 if __name__ == "__main__":
