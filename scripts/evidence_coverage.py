@@ -35,7 +35,7 @@ CATEGORIES = (
     (r"served workload|without a batch_size", "serving / batch not stated"),
     (r"does not fit|out of memory|exceeds", "does not fit in memory"),
     (r"x the physical ceiling", "measured above the physical ceiling (row flagged impossible)"),
-    (r"^LocalScore reports a suite average", "LocalScore suite average (no lengths)"),
+    (r"spilled to system memory", "LocalScore run whose model overflowed the GPU"),
 )
 
 

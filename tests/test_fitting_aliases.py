@@ -113,12 +113,6 @@ def test_a_published_gb10_row_is_predicted_on_the_dgx_spark_with_its_engine_fami
     assert result.group is not None and result.group.startswith("mlx/")  # mlxcel borrows MLX's fit
 
 
-@pytest.mark.skipif(not (PUBLISHED_DIR / "LOCALSCORE.csv").is_file(), reason="published evidence not shipped")
-def test_localscore_suite_averages_are_unscored_with_the_reason() -> None:
-    results = [validation.predict_case(c) for c in _rows("LOCALSCORE.csv")[:30]]
-    assert results and all(not r.scored and "suite average" in (r.reason or "") for r in results)
-
-
 def test_resolve_table_entries_name_catalog_entries() -> None:
     from tokometer.catalog import engine_catalog, hardware_catalog, model_catalog, quant_catalog
 

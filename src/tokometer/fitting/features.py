@@ -23,6 +23,7 @@ from tokometer.domain.specs import Efficiency, stream_bandwidth_share
 from tokometer.domain.units import GB
 from tokometer.errors import TokometerError
 from tokometer.fitting.rows import Case
+from tokometer.fitting.suites import suite_of
 from tokometer.fitting.validation import (
     above_ceiling,
     case_request,
@@ -87,6 +88,8 @@ def features(case: Case) -> Features | None:
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
         return None
+    if suite_of(case) is not None:
+        return None  # a suite's aggregate (LocalScore): scored as held-out evidence, never fitted (fitting/suites.py)
     if case.metric == "pp" and case.prompt_tokens <= 0:
         return None  # a prompt rate without its prompt length: nothing to fit
     if case.metric == "tg" and not case.text("prompt_tokens") and not case.text("gen_tokens"):

@@ -23,7 +23,7 @@ from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
 from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
 from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
-from tokometer.fitting import aliases, ollama_engine
+from tokometer.fitting import aliases, ollama_engine, suites
 from tokometer.fitting.bands import percentile
 from tokometer.fitting.rows import AGGREGATES, DEFAULT_GEN_TOKENS, METRICS, Case, CaseResult
 from tokometer.usecases.request import EstimateRequest, mean_decode_depth
@@ -393,6 +393,14 @@ def pages_past_working_set(est: Any) -> str | None:
     )
 
 
+def _does_not_fit(est: Any) -> str | None:
+    """How far the setup overflows its devices' memory (weights, KV cache and buffers), or None when it fits."""
+    from tokometer.usecases.notices import DoesNotFit
+
+    over = next((w for w in est.warnings if isinstance(w, DoesNotFit)), None)
+    return None if over is None else f"needs {over.need_gb:.1f} GB where {over.available_gb:.1f} GB are usable"
+
+
 def predict_case(
     case: Case, efficiency: Efficiency | None = None, baseline: str | None = None, strict: bool = False,
     time_limit_s: float | None = None,
@@ -405,6 +413,10 @@ def predict_case(
     from tokometer.catalog.efficiency import group_key
     from tokometer.usecases.estimate import estimate
 
+    if (suite := suites.suite_of(case)) is not None:  # a suite's aggregate: each test, averaged as it reports
+        return suites.predict_suite(
+            case, suite, lambda part: predict_case(part, efficiency, baseline, strict, time_limit_s)
+        )
     result = CaseResult(case)
     result.reason = case.problem or unsupported_setup(case)
     if result.reason:
@@ -461,7 +473,7 @@ def predict_case(
             value = case.batch * gen / est.e2e_s
             low, high = value * 0.75, value * 1.3
         result.predicted, result.low, result.high = value, low, high
-        result.details = {"bound": est.step.bound, "ceiling_tok_s": est.ceiling_tok_s}
+        result.details = {"bound": est.step.bound, "ceiling_tok_s": est.ceiling_tok_s, "does_not_fit": _does_not_fit(est)}
         if case.flag:
             result.reason = f"flagged in source data: {case.flag}"
         elif baseline is None:
