@@ -104,3 +104,10 @@ def test_an_unseen_architecture_borrows_the_class_with_a_wider_band() -> None:
     assert found.bandwidth_fraction == 0.5 and found.residual_log_sd == pytest.approx(0.1)
     # a table fitted before the level existed (no unseen_architecture_* in its meta) reads the class unchanged
     assert efficiency_for(engine, orin, entries={"llama-cpp/cuda/apu": parent}, meta={}).residual_log_sd == pytest.approx(0.1)
+
+
+def test_a_class_with_one_architecture_has_no_sub_class_entry() -> None:
+    """Strix Halo is the only APU under Vulkan: its sub-class would refit the class's own rows."""
+    table = fit_table(_rows("rdna3.5", 1.5, 60, 3))
+    assert "llama-cpp/cuda/apu" in table and "llama-cpp/cuda/apu:rdna3.5" not in table
+    assert lookup(table, "llama-cpp/cuda/apu:rdna3.5") is table["llama-cpp/cuda/apu"]

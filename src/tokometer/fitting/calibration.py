@@ -390,6 +390,10 @@ def _fit_level(
         pp = [f for f in by_key[key] if f.case.metric == "pp"]
         if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
             continue
+        if level == ARCHITECTURE_LEVEL and len(by_key[key]) == len(by_key[_parent_key(key)]):
+            # the class's only architecture (Strix Halo under Vulkan): its rows are the class's, and a
+            # second fit of them, ridged once more, would only loosen the class's pull toward the backend
+            continue
         units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
         if GroupKey.parse(key).hardware_class == ANY:
             # b_unit belongs to one class of memory system; a fallback entry serves devices of other
