@@ -169,6 +169,12 @@ def multi_device_log_sd(metric: str = "tg") -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+# engines whose one switch (llama.cpp's `-fa`) fuses decode and prefill attention alike: their prefill
+# score term (`attention_score_bytes`) is fitted on rows run with it off only and dropped where it is on
+# (docs/PHYSICS.md section 5); other engines keep theirs (vLLM/TensorRT-LLM fused, eager transformers not)
+FA_SWITCH_ENGINES = frozenset({"llama-cpp"})
+
+
 # the fit's meta keys holding how far an unseen group strays from its parent (`fitting.shrinkage`)
 UNSEEN_KEYS = {
     "tg": {
@@ -221,7 +227,8 @@ def efficiency_for(
     `decode_score_bytes` is what an unfused decode attention costs per score, fitted on measurements
     taken without flash attention (llama.cpp's default until its 2025 builds switched to
     `--flash-attn auto`); an estimate for today's engines runs fused attention, so the term is
-    dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
+    dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it; so is
+    llama.cpp's prefill score term (`attention_score_bytes`, `FA_SWITCH_ENGINES`): the same `-fa` switch.
     The engine's own host sampling cost (`host_sampling_ns_per_vocab`, documented in engines.toml, never
     fitted) rides on whichever table entry it borrows: llama-server shares llama-bench's GPU kernels.
     An entry borrowed from a parent (a backend or hardware class, or the whole engine, without rows)
@@ -240,7 +247,11 @@ def efficiency_for(
             if engine.own_fit and found_engine != engine.id:
                 unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
             found = _widened(found, table.meta, unseen)
-            found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
+            if not unfused_decode_attention:
+                # fused attention: no score traffic at decode, nor at prefill for the engines whose prefill
+                # score term is fitted only on rows run without flash attention (`FA_SWITCH_ENGINES`)
+                fused = {"attention_score_bytes": 0.0} if found_engine in FA_SWITCH_ENGINES else {}
+                found = replace(found, decode_score_bytes=0.0, **fused)  # type: ignore[arg-type]
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
     default = engine.efficiency
     if engine.based_on:
