@@ -283,17 +283,13 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
 
 
 def _architecture(raw: dict[str, Any]) -> dict[str, Any]:
-    """A GPU architecture family that is a fit class of its own (`specs.ARCH_CLASSES`) or, on an APU, a
-    sub-class of the unified-memory class (`specs.APU_ARCHITECTURES`), with its source."""
-    from tokometer.domain.specs import APU_ARCHITECTURES, ARCH_CLASSES
+    """A GPU architecture family that is a fit class of its own (`specs.ARCH_CLASSES`), with its source."""
+    from tokometer.domain.specs import ARCH_CLASSES
 
     if "architecture" not in raw:
         return {}
-    known = ARCH_CLASSES | APU_ARCHITECTURES
-    if raw["architecture"] not in known:
-        raise CatalogError(f"architecture {raw['architecture']!r} is not one of {', '.join(sorted(known))}")
-    if raw["architecture"] in APU_ARCHITECTURES and raw.get("kind") != "apu":
-        raise CatalogError(f"architecture {raw['architecture']!r} names a family inside the APU class: kind must be apu")
+    if raw["architecture"] not in ARCH_CLASSES:
+        raise CatalogError(f"architecture {raw['architecture']!r} is not one of {', '.join(sorted(ARCH_CLASSES))}")
     if not raw.get("architecture_source"):
         raise CatalogError("architecture needs architecture_source")
     return {"architecture": raw["architecture"], "architecture_source": raw["architecture_source"]}

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency, tokometer_home
 from tokometer.catalog.cache import load_parsed
-from tokometer.domain.specs import SUBCLASS_SEPARATOR, Efficiency, EngineSpec, HardwareSpec
+from tokometer.domain.specs import Efficiency, EngineSpec, HardwareSpec
 from tokometer.errors import CatalogError
 
 EFFICIENCY_FILE = DATA_DIR / "efficiency.toml"  # the shipped fit
@@ -57,26 +57,14 @@ class GroupKey(NamedTuple):
     def __str__(self) -> str:
         return f"{self.engine}/{self.backend}/{self.hardware_class}"
 
-    @property
-    def parent_class(self) -> str | None:
-        """The class a sub-class sits in (`apu` for `apu:ampere`, `specs.APU_ARCHITECTURES`), else None."""
-        head, sep, _ = self.hardware_class.partition(SUBCLASS_SEPARATOR)
-        return head if sep else None
-
     def fallbacks(self) -> tuple[str, ...]:
-        """This key, then by backend, by hardware class, and the engine alone (most specific first); a
-        sub-class (`apu:ampere`) falls back to its class (`apu`) before the backend."""
+        """This key, then by backend, by hardware class, and the engine alone (most specific first)."""
         e, b, c = self
-        classes = (c,) if self.parent_class is None else (c, self.parent_class)
-        keys = [*(GroupKey(e, b, k) for k in classes), GroupKey(e, b, ANY)]
-        keys += [*(GroupKey(e, ANY, k) for k in classes), GroupKey(e, ANY, ANY)]
-        return tuple(str(k) for k in keys)
+        return tuple(str(k) for k in (self, GroupKey(e, b, ANY), GroupKey(e, ANY, c), GroupKey(e, ANY, ANY)))
 
     def matches(self, pattern: GroupKey) -> bool:
-        """Whether a fitted entry's key (`*` parts allowed) covers this group (a class covers its sub-classes)."""
-        return all(p in (ANY, g) for g, p in zip(self, pattern, strict=True)) or (
-            self.parent_class is not None and GroupKey(self.engine, self.backend, self.parent_class).matches(pattern)
-        )
+        """Whether a fitted entry's key (`*` parts allowed) covers this group."""
+        return all(p == ANY or p == g for g, p in zip(self, pattern, strict=True))
 
 
 @dataclass(frozen=True)
@@ -169,39 +157,26 @@ def multi_device_log_sd(metric: str = "tg") -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-# engines whose one switch (llama.cpp's `-fa`) fuses decode and prefill attention alike: their prefill
-# score term (`attention_score_bytes`) is fitted on rows run with it off only and dropped where it is on
-# (docs/PHYSICS.md section 5); other engines keep theirs (vLLM/TensorRT-LLM fused, eager transformers not)
-FA_SWITCH_ENGINES = frozenset({"llama-cpp"})
-
-
 # the fit's meta keys holding how far an unseen group strays from its parent (`fitting.shrinkage`)
 UNSEEN_KEYS = {
-    "tg": {
-        "engine": "unseen_engine_log_sd",
-        "backend": "unseen_backend_log_sd",
-        "class": "unseen_class_log_sd",
-        "architecture": "unseen_architecture_log_sd",
-    },
+    "tg": {"engine": "unseen_engine_log_sd", "backend": "unseen_backend_log_sd", "class": "unseen_class_log_sd"},
     "pp": {
         "engine": "unseen_engine_prefill_log_sd",
         "backend": "unseen_backend_prefill_log_sd",
         "class": "unseen_class_prefill_log_sd",
-        "architecture": "unseen_architecture_prefill_log_sd",
     },
 }
 
 
 def _unseen_sd(meta: dict[str, Any], metric: str, levels: tuple[str, ...]) -> float:
-    """The extra log spread of a group the fit never saw at these levels (root sum of squares); a level
-    the table's meta does not measure (a table fitted before that level existed) adds nothing."""
+    """The extra log spread of a group the fit never saw at these levels (root sum of squares)."""
     extra = [meta.get(UNSEEN_KEYS[metric][level]) for level in levels]
     return math.sqrt(sum(float(v) ** 2 for v in extra if isinstance(v, int | float)))
 
 
 def _widened(eff: Efficiency, meta: dict[str, Any], levels: tuple[str, ...]) -> Efficiency:
     """`eff` borrowed from a parent (or an engine's default): its bands widened by the spread of unseen
-    groups at `levels` ("engine", "backend", "class", "architecture"), in quadrature."""
+    groups at `levels` ("engine", "backend", "class"), in quadrature."""
     tg, pp = _unseen_sd(meta, "tg", levels), _unseen_sd(meta, "pp", levels)
     if not tg and not pp:
         return eff
@@ -227,8 +202,7 @@ def efficiency_for(
     `decode_score_bytes` is what an unfused decode attention costs per score, fitted on measurements
     taken without flash attention (llama.cpp's default until its 2025 builds switched to
     `--flash-attn auto`); an estimate for today's engines runs fused attention, so the term is
-    dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it; so is
-    llama.cpp's prefill score term (`attention_score_bytes`, `FA_SWITCH_ENGINES`): the same `-fa` switch.
+    dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
     The engine's own host sampling cost (`host_sampling_ns_per_vocab`, documented in engines.toml, never
     fitted) rides on whichever table entry it borrows: llama-server shares llama-bench's GPU kernels.
     An entry borrowed from a parent (a backend or hardware class, or the whole engine, without rows)
@@ -242,16 +216,10 @@ def efficiency_for(
         if found is not None:
             found_engine, found_backend, found_class = GroupKey.parse(key)
             unseen = tuple(name for name, part in (("backend", found_backend), ("class", found_class)) if part == ANY)
-            if SUBCLASS_SEPARATOR in hardware.hardware_class and SUBCLASS_SEPARATOR not in found_class:
-                unseen = (*unseen, "architecture")  # a sub-class without rows: its class's fit, widened
             if engine.own_fit and found_engine != engine.id:
                 unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
             found = _widened(found, table.meta, unseen)
-            if not unfused_decode_attention:
-                # fused attention: no score traffic at decode, nor at prefill for the engines whose prefill
-                # score term is fitted only on rows run without flash attention (`FA_SWITCH_ENGINES`)
-                fused = {"attention_score_bytes": 0.0} if found_engine in FA_SWITCH_ENGINES else {}
-                found = replace(found, decode_score_bytes=0.0, **fused)  # type: ignore[arg-type]
+            found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
     default = engine.efficiency
     if engine.based_on:

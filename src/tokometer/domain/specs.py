@@ -89,7 +89,7 @@ class HardwareSpec(_Plain):
     price_source: str | None = None
     price_date: str | None = None
     gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
-    architecture: str | None = None  # GPU architecture family (ARCH_CLASSES, APU_ARCHITECTURES): the fit's class or sub-class
+    architecture: str | None = None  # GPU architecture family (ARCH_CLASSES), where it sets the fit's class
     architecture_source: str | None = None
 
     @property
@@ -155,11 +155,6 @@ class HardwareSpec(_Plain):
         if self.kind == "soc" or self.vendor == "apple":
             return "apple"
         if self.kind == "apu":
-            if self.architecture in APU_ARCHITECTURES:
-                # a sub-class of the unified-memory class: the bus share is the class's, but the matrix
-                # units an engine's prefill kernels reach differ by GPU generation (Ampere Orin realises
-                # about half of its datasheet tensor rate in llama.cpp where Blackwell GB10 realises more)
-                return f"apu{SUBCLASS_SEPARATOR}{self.architecture}"
             return "apu"
         if self.segment == "laptop":
             return "laptop-gpu"
@@ -178,11 +173,6 @@ class HardwareSpec(_Plain):
 # GPU architecture families that are a hardware class of their own (docs/PHYSICS.md section 4):
 # Intel Xe-HPG (Arc A-series, Alchemist) and Xe2 (Arc B-series, Battlemage), one backend (SYCL) apart
 ARCH_CLASSES: Final = frozenset({"xe-hpg", "xe2"})
-# GPU architecture families inside the unified-memory APU class (docs/PHYSICS.md section 4): a level
-# below `apu` (`apu:ampere` is shrunk toward `apu`, which is shrunk toward the backend), not a class of
-# its own: the memory system is shared, the matrix rate an engine realises is the generation's
-APU_ARCHITECTURES: Final = frozenset({"ampere", "blackwell", "rdna3.5"})
-SUBCLASS_SEPARATOR: Final = ":"  # `apu:ampere`: a hardware class, then the architecture inside it
 
 
 @dataclass(frozen=True, slots=True)

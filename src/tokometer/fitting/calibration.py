@@ -352,7 +352,7 @@ def fit_table(
         for key in _keys(f.group):
             by_key[key].append(f)
     table: dict[str, Efficiency] = {}
-    for level in range(len(LEVEL_NAMES)):
+    for level in range(3):
         keys = sorted(k for k in by_key if _level(k) == level)
         # engines fitted apart (`own_fit`) come after the engines they are shrunk toward, with their own pull
         apart = [k for k in keys if _engine_parent_key(k) is not None]
@@ -381,7 +381,7 @@ def _fit_level(
     kind_priors = kind_level_priors(
         {k: (_log_errors(by_key[k], parents[k], "tg"), _log_errors(by_key[k], parents[k], "pp")) for k in informative}
     )
-    tg_prior, pp_prior = kind_priors.get("architecture" if level == ARCHITECTURE_LEVEL else "memory", kind_priors["memory"])
+    tg_prior, pp_prior = kind_priors["memory"]
     if priors is not None:
         priors[level] = (tg_prior, pp_prior)
     for key in keys:
@@ -389,10 +389,6 @@ def _fit_level(
         tg = [f for f in by_key[key] if f.case.metric == "tg"]
         pp = [f for f in by_key[key] if f.case.metric == "pp"]
         if len(tg) < MIN_TG_ROWS and len(pp) < MIN_PP_ROWS:
-            continue
-        if level == ARCHITECTURE_LEVEL and len(by_key[key]) == len(by_key[_parent_key(key)]):
-            # the class's only architecture (Strix Halo under Vulkan): its rows are the class's, and a
-            # second fit of them, ridged once more, would only loosen the class's pull toward the backend
             continue
         units = (held[key].unit_bandwidth_gb_per_s,) if held is not None and key in held else None
         if GroupKey.parse(key).hardware_class == ANY:
@@ -419,12 +415,11 @@ def kind_level_priors(
 
 
 def _class_kind(key: str) -> str:
-    """"architecture" for a class that names a GPU architecture family (`domain.specs.ARCH_CLASSES`) or
-    an APU's sub-class (`apu:ampere`), else "memory" (the memory-system classes, the engine and backend levels)."""
+    """"architecture" for a class that names a GPU architecture family (`domain.specs.ARCH_CLASSES`),
+    else "memory" (the memory-system classes, and the engine and backend levels)."""
     from tokometer.domain.specs import ARCH_CLASSES
 
-    parsed = GroupKey.parse(key)
-    return "architecture" if parsed.hardware_class in ARCH_CLASSES or parsed.parent_class else "memory"
+    return "architecture" if GroupKey.parse(key).hardware_class in ARCH_CLASSES else "memory"
 
 
 def _engine_parent_key(key: str) -> str | None:
@@ -439,31 +434,22 @@ def _engine_parent_key(key: str) -> str | None:
 
 
 def _level(key: str) -> int:
-    """0 for `engine/*/*`, 1 for `engine/backend/*`, 2 for `engine/backend/class`, 3 for a sub-class
-    (`engine/backend/apu:ampere`, `ARCHITECTURE_LEVEL`)."""
-    parsed = GroupKey.parse(key)
-    if parsed.backend == ANY:
-        return 0
-    if parsed.hardware_class == ANY:
-        return 1
-    return ARCHITECTURE_LEVEL if parsed.parent_class else 2
+    """0 for `engine/*/*`, 1 for `engine/backend/*`, 2 for `engine/backend/class`."""
+    _, backend, hardware_class = GroupKey.parse(key)
+    return 0 if backend == ANY else (1 if hardware_class == ANY else 2)
 
 
 def _parent_key(key: str) -> str:
-    """The key one level up (the class for a sub-class, `engine/backend/*` for a class, `engine/*/*` for a backend)."""
-    parsed = GroupKey.parse(key)
-    if parsed.parent_class:
-        return str(GroupKey(parsed.engine, parsed.backend, parsed.parent_class))
-    return str(GroupKey(parsed.engine, parsed.backend, ANY) if _level(key) == 2 else GroupKey(parsed.engine, ANY, ANY))
+    """The key one level up (`engine/backend/*` for a class, `engine/*/*` for a backend)."""
+    engine, backend, _ = GroupKey.parse(key)
+    return str(GroupKey(engine, backend, ANY) if _level(key) == 2 else GroupKey(engine, ANY, ANY))
 
 
 def _parent(key: str, table: dict[str, Efficiency], default: Efficiency) -> Efficiency:
     """The fitted entry one level up (the engine's default at the top, or where the parents were too thin)."""
-    parsed = GroupKey.parse(key)
-    engine, backend = parsed.engine, parsed.backend
+    engine, backend, _ = GroupKey.parse(key)
     level = _level(key)
-    ups = [str(GroupKey(engine, backend, parsed.parent_class))] if parsed.parent_class else []
-    ups += [str(GroupKey(engine, backend, ANY))] if level >= 2 else []
+    ups = [str(GroupKey(engine, backend, ANY))] if level == 2 else []
     ups += [str(GroupKey(engine, ANY, ANY))] if level >= 1 else []
     ups += [k] if level == 0 and (k := _engine_parent_key(key)) is not None else []
     return next((table[k] for k in ups if k in table), default)
@@ -486,15 +472,11 @@ def lookup(table: dict[str, Efficiency], group: str) -> Efficiency | None:
 
 
 def _keys(group: str) -> tuple[str, ...]:
-    """The keys a group's rows are fitted under: its own, its class's (a sub-class), its backend's, its engine's."""
-    parsed = GroupKey.parse(group)
-    engine, backend = parsed.engine, parsed.backend
-    sub = (str(GroupKey(engine, backend, parsed.parent_class)),) if parsed.parent_class else ()
-    return (group, *sub, str(GroupKey(engine, backend, ANY)), str(GroupKey(engine, ANY, ANY)))
+    engine, backend, _ = GroupKey.parse(group)
+    return (group, str(GroupKey(engine, backend, ANY)), str(GroupKey(engine, ANY, ANY)))
 
 
-LEVEL_NAMES = ("engine", "backend", "class", "architecture")  # `fit_table`'s levels, top down
-ARCHITECTURE_LEVEL = 3  # an APU's architecture inside its class (`domain.specs.APU_ARCHITECTURES`)
+LEVEL_NAMES = ("engine", "backend", "class")  # `fit_table`'s levels, top down
 # devices and sources are held out in this many folds each to size the bands (leave-one-out where
 # there are fewer): 2 x 10 inner fits per table, so a cross-validation of 50 sources stays minutes
 BAND_FOLDS = 10

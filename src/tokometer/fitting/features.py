@@ -82,12 +82,7 @@ def _unit(prior: Efficiency) -> Efficiency:
 def features(case: Case) -> Features | None:
     """Physics at 100 % efficiency for one usable row (single device, unflagged, tg or pp)."""
     from tokometer.catalog import engine_catalog
-    from tokometer.catalog.efficiency import (
-        FA_SWITCH_ENGINES,
-        efficiency_for,
-        fit_engine_id,
-        group_key,
-    )
+    from tokometer.catalog.efficiency import efficiency_for, fit_engine_id, group_key
     from tokometer.usecases.estimate import estimate
 
     if case.flag or case.n_devices != 1 or case.batch != 1 or case.metric not in ("tg", "pp"):
@@ -145,10 +140,7 @@ def features(case: Case) -> Features | None:
         t_measured_s=case.prompt_tokens / case.value,
         matmul_s=est.prefill.matmul_flops / peak,
         attention_s=est.prefill.attention_flops / peak,
-        # llama.cpp's prefill writes its scores through memory only where flash attention was off
-        score_s=prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB)
-        if unfused_decode_attention(case) or fit_engine_id(engine) not in FA_SWITCH_ENGINES
-        else 0.0,
+        score_s=prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
         expert_s=est.model.expert_slots(math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))) * 1e-6,
