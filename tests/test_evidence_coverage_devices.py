@@ -123,7 +123,8 @@ def test_an_mlx_lm_nvfp4_row_is_scored_with_mlx_nvfp4() -> None:
     assert result.scored, result.reason
 
 
-@pytest.mark.parametrize(("preset", "params_b"), [("qwen2.5-0.5b", 0.49), ("qwen2.5-1.5b", 1.54)])
+# model cards' 0.49 / 1.54 B; Qwen3.5-0.8B: llama-bench's printed 752M (GHOST91-FITBENCH params column)
+@pytest.mark.parametrize(("preset", "params_b"), [("qwen2.5-0.5b", 0.49), ("qwen2.5-1.5b", 1.54), ("qwen3.5-0.8b", 0.752)])
 def test_new_qwen25_presets_count_the_model_cards_parameters(preset: str, params_b: float) -> None:
     from tokometer.catalog import model_catalog
 
@@ -139,6 +140,7 @@ def test_new_qwen25_presets_count_the_model_cards_parameters(preset: str, params
         ("Qwen2.5-Coder 7B Q6_K", "qwen2.5-7b"),
         ("deepseek-r1:70b", "llama-3.3-70b"),
         ("qwen3-coder:latest", "qwen3-30b-a3b"),
+        ("Qwen3.5-0.8B (unsloth GGUF)", "qwen3.5-0.8b"),
     ],
 )
 def test_published_qwen25_names_resolve(as_stated: str, expected: str) -> None:
