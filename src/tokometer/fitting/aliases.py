@@ -69,6 +69,8 @@ class ResolveTable:
     unscorable: dict[str, str]  # source id -> why none of its rows can be scored
     row_rules: tuple[RowRule, ...] = ()  # some rows of a source, misread as their metric
     broken_rows: dict[str, str] = field(default_factory=dict)  # row id -> why that run is not a measurement of its setup
+    # (source id, normalised as-stated device) -> why the device's variant cannot be read from that source
+    undecided_hardware: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def lookup(self, kind: str, source: str, as_stated: str) -> Resolution | None:
         key = normalise(as_stated)
@@ -120,7 +122,13 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
             if not str(row_id).startswith(str(item["source"])):
                 raise CatalogError(f"{path.name}: [[broken_run]] #{index + 1}: row {row_id!r} is not of {item['source']}")
             broken[str(row_id)] = f"broken run: {item['reason']}"
-    return ResolveTable(entries, unscorable, tuple(rules), broken)
+    undecided: dict[tuple[str, str], str] = {}
+    for index, item in enumerate(raw.get("undecided_hardware", [])):
+        missing = [k for k in ("source", "as_stated", "reason") if not str(item.get(k, "")).strip()]
+        if missing:
+            raise CatalogError(f"{path.name}: [[undecided_hardware]] #{index + 1}: missing {', '.join(missing)}")
+        undecided[(str(item["source"]), normalise(str(item["as_stated"])))] = str(item["reason"])
+    return ResolveTable(entries, unscorable, tuple(rules), broken, undecided)
 
 
 # ---------------------------------------------------------------- models
@@ -384,7 +392,8 @@ def source_hardware_for(case: Any) -> Any | None:
 def unscorable_for(case: Any) -> str | None:
     """Why a row cannot be scored whatever it resolves to: its source is listed unscorable, a
     `[[unscorable_rows]]` rule says it measured something else than its metric, the row is a broken run
-    listed in RESOLVE.toml ([[broken_run]]), or it measured a prompt (pp, ttft_ms) without saying how
+    listed in RESOLVE.toml ([[broken_run]]), its device is one whose variant (memory, GPU cores) that source
+    does not decide ([[undecided_hardware]]), or it measured a prompt (pp, ttft_ms) without saying how
     long the prompt was."""
     listed = unscorable_reason(_source(case))
     if listed is not None:
@@ -394,6 +403,9 @@ def unscorable_for(case: Any) -> str | None:
             return rule.reason
     if (broken := resolve_table().broken_rows.get(str(getattr(case, "row_id", "")))) is not None:
         return broken
+    device = case.text("hardware_as_stated")
+    if device and (undecided := resolve_table().undecided_hardware.get((_source(case), normalise(device)))) is not None:
+        return f"device variant not stated: {undecided}"
     if case.metric in ("pp", "pp_agg", "ttft_ms") and not case.number("prompt_tokens"):
         return f"{case.metric} without prompt_tokens: the prompt length is not stated"
     return None
