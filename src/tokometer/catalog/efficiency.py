@@ -188,6 +188,19 @@ def _widened(eff: Efficiency, meta: dict[str, Any], levels: tuple[str, ...]) -> 
     )
 
 
+def _own_decode_work(borrowed: Efficiency, own: Efficiency) -> Efficiency:
+    """A parent's entry as an engine fitted apart reads it: at least the engine's documented shader work
+    per weight (`decode_alu_flops_per_weight`), which its own format costs and the parent's kernels do
+    not (ExLlamaV3's EXL3 trellis decode over ExLlamaV2's EXL2 lookups)."""
+    if own.decode_alu_flops_per_weight <= borrowed.decode_alu_flops_per_weight:
+        return borrowed
+    return replace(
+        borrowed,
+        decode_alu_flops_per_weight=own.decode_alu_flops_per_weight,
+        source=f"{borrowed.source}; the engine's documented {own.decode_alu_flops_per_weight:g} shader ops per weight",
+    )
+
+
 def efficiency_for(
     engine: EngineSpec,
     hardware: HardwareSpec,
@@ -218,6 +231,7 @@ def efficiency_for(
             unseen = tuple(name for name, part in (("backend", found_backend), ("class", found_class)) if part == ANY)
             if engine.own_fit and found_engine != engine.id:
                 unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
+                found = _own_decode_work(found, engine.efficiency)
             found = _widened(found, table.meta, unseen)
             found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
