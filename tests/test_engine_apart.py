@@ -248,3 +248,42 @@ def test_estimate_warns_a_user_whose_model_exceeds_the_working_set() -> None:
     assert "48.0 GB of the 64 GB" in result.output and "sudo sysctl iogpu.wired_limit_mb" in result.output
     raised = CliRunner().invoke(cli, ["estimate", "qwen3-coder-next", "--hw", "m3-max-40c-64gb", "-q", "q4_k_m", "--memory-gb", "58"])
     assert raised.exit_code == 0 and "DOES NOT FIT" not in raised.output
+
+
+RTX3090 = hardware_catalog().get("rtx-3090")
+
+
+def test_exllamav3_is_fitted_apart_from_exllamav2() -> None:
+    """EXL3 (QTIP trellis) and EXL2 are different kernels: ExLlamaV3's rows train and read their own entries."""
+    exl3 = engine_catalog().get("exllamav3")
+    assert exl3.based_on == "exllamav2" and exl3.own_fit
+    assert group_key(exl3, RTX3090) == "exllamav3/cuda/gddr-gpu"
+    assert group_key(engine_catalog().get("exllamav2"), RTX3090) == "exllamav2/cuda/gddr-gpu"
+
+
+def test_exllamav3_without_rows_reads_exllamav2_with_its_own_trellis_decode_work() -> None:
+    exl3 = engine_catalog().get("exllamav3")
+    documented = exl3.efficiency.decode_alu_flops_per_weight
+    assert documented > 2.0  # more shader work per weight than one FMA: the trellis decode
+    parent = replace(BASE, decode_alu_flops_per_weight=12.0, source="fitted")
+    borrowed = efficiency_for(exl3, RTX3090, entries={"exllamav2/cuda/gddr-gpu": parent}, meta={})
+    assert borrowed.decode_alu_flops_per_weight == documented
+    assert borrowed.bandwidth_fraction == parent.bandwidth_fraction  # the rest is ExLlamaV2's fit
+    assert "shader ops per weight" in borrowed.source
+    # ExLlamaV2 itself reads its entry as fitted
+    exl2 = efficiency_for(engine_catalog().get("exllamav2"), RTX3090, entries={"exllamav2/cuda/gddr-gpu": parent}, meta={})
+    assert exl2.decode_alu_flops_per_weight == 12.0
+    # a parent already costlier than the documented floor is kept
+    heavy = replace(parent, decode_alu_flops_per_weight=documented * 2)
+    assert efficiency_for(exl3, RTX3090, entries={"exllamav2/cuda/gddr-gpu": heavy}, meta={}).decode_alu_flops_per_weight == documented * 2
+    # once ExLlamaV3 has rows of its own, its fitted entry is read as it is
+    own = replace(parent, decode_alu_flops_per_weight=30.0)
+    found = efficiency_for(exl3, RTX3090, entries={"exllamav2/cuda/gddr-gpu": parent, "exllamav3/*/*": own}, meta={})
+    assert found.decode_alu_flops_per_weight == 30.0
+
+
+def test_exllamav3_decodes_slower_than_exllamav2_on_the_same_card() -> None:
+    """The documented trellis work makes an estimate of ExLlamaV3 on an RTX 3090 slower than ExLlamaV2's."""
+    exl2 = estimate(EstimateRequest(model="llama-3.1-8b", hw=RTX3090, engine="exllamav2", bits=4.0))
+    exl3 = estimate(EstimateRequest(model="llama-3.1-8b", hw=RTX3090, engine="exllamav3", bits=4.0))
+    assert exl3.estimate_tok_s < 0.85 * exl2.estimate_tok_s

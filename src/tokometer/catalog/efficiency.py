@@ -188,6 +188,27 @@ def _widened(eff: Efficiency, meta: dict[str, Any], levels: tuple[str, ...]) -> 
     )
 
 
+def _attention_as_run(eff: Efficiency, unfused: bool) -> Efficiency:
+    """An entry as a run with fused (flash) attention reads it: no score traffic through memory, in decode
+    (`decode_score_bytes`) or in prefill (`attention_score_bytes`); a run without it keeps both."""
+    if unfused or (not eff.decode_score_bytes and not eff.attention_score_bytes):
+        return eff
+    return replace(eff, decode_score_bytes=0.0, attention_score_bytes=0.0)
+
+
+def _own_decode_work(borrowed: Efficiency, own: Efficiency) -> Efficiency:
+    """A parent's entry as an engine fitted apart reads it: at least the engine's documented shader work
+    per weight (`decode_alu_flops_per_weight`), which its own format costs and the parent's kernels do
+    not (ExLlamaV3's EXL3 trellis decode over ExLlamaV2's EXL2 lookups)."""
+    if own.decode_alu_flops_per_weight <= borrowed.decode_alu_flops_per_weight:
+        return borrowed
+    return replace(
+        borrowed,
+        decode_alu_flops_per_weight=own.decode_alu_flops_per_weight,
+        source=f"{borrowed.source}; the engine's documented {own.decode_alu_flops_per_weight:g} shader ops per weight",
+    )
+
+
 def efficiency_for(
     engine: EngineSpec,
     hardware: HardwareSpec,
@@ -199,10 +220,11 @@ def efficiency_for(
 ) -> Efficiency:
     """The fitted efficiency for this engine on this kind of hardware, else the engine default.
 
-    `decode_score_bytes` is what an unfused decode attention costs per score, fitted on measurements
-    taken without flash attention (llama.cpp's default until its 2025 builds switched to
-    `--flash-attn auto`); an estimate for today's engines runs fused attention, so the term is
-    dropped unless `unfused_decode_attention` (validation of such historical rows) asks for it.
+    `decode_score_bytes` and `attention_score_bytes` are what an unfused decode and prefill attention
+    cost per score, fitted on measurements taken without flash attention (llama.cpp's default until its
+    2025 builds switched to `--flash-attn auto`); an estimate for today's engines runs fused attention,
+    so both terms are dropped unless `unfused_decode_attention` (validation of such historical rows,
+    decode and prefill alike) asks for them.
     The engine's own host sampling cost (`host_sampling_ns_per_vocab`, documented in engines.toml, never
     fitted) rides on whichever table entry it borrows: llama-server shares llama-bench's GPU kernels.
     An entry borrowed from a parent (a backend or hardware class, or the whole engine, without rows)
@@ -218,13 +240,14 @@ def efficiency_for(
             unseen = tuple(name for name, part in (("backend", found_backend), ("class", found_class)) if part == ANY)
             if engine.own_fit and found_engine != engine.id:
                 unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
+                found = _own_decode_work(found, engine.efficiency)
             found = _widened(found, table.meta, unseen)
-            found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
+            found = _attention_as_run(found, unfused_decode_attention)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
     default = engine.efficiency
     if engine.based_on:
         base = engine_catalog().find(engine.based_on)
         if base is not None and base.efficiency.source != "engine default":
             default = base.efficiency
-    default = _widened(default, table.meta, ("engine",))
+    default = _attention_as_run(_widened(default, table.meta, ("engine",)), unfused_decode_attention)
     return replace(default, host_sampling_ns_per_vocab=sampling) if sampling else default

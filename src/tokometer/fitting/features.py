@@ -143,7 +143,10 @@ def features(case: Case) -> Features | None:
         t_measured_s=case.prompt_tokens / case.value,
         matmul_s=est.prefill.matmul_flops / peak,
         attention_s=est.prefill.attention_flops / peak,
-        score_s=prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB),
+        score_s=(
+            prefill_score_elements(est.model, case.prompt_tokens) / (hardware.memory_bandwidth_gb_per_s * GB)
+            if unfused_decode_attention(case) else 0.0  # flash attention keeps the scores on chip
+        ),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
         expert_s=est.model.expert_slots(math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))) * 1e-6,
