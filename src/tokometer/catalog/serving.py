@@ -54,6 +54,7 @@ POLICY_SCHEMA: Schema = {
     "scheduler_steps": Field(INT),
     "request_latency_ms": Field(NUM),
     "eager_prefill_layer_us": Field(NUM),
+    "fp8_gemm_fraction": Field(NUM),
 }
 
 
@@ -90,6 +91,8 @@ def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
         raise InputError(f"the request latency must be 0 ms or more, got {policy.request_latency_ms!r}")
     if not 0 <= policy.eager_prefill_layer_us < math.inf:
         raise InputError(f"the eager prefill host time per layer must be 0 us or more, got {policy.eager_prefill_layer_us!r}")
+    if not 0 < policy.fp8_gemm_fraction <= 1:
+        raise InputError(f"the FP8 GEMM fraction of the FP8 peak must be in (0, 1], got {policy.fp8_gemm_fraction!r}")
     return policy
 
 
