@@ -50,8 +50,11 @@ def test_bf16_steps_are_not_touched() -> None:
     assert step_cost(setup, EFF, fp8_gemm_fraction=FRACTION) == step_cost(setup, EFF)
 
 
-def test_policy_checks_the_fraction() -> None:
-    assert serving_engines()["tensorrt-llm"].policy.fp8_gemm_fraction == 1.0
+def test_catalog_priors_and_checks() -> None:
+    engines = serving_engines()
+    assert engines["vllm"].policy.fp8_gemm_fraction == pytest.approx(1.36 / 2)  # vllm-project/vllm#17126
+    assert engines["sglang"].policy.fp8_gemm_fraction == pytest.approx(1.36 / 2)
+    assert engines["tensorrt-llm"].policy.fp8_gemm_fraction == 1.0
     for bad in (0.0, -0.1, 1.5, float("nan")):
         with pytest.raises(InputError, match="FP8 GEMM"):
             check_policy(SchedulerPolicy(engine="x", max_num_seqs=8, max_num_batched_tokens=64, fp8_gemm_fraction=bad))
