@@ -55,6 +55,7 @@ POLICY_SCHEMA: Schema = {
     "request_latency_ms": Field(NUM),
     "eager_prefill_layer_us": Field(NUM),
     "fp8_gemm_fraction": Field(NUM),
+    "recv_interval_steps": Field(INT),
 }
 
 
@@ -79,7 +80,8 @@ def _policy(entry_id: str, raw: dict[str, Any], path: Path) -> SchedulerPolicy:
 
 def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
     """Knobs a user can override: whole numbers >= 1, fractions in range."""
-    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps"):
+    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps",
+                 "recv_interval_steps"):
         value = getattr(policy, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a whole number, 1 or more, got {value!r}")

@@ -51,6 +51,10 @@ class SchedulerPolicy(_Plain):
       relative to the share its BF16 GEMMs realise of the BF16 peak; below 1 where every linear layer
       first quantises its activations in a separate memory-bound kernel (dynamic per-token or
       per-token-group scales). 1: FP8 GEMMs at twice the BF16 rate, as the datasheets say.
+    - `recv_interval_steps`: SGLang `--scheduler-recv-interval N` (default 1): while it decodes, the
+      scheduler reads newly arrived requests only every N decode steps (at once when idle), so a
+      request arriving mid-decode waits for the next multiple before its prefill can be scheduled.
+      Unlike `scheduler_steps`, tokens still stream every step.
     """
 
     engine: str
@@ -68,6 +72,7 @@ class SchedulerPolicy(_Plain):
     request_latency_ms: float = 0.0
     eager_prefill_layer_us: float = 0.0
     fp8_gemm_fraction: float = 1.0
+    recv_interval_steps: int = 1
     source: str = ""
 
 
