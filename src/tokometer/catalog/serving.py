@@ -54,6 +54,8 @@ POLICY_SCHEMA: Schema = {
     "scheduler_steps": Field(INT),
     "request_latency_ms": Field(NUM),
     "eager_prefill_layer_us": Field(NUM),
+    "fp8_gemm_fraction": Field(NUM),
+    "recv_interval_steps": Field(INT),
 }
 
 
@@ -78,7 +80,8 @@ def _policy(entry_id: str, raw: dict[str, Any], path: Path) -> SchedulerPolicy:
 
 def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
     """Knobs a user can override: whole numbers >= 1, fractions in range."""
-    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps"):
+    for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps",
+                 "recv_interval_steps"):
         value = getattr(policy, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a whole number, 1 or more, got {value!r}")
@@ -90,6 +93,8 @@ def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
         raise InputError(f"the request latency must be 0 ms or more, got {policy.request_latency_ms!r}")
     if not 0 <= policy.eager_prefill_layer_us < math.inf:
         raise InputError(f"the eager prefill host time per layer must be 0 us or more, got {policy.eager_prefill_layer_us!r}")
+    if not 0 < policy.fp8_gemm_fraction <= 1:
+        raise InputError(f"the FP8 GEMM fraction of the FP8 peak must be in (0, 1], got {policy.fp8_gemm_fraction!r}")
     return policy
 
 

@@ -47,6 +47,14 @@ class SchedulerPolicy(_Plain):
       default): such a step takes at least `n_layers * eager_prefill_layer_us`, however few its
       tokens (the launches are asynchronous, so the GPU's own work hides under it, or it under the
       GPU's). 0 for engines that capture prefill, or where no measurement separates it.
+    - `fp8_gemm_fraction`: the share of the FP8 tensor peak the engine's FP8 (W8A8) GEMMs realise,
+      relative to the share its BF16 GEMMs realise of the BF16 peak; below 1 where every linear layer
+      first quantises its activations in a separate memory-bound kernel (dynamic per-token or
+      per-token-group scales). 1: FP8 GEMMs at twice the BF16 rate, as the datasheets say.
+    - `recv_interval_steps`: SGLang `--scheduler-recv-interval N` (default 1): while it decodes, the
+      scheduler reads newly arrived requests only every N decode steps (at once when idle), so a
+      request arriving mid-decode waits for the next multiple before its prefill can be scheduled.
+      Unlike `scheduler_steps`, tokens still stream every step.
     """
 
     engine: str
@@ -63,6 +71,8 @@ class SchedulerPolicy(_Plain):
     scheduler_steps: int = 1
     request_latency_ms: float = 0.0
     eager_prefill_layer_us: float = 0.0
+    fp8_gemm_fraction: float = 1.0
+    recv_interval_steps: int = 1
     source: str = ""
 
 

@@ -94,6 +94,12 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
 # extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
 INFERENCEX_TRTLLM_STREAM_TOKENS = 10
+# InferenceX's DeepSeek-R1 SGLang scripts for B200 (benchmarks/dsr1_fp8_b200.sh, dsr1_fp4_b200_docker.sh)
+# launch with --scheduler-recv-interval 10, or 30 from 16 clients ("recv every ~10 requests; if CONC >= 16,
+# relax to ~30"; the FP8 script's TP 4 branch keeps 10); its H200 script sets none. Scripts not read
+# (B300, MTP, disaggregated) are left at SGLang's default of 1.
+INFERENCEX_SGLANG_RECV = {"b200": (10, 30)}
+INFERENCEX_SGLANG_RECV_FROM_CLIENTS = 16
 
 # SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_speculative_decoding): with EAGLE, EAGLE3,
 # NEXTN, STANDALONE or NGRAM and no --max-running-requests, "Max running requests is reset to 48 for
@@ -220,6 +226,7 @@ class Run:
     replicas: int = 1  # copies of the parallel group the row's n_devices holds (8 GPUs at tp=2: 4)
     static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
     stream_tokens: int = 1  # tokens per streamed chunk: a client's inter-token latency is the chunks' interval
+    recv_interval: int = 1  # SGLang --scheduler-recv-interval the source's launch used (`recv_interval_steps`)
     disagg: tuple[int, int] | None = None  # (prefill, decode) workers, when the source disaggregates
     tokens_per_pass: float = 1.0  # E(a, k) under speculation: the tokens one streamed chunk carries
     decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
@@ -426,6 +433,13 @@ def plan_run(rows: list[Row]) -> Run:
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
     if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
         run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
+    recv = INFERENCEX_SGLANG_RECV.get(row.text("hardware_id"))
+    notes = row.text("notes")
+    if (engine == "sglang" and recv and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
+            and "spec_method=none" in notes and "DeepSeek-R1" in row.text("model")):
+        clients = row.positive("concurrency") or 0
+        fp8_tp4 = tp == 4 and row.text("quant").lower() == "fp8"
+        run.recv_interval = recv[1] if clients >= INFERENCEX_SGLANG_RECV_FROM_CLIENTS and not fp8_tp4 else recv[0]
     if "speculative_decoding" in row.text("flag").lower().split(";"):
         spec = read_speculation(row.text("backend") + " ; " + row.text("notes"))
         if spec.reason is not None:

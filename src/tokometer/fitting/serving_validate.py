@@ -162,8 +162,9 @@ def simulate_run(
     dep = deploy_run(run, efficiency(run.engine))
     if run.disagg is not None:
         return _simulate_pools(run, dep, seed, time_limit_s)
+    policy = dep.policy if run.recv_interval == 1 else replace(dep.policy, recv_interval_steps=run.recv_interval)
     return simulate(
-        dep.cost, dep.policy, dep.kv_capacity_tokens, sized_workload(run, dep), replicas=run.replicas, seed=seed,
+        dep.cost, policy, dep.kv_capacity_tokens, sized_workload(run, dep), replicas=run.replicas, seed=seed,
         max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s), spec=dep.speculation,
     )
 

@@ -199,26 +199,32 @@ class StepCost(_Plain):
         return roof + fixed
 
 
-def attention_peak_scale(setup: Setup) -> float:
+def attention_peak_scale(setup: Setup, gemm_fraction: float = 1.0) -> float:
     """The step's GEMM peak over its attention kernels' peak (>= 1). Attention multiplies queries by the
     cached keys and values in the KV cache's precision, whatever the weights are stored in: BF16/FP16
     tensor cores for a 16-bit cache (FlashAttention-2/3, FlashInfer, FlashMLA), FP8 ones only when the
     cache itself is FP8 (FlashAttention-3's FP8 path, TensorRT-LLM's FP8 context FMHA). So FP8 or FP4
     weights do not speed attention up past the cache's own rate; the attention FLOPs are scaled to the
-    step's GEMM peak (`attention_flops_per_pair`) so that every reader of the coefficients agrees."""
-    peak = setup.peak.tflops
+    step's GEMM peak (`attention_flops_per_pair`) so that every reader of the coefficients agrees.
+    `gemm_fraction`: the share of that peak the engine's GEMMs realise (`fp8_gemm_fraction`)."""
+    peak = (setup.peak.tflops or 0.0) * gemm_fraction
     if not peak:
         return 1.0
     attention = compute_peak(setup.hardware, "fp8" if setup.kv_bytes_per_element <= 1.0 else "fp16").tflops
     return peak / attention if attention and attention < peak else 1.0
 
 
-def step_cost(setup: Setup, serving: ServingEfficiency, *, eager_prefill_layer_us: float = 0.0) -> StepCost:
+def step_cost(
+    setup: Setup, serving: ServingEfficiency, *, eager_prefill_layer_us: float = 0.0, fp8_gemm_fraction: float = 1.0,
+) -> StepCost:
     """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
     `eager_prefill_layer_us`: the engine's host time per layer of a MoE model in a prefill forward run
     without CUDA graphs (`SchedulerPolicy.eager_prefill_layer_us`): a floor on every step with prompt
     tokens, `n_layers` of it (under PP each stage launches its layers once per micro-batch: `n_layers`
     a step); dense models are not charged (no source separates it, and their GPU work covers it).
+    `fp8_gemm_fraction`: the share of the FP8 tensor peak the engine's FP8 GEMMs realise against its
+    BF16 GEMMs' share of the BF16 peak (`SchedulerPolicy.fp8_gemm_fraction`: dynamic activation
+    quantisation); applied only when the step's GEMMs run at the FP8 peak.
 
     Per GPU, for a step of T tokens over the whole replica (docs/PHYSICS.md section 7): the non-expert
     weights split `tp * pp` ways, read by every attention rank once per micro-batch (`pp` per step);
@@ -242,7 +248,8 @@ def step_cost(setup: Setup, serving: ServingEfficiency, *, eager_prefill_layer_u
     # a micro-batch of T / pp tokens touches 1 - (1 - k/E)^(T / pp) of the experts: the same form in T
     micro_k_over_e = 1.0 - (1.0 - k_over_e) ** (1.0 / pp) if pp > 1 else k_over_e
     kv_token = kv_elements_per_token(model) * setup.kv_bytes_per_element / (kv_shards(model, tp) * pp * dp)
-    scale = attention_peak_scale(setup)  # attention at the KV cache's precision, in GEMM-peak FLOPs
+    gemm_fraction = fp8_gemm_fraction if setup.peak.dtype == "fp8" else 1.0
+    scale = attention_peak_scale(setup, gemm_fraction)  # attention at the KV cache's precision, in GEMM-peak FLOPs
     attention = scale * sum(4.0 * g.n_layers * g.attention_dim for g in model.attention if g.kind != "linear")
     decode_attention = scale * sum(4.0 * g.n_layers * g.decode_dim for g in model.attention if g.kind != "linear")
     imbalance = lay.ep_imbalance if lay.ep > 1 else 1.0
@@ -286,7 +293,7 @@ def step_cost(setup: Setup, serving: ServingEfficiency, *, eager_prefill_layer_u
         bandwidth_bytes_per_s=bw / (1.0 / eff.bandwidth_fraction_for(setup.quantized) + ecc),
         kv_bandwidth_bytes_per_s=bw / (1.0 / eff.kv_fraction_for(setup.quantized) + ecc),
         score_s_per_token_read=eff.decode_score_bytes * heads_layers / (dp * bw),
-        peak_flops=(setup.peak.tflops or 0.0) * TFLOP,
+        peak_flops=(setup.peak.tflops or 0.0) * gemm_fraction * TFLOP,
         compute_fraction_max=serving.compute_fraction_max,
         compute_half_tokens=serving.compute_half_tokens,
         prefill_fraction_max=serving.prefill_fraction_max or eff.prefill_max_for(setup.quantized),

@@ -338,8 +338,11 @@ class Replica:
             else:
                 i += 1
         # admit new prompts (with multi-step scheduling, only when the scheduler runs)
+        # (and with a receive interval, SGLang --scheduler-recv-interval, only every `recv` decode steps)
         steps_k = pol.scheduler_steps
-        if (not static or self.n_running == 0) and (steps_k == 1 or self.n_dec == 0 or self.k % steps_k == 0):
+        recv = pol.recv_interval_steps
+        if (not static or self.n_running == 0) and (steps_k == 1 or self.n_dec == 0 or self.k % steps_k == 0) \
+                and (recv == 1 or self.n_dec == 0 or self.k % recv == 0):
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
             frag = self.frag

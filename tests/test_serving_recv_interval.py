@@ -1,0 +1,86 @@
+"""SGLang's `--scheduler-recv-interval N` (`SchedulerPolicy.recv_interval_steps`): while it decodes, the
+scheduler reads arrivals only every N decode steps, so a request arriving mid-decode waits for the
+next multiple; an idle engine admits at once; tokens still stream every step. InferenceX's B200
+DeepSeek-R1 SGLang runs are replayed with the interval its scripts set (10, or 30 from 16 clients)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tokometer.catalog.serving import check_policy
+from tokometer.costmodel.serving import (
+    SchedulerPolicy,
+    ServingEfficiency,
+    Workload,
+    fixed,
+    simulate,
+    step_cost,
+)
+from tokometer.costmodel.serving.workload import LengthDist
+from tokometer.errors import InputError
+from tokometer.usecases.estimate import estimate
+
+EFF = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, layer_step_overhead_us=30.0)
+SGL = SchedulerPolicy(engine="sglang", max_num_seqs=256, max_num_batched_tokens=8192, mixed_batches=False)
+
+
+@pytest.fixture(scope="module")
+def cost():  # type: ignore[no-untyped-def]
+    setup = estimate("qwen3-30b-a3b", "h100-sxm", quant="bf16", engine="sglang", advise=False).setup
+    assert setup is not None
+    return step_cost(setup, EFF)
+
+
+def users(n: int, requests: int, output: int = 64) -> Workload:
+    return Workload(arrival="closed", concurrency=n, num_requests=requests, prompt=fixed(128), output=fixed(output))
+
+
+def test_an_idle_engine_admits_at_once(cost) -> None:  # type: ignore[no-untyped-def]
+    one = users(1, 4)
+    r1, r30 = simulate(cost, SGL, 1e6, one), simulate(cost, replace(SGL, recv_interval_steps=30), 1e6, one)
+    assert r30.ttft_s.mean == pytest.approx(r1.ttft_s.mean, rel=1e-9)
+    assert r30.itl_s.mean == pytest.approx(r1.itl_s.mean, rel=1e-9)
+
+
+def test_arrivals_mid_decode_wait_for_the_next_receive(cost) -> None:  # type: ignore[no-untyped-def]
+    """Staggered outputs make later requests arrive while others decode: their TTFT grows, by less than
+    the interval's decode steps, and the engine still streams every step."""
+    wl = Workload(arrival="closed", concurrency=8, num_requests=64, prompt=fixed(128), output=LengthDist("uniform", 48.0, 80.0))
+    base = simulate(cost, SGL, 1e6, wl)
+    slow = simulate(cost, replace(SGL, recv_interval_steps=30), 1e6, wl)
+    step = cost.time_s(8, 8 * 160.0, 8 * 160.0, 8)  # one decode step of the 8 streams
+    assert slow.ttft_s.mean > base.ttft_s.mean + step
+    assert slow.ttft_s.max < base.ttft_s.max + 31 * step + cost.time_s(8 * 128, 0.0, 8 * 64.0 * 128, 8, prefill_tokens=8 * 128)
+    assert slow.completed == base.completed == 64
+
+
+def test_the_interval_is_a_whole_number_of_one_or_more() -> None:
+    for bad in (0, -3, 1.5, True):
+        with pytest.raises(InputError, match="recv_interval_steps"):
+            check_policy(replace(SGL, recv_interval_steps=bad))  # type: ignore[arg-type]
+
+
+def test_inferencex_b200_sglang_runs_carry_the_scripts_interval() -> None:
+    from tokometer.fitting.serving_families import published_paths
+    from tokometer.fitting.serving_runs import group_runs, read_rows
+
+    path = next(p for p in published_paths() if p.stem == "IX-DSR1-API")
+    runs = group_runs(read_rows(path)[0])
+    seen = {}
+    for run in runs:
+        if run.reason is not None or run.engine != "sglang" or run.disagg is not None:
+            continue
+        row = run.rows[0]
+        if "spec_method=none" not in row.text("notes"):
+            continue
+        hw, clients = row.text("hardware_id"), int(row.text("concurrency"))
+        tp = int(run.deploy_kwargs.get("tp", 1))
+        seen.setdefault(hw, set()).add(run.recv_interval)
+        if hw == "b200" and tp == 8:
+            assert run.recv_interval == (30 if clients >= 16 else 10), (clients, run.recv_interval)
+        elif hw != "b200":
+            assert run.recv_interval == 1, hw
+    assert seen["b200"] >= {10, 30}
+    assert seen["h200"] == {1}
