@@ -213,6 +213,8 @@ class AttentionGroup(_Plain):
     `kv_elements_per_token` counts K and V elements stored per token per layer
     (`2 * n_kv_heads * head_dim` for GQA, `kv_lora_rank + qk_rope_head_dim` for MLA).
     Sliding layers keep at most `window_tokens`; linear layers keep a constant state.
+    `n_layers` store a cache; `shared_layers` more attend over those caches without storing their own
+    (Gemma 3n/4 `num_kv_shared_layers`): they read the KV and compute scores like any layer, but write none.
     """
 
     kind: AttentionKind
@@ -226,6 +228,12 @@ class AttentionGroup(_Plain):
     # and rope key (kv_lora_rank + rope dims) and mixes the kv_lora_rank latent values: 2 n_heads
     # (kv_lora_rank + rope) + 2 n_heads kv_lora_rank FLOPs per context token, i.e. 4 x n_heads (2 kv_lora_rank + rope) / 2
     decode_attention_dim: int = 0
+    shared_layers: int = 0
+
+    @property
+    def reading_layers(self) -> int:
+        """Layers whose attention reads this group's cache each step: the storing ones plus the sharing ones."""
+        return self.n_layers + self.shared_layers
 
     @property
     def decode_dim(self) -> int:
