@@ -216,8 +216,10 @@ def efficiency_for(
         if found is not None:
             found_engine, found_backend, found_class = GroupKey.parse(key)
             unseen = tuple(name for name, part in (("backend", found_backend), ("class", found_class)) if part == ANY)
-            if engine.own_fit and found_engine != engine.id:
-                unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
+            if (engine.own_fit and found_engine != engine.id) or (found.engines_seen and engine.id not in found.engines_seen):
+                # an engine fitted apart without rows, or one pooled with its parent and never measured
+                # (its parent's kernels, its own server and harness): its parent's fit, widened
+                unseen = ("engine", *unseen)
             found = _widened(found, table.meta, unseen)
             found = found if unfused_decode_attention else replace(found, decode_score_bytes=0.0)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found

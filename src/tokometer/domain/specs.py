@@ -390,6 +390,9 @@ class Efficiency(_Plain):
     applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
     host_sampling_ns_per_vocab: float = 0.0  # c_samp: host ns per vocabulary entry per sampled token (server engines)
     expert_overhead_us: float = 0.0  # tau_expert: fixed cost per routed expert a step runs, per MoE layer
+    # engines (engines.toml ids) whose measured rows trained this entry; () where the table did not record them.
+    # Another engine reading the entry (a pooled child such as oMLX under mlx) was never measured here.
+    engines_seen: tuple[str, ...] = ()
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

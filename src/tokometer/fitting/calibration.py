@@ -526,7 +526,21 @@ def fit_with_bands(
         if sd_pp is not None:
             changes["prefill_residual_log_sd"] = sd_pp
         table[key] = replace(eff, **changes)  # type: ignore[arg-type]
-    return table
+    return _with_engines_seen(table, feats)
+
+
+def _with_engines_seen(table: dict[str, Efficiency], feats: list[Features]) -> dict[str, Efficiency]:
+    """Each entry with the engines whose rows trained it (`Efficiency.engines_seen`): an engine pooled with
+    its parent but never measured (held out, or without a source) reads the entry with a widened band."""
+    by_group: dict[str, set[str]] = defaultdict(set)
+    for f in feats:
+        if f.row_engine:
+            by_group[f.group].add(f.row_engine)
+    out = {}
+    for key, eff in table.items():
+        seen = set().union(*(engines for group, engines in by_group.items() if matches(group, key)))
+        out[key] = replace(eff, engines_seen=tuple(sorted(seen))) if seen else eff
+    return out
 
 
 def _hardware_of(f: Features) -> str:

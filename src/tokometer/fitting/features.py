@@ -59,6 +59,7 @@ class Features:
     stream_units: float | None = None  # `HardwareSpec.stream_units`: SMs / CUs / GPU cores (Apple's at their clock), the N of N * b_unit
     routed_share: float = 0.0  # share of the matmul FLOPs in routed experts (`roofline.routed_matmul_share`)
     expert_token_share: float = 1.0  # k / E: the share of a chunk's tokens one routed expert sees
+    row_engine: str = ""  # the engine the row names (engines.toml id), which `engine_id` may pool with its parent
 
     @property
     def chunk_tokens(self) -> float:
@@ -106,6 +107,7 @@ def features(case: Case) -> Features | None:
         case=case,
         group=group_key(engine, hardware, backend),
         engine_id=fit_engine_id(engine),
+        row_engine=engine.id,
         backend=backend,
         hardware_id=hardware.id,
         prior=prior,

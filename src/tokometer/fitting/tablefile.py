@@ -45,6 +45,8 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             value = getattr(eff, name)
             if value is not None:
                 lines.append(f"{name} = {_toml_value(round(value, 6) if isinstance(value, float) else value)}")
+        if eff.engines_seen:
+            lines.append(f"engines_seen = {_toml_value(sorted(eff.engines_seen))}")
         lines.append(f"source = {_toml_value(eff.source)}")
         lines.append(f"n_rows = {n_tg}")
         lines.append(f"n_prefill_rows = {n_pp}")
