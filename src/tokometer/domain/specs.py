@@ -393,6 +393,9 @@ class Efficiency(_Plain):
     # engines (engines.toml ids) whose measured rows trained this entry; () where the table did not record them.
     # Another engine reading the entry (a pooled child such as oMLX under mlx) was never measured here.
     engines_seen: tuple[str, ...] = ()
+    # C_kv: the most GB/s the engine's decode attention streams from the KV cache on an Apple GPU, whatever
+    # the bus (MLX's sdpa_vector kernels run a fixed count of threadgroups; docs/PHYSICS.md section 4); None: no cap
+    kv_stream_gb_per_s: float | None = None
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:
@@ -421,6 +424,12 @@ class Efficiency(_Plain):
         the result carries no `unit_bandwidth_gb_per_s`, so applying it twice changes nothing.
         """
         share = self.stream_share(hardware)
+        cap = self.kv_stream_gb_per_s if hardware.backend == "metal" else None
+        if cap:
+            # the KV stream at min(eta_kv * N * b_unit, C_kv): the cap folds into eta_kv once, then is spent
+            eta_kv = self.kv_bandwidth_fraction if self.kv_bandwidth_fraction is not None else self.bandwidth_fraction
+            capped = min(eta_kv * min(share, 1.0), cap / hardware.memory_bandwidth_gb_per_s)
+            return dataclasses.replace(self, kv_bandwidth_fraction=capped / min(share, 1.0), kv_stream_gb_per_s=None).for_hardware(hardware)
         if share >= 1.0:
             return dataclasses.replace(self, unit_bandwidth_gb_per_s=None) if self.unit_bandwidth_gb_per_s else self
         return dataclasses.replace(

@@ -39,6 +39,7 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "inline_ecc_overhead",
             "unit_bandwidth_gb_per_s",
             "expert_overhead_us",
+            "kv_stream_gb_per_s",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):

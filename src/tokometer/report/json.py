@@ -525,7 +525,9 @@ def utilization_dict(report: UtilizationReport) -> dict[str, Any]:
 
 
 def _efficiency_dict(eff: Efficiency) -> dict[str, Any]:
-    """The efficiency an estimate used, without the fit's bookkeeping of which engines trained it."""
+    """The efficiency an estimate used, without the fit's bookkeeping of which engines trained it and the KV
+    stream cap, which `Efficiency.for_hardware` has already folded into kv_bandwidth_fraction."""
     out = eff.to_dict()
     out.pop("engines_seen", None)
+    out.pop("kv_stream_gb_per_s", None)
     return out
