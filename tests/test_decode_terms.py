@@ -147,14 +147,19 @@ def test_estimates_run_fused_decode_attention_while_calibration_rows_keep_the_un
     assert efficiency_for(engine, hw) == replace(measured, decode_score_bytes=0.0)
 
 
+_MINIMAL = {"bandwidth_fraction": 0.8, "layer_overhead_us": 30.0, "step_overhead_us": 500.0,
+            "prefill_efficiency_max": 0.8, "prefill_half_tokens": 64.0}
+
+
 def test_mlx_kv_stream_cap_holds_the_kv_read_on_apple_gpus_only() -> None:
     """MLX's decode attention streams about 180 GB/s from the cache whatever the bus (C_kv, engines.toml):
     on an M3 Max (400 GB/s) the KV term reads at 180 GB/s, the weights keep their own share, and a CUDA
     device (no such kernel) is untouched."""
     from tokometer.catalog import engine_catalog
 
-    mlx = engine_catalog().get("mlx").efficiency
-    assert mlx.kv_stream_gb_per_s == pytest.approx(180.0)
+    # measured under leave-one-source-out and not shipped (engines.toml): MLX carries no cap today
+    assert engine_catalog().get("mlx").efficiency.kv_stream_gb_per_s is None
+    assert make_efficiency({**_MINIMAL, "kv_stream_gb_per_s": 180.0}, "t", "t").kv_stream_gb_per_s == 180.0
     eff = replace(BASE, bandwidth_fraction=0.85, kv_bandwidth_fraction=0.85, kv_stream_gb_per_s=180.0)
     m3 = hardware_catalog().get("m3-max-40c-64gb")
     on_m3 = eff.for_hardware(m3)
