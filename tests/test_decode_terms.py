@@ -147,3 +147,62 @@ def test_estimates_run_fused_decode_attention_while_calibration_rows_keep_the_un
     assert measured.attention_score_bytes > 0  # prefill's score traffic, fitted on the same builds
     # flash attention (today's default) keeps the scores on chip in decode and in prefill alike
     assert efficiency_for(engine, hw) == replace(measured, decode_score_bytes=0.0, attention_score_bytes=0.0)
+
+
+_MINIMAL = {"bandwidth_fraction": 0.8, "layer_overhead_us": 30.0, "step_overhead_us": 500.0,
+            "prefill_efficiency_max": 0.8, "prefill_half_tokens": 64.0}
+
+
+def test_mlx_kv_stream_cap_holds_the_kv_read_on_apple_gpus_only() -> None:
+    """MLX's decode attention streams about 180 GB/s from the cache whatever the bus (C_kv, engines.toml):
+    on an M3 Max (400 GB/s) the KV term reads at 180 GB/s, the weights keep their own share, and a CUDA
+    device (no such kernel) is untouched."""
+    from tokometer.catalog import engine_catalog
+
+    # measured under leave-one-source-out and not shipped (engines.toml): MLX carries no cap today
+    assert engine_catalog().get("mlx").efficiency.kv_stream_gb_per_s is None
+    assert make_efficiency({**_MINIMAL, "kv_stream_gb_per_s": 180.0}, "t", "t").kv_stream_gb_per_s == 180.0
+    eff = replace(BASE, bandwidth_fraction=0.85, kv_bandwidth_fraction=0.85, kv_stream_gb_per_s=180.0)
+    m3 = hardware_catalog().get("m3-max-40c-64gb")
+    on_m3 = eff.for_hardware(m3)
+    assert on_m3.kv_fraction_for(False) * m3.memory_bandwidth_gb_per_s == pytest.approx(180.0)
+    assert on_m3.bandwidth_fraction == pytest.approx(eff.for_hardware(replace(m3, backend="cuda")).bandwidth_fraction)
+    assert on_m3.for_hardware(m3) == on_m3  # folded once
+    gpu = hardware_catalog().get("rtx-4090")
+    assert eff.for_hardware(gpu).kv_fraction_for(False) == pytest.approx(0.85)
+    # a small bus below the cap is not held by it: an M2 Pro's 200 GB/s x 0.85 < 180
+    m2 = replace(m3, memory_bandwidth_gb_per_s=200.0, compute_units=None)
+    assert eff.for_hardware(m2).kv_fraction_for(False) == pytest.approx(0.85)
+
+
+def test_fit_reads_capped_kv_rows_at_the_cap_and_recovers_the_other_terms() -> None:
+    """Rows whose KV stream the cap holds carry that time as known; the fit recovers eta_bw and the overheads,
+    and `predicted_time` takes the slower of eta_kv and the cap, as the estimate does."""
+    truth = replace(BASE, bandwidth_fraction=0.8, kv_bandwidth_fraction=0.8, layer_overhead_us=40.0, step_overhead_us=500.0,
+                    kv_stream_gb_per_s=180.0)
+    rng = random.Random(11)
+    rows = []
+    for _ in range(60):
+        f = Features(
+            case=type("C", (), {"metric": "tg"})(),  # type: ignore[arg-type]
+            group="mlx/metal/apple", engine_id="mlx", backend="metal", hardware_id="m3-max-40c-64gb", prior=BASE,
+            t_measured_s=1.0, memory_s=rng.uniform(5e-3, 5e-2), kv_s=rng.uniform(0, 2e-2), n_layers=rng.choice([40, 64]),
+            bandwidth_gb_per_s=400.0,
+        )
+        rows.append(replace(f, t_measured_s=predicted_time(f, truth)))
+    deep = max(rows, key=lambda f: f.kv_s)
+    # at 400 GB/s the cap (180) is slower than eta_kv (0.8 x 400 = 320): the KV term is bytes / 180 GB/s
+    kv_time = predicted_time(deep, truth) - predicted_time(replace(deep, kv_s=0.0), truth)
+    assert kv_time == pytest.approx(deep.kv_s * 400.0 / 180.0)
+    fitted = fit_decode(rows, replace(BASE, bandwidth_fraction=0.7, layer_overhead_us=25.0, step_overhead_us=300.0,
+                                      kv_stream_gb_per_s=180.0), units=(None,))
+    assert fitted["bandwidth_fraction"] == pytest.approx(0.8, rel=0.04)  # the ridge pulls a little toward 0.7
+
+    def worst(values: dict[str, float | None], cap: float | None) -> float:
+        eff = replace(BASE, **{k: v for k, v in values.items() if k != "unit_bandwidth_gb_per_s"}, kv_stream_gb_per_s=cap)
+        return max(abs(predicted_time(f, eff) / f.t_measured_s - 1.0) for f in rows)
+
+    # without the cap, eta_kv pinned near eta_bw (KV_PRIOR_SCALE) cannot explain the deep rows
+    free = fit_decode(rows, replace(BASE, bandwidth_fraction=0.7, layer_overhead_us=25.0, step_overhead_us=300.0), units=(None,))
+    assert worst(fitted, 180.0) < 0.06
+    assert worst(free, None) > 2 * worst(fitted, 180.0)

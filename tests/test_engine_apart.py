@@ -287,3 +287,40 @@ def test_exllamav3_decodes_slower_than_exllamav2_on_the_same_card() -> None:
     exl2 = estimate(EstimateRequest(model="llama-3.1-8b", hw=RTX3090, engine="exllamav2", bits=4.0))
     exl3 = estimate(EstimateRequest(model="llama-3.1-8b", hw=RTX3090, engine="exllamav3", bits=4.0))
     assert exl3.estimate_tok_s < 0.85 * exl2.estimate_tok_s
+
+
+def test_a_pooled_engine_never_measured_reads_its_parents_entry_with_a_widened_band() -> None:
+    """oMLX runs mlx-lm's kernels (pooled with mlx, not fitted apart) but its own server: a fit without any
+    oMLX row says so with the engine level's spread, and the engines it did see read the entry as fitted."""
+    from tokometer.fitting.calibration import fit_with_bands
+
+    omlx = engine_catalog().get("omlx")
+    assert not omlx.own_fit and omlx.based_on == "mlx"
+    rows = [replace(f, row_engine="mlx") for f in _rows("mlx", 1.0, 40, 3)]
+    table = fit_with_bands(rows)
+    entry = table["mlx/metal/apple"]
+    assert entry.engines_seen == ("mlx",)
+    meta = {"unseen_engine_log_sd": 0.3}
+    mlx = efficiency_for(engine_catalog().get("mlx"), HW, entries=table, meta=meta)
+    assert mlx.residual_log_sd == pytest.approx(entry.residual_log_sd)
+    unseen = efficiency_for(omlx, HW, entries=table, meta=meta)
+    assert unseen.bandwidth_fraction == entry.bandwidth_fraction  # the parent's values...
+    assert unseen.residual_log_sd == pytest.approx((entry.residual_log_sd**2 + 0.3**2) ** 0.5)  # ...a wider band
+    assert "no measured rows for this engine" in unseen.source
+    # once oMLX rows train the entry, oMLX reads it unwidened
+    seen = fit_with_bands(rows + [replace(f, row_engine="omlx") for f in _rows("mlx", 1.0, 10, 4)])
+    assert seen["mlx/metal/apple"].engines_seen == ("mlx", "omlx")
+    assert efficiency_for(omlx, HW, entries=seen, meta=meta).residual_log_sd == pytest.approx(seen["mlx/metal/apple"].residual_log_sd)
+    # a table that did not record its engines (older efficiency.toml) widens nothing
+    old = {"mlx/metal/apple": replace(entry, engines_seen=())}
+    assert efficiency_for(omlx, HW, entries=old, meta=meta).residual_log_sd == pytest.approx(entry.residual_log_sd)
+
+
+def test_engines_seen_round_trips_through_the_table_file(tmp_path: Path) -> None:
+    from tokometer.catalog.efficiency import fitted_table
+    from tokometer.fitting.tablefile import write_table
+
+    path = tmp_path / "efficiency.toml"
+    entry = replace(BASE, source="fitted", engines_seen=("mlx", "mlx-vlm"))
+    write_table(path, {"mlx/metal/apple": entry}, {"fitted_on": "2026-12-05"}, {})
+    assert fitted_table(path).entries["mlx/metal/apple"].engines_seen == ("mlx", "mlx-vlm")

@@ -199,3 +199,35 @@ def test_deepseek_v32_stores_the_indexer_keys_and_says_sparse_reads_are_not_cred
     assert v32.attention[0].kv_elements_per_token == v3.attention[0].kv_elements_per_token + 128
     assert 0 < v32.total_params - v3.total_params < 1.5e9  # 61 lightning indexers
     assert any("Sparse Attention" in w for w in v32.warnings)
+
+
+def test_gemma4_kv_shared_layers_read_the_cache_they_do_not_store() -> None:
+    """Gemma 4 E4B's last 18 layers attend over earlier layers' caches: stored once, read by 42 layers."""
+    import numpy as np
+
+    from tokometer.costmodel.memory import kv_cache_bytes, kv_read_bytes
+    from tokometer.costmodel.roofline import attention_flops_per_token, decode_score_elements
+    from tokometer.costmodel.vector import ModelArrays, decode_grid
+
+    small = model_catalog().get("gemma-4-e4b").spec
+    # 42 layers, every 6th global: 7 global (4 store, 3 share) and 35 sliding (20 store, 15 share)
+    assert {g.kind: (g.n_layers, g.shared_layers) for g in small.attention} == {"full": (4, 3), "sliding": (20, 15)}
+    depth = 32768
+    stored = kv_cache_bytes(small, depth, 2.0)
+    read = kv_read_bytes(small, depth, 2.0)
+    # global layers: 2 KV heads x 512 (K and V) = 2048 elements; sliding: 2 x 256 x 2 = 1024, window 512
+    assert stored == pytest.approx(2.0 * (4 * 2048 * depth + 20 * 1024 * 512))
+    assert read == pytest.approx(2.0 * (7 * 2048 * depth + 35 * 1024 * 512))
+    assert attention_flops_per_token(small, depth) == pytest.approx(4.0 * (7 * 8 * 512 * depth + 35 * 8 * 256 * 512))
+    assert decode_score_elements(small, depth) > 1.7 * sum(g.n_layers * 8 * g.cached_tokens(depth) for g in small.attention)
+    # the vectorised step (what the fit runs) reads the same bytes
+    arrays = ModelArrays.from_specs([small])
+    grid = decode_grid(
+        arrays, weight_scale=0.5, bandwidth_gb_per_s=400.0, bandwidth_fraction=0.8, compute_fraction=0.5, peak_tflops=10.0,
+        layer_overhead_us=0.0, step_overhead_us=0.0, batch=1, depth_tokens=depth, kv_bytes_per_element=2.0,
+    )
+    assert float(grid.kv_read_bytes.ravel()[0]) == pytest.approx(read)
+    assert float(arrays.kv_cached_elements(np.asarray([float(depth)])).ravel()[0]) * 2.0 == pytest.approx(stored)
+    # a model without KV sharing reads what it stores
+    big = model_catalog().get("gemma-4-31b").spec
+    assert kv_read_bytes(big, depth, 2.0) == pytest.approx(kv_cache_bytes(big, depth, 2.0))

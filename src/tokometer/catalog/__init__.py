@@ -391,6 +391,8 @@ EFFICIENCY_SCHEMA: Schema = {
     "unit_bandwidth_gb_per_s": Field(NUM),
     "host_sampling_ns_per_vocab": Field(NUM),
     "expert_overhead_us": Field(NUM),
+    "engines_seen": Field(LIST),
+    "kv_stream_gb_per_s": Field(NUM),
     "source": Field(STR),
 }
 
@@ -403,13 +405,17 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead", "expert_overhead_us"):
         if checked.get(key, 0.0) < 0:
             raise CatalogError(f"{where}: {key} must be >= 0")
-    if "unit_bandwidth_gb_per_s" in checked and not checked["unit_bandwidth_gb_per_s"] > 0:
-        raise CatalogError(f"{where}: unit_bandwidth_gb_per_s must be positive")
+    for key in ("unit_bandwidth_gb_per_s", "kv_stream_gb_per_s"):
+        if key in checked and not checked[key] > 0:
+            raise CatalogError(f"{where}: {key} must be positive")
     # keys left out take `Efficiency`'s own defaults, so each default is written once
     numbers: dict[str, Any] = {
-        key: (int if key in ("prefill_chunk_tokens", "prefill_batch_tokens") else float)(value) for key, value in checked.items() if key != "source"
+        key: (int if key in ("prefill_chunk_tokens", "prefill_batch_tokens") else float)(value)
+        for key, value in checked.items()
+        if key not in ("source", "engines_seen")
     }
-    return Efficiency(**numbers, source=str(checked.get("source", default_source)))
+    seen = tuple(str(e) for e in checked.get("engines_seen", ()))
+    return Efficiency(**numbers, engines_seen=seen, source=str(checked.get("source", default_source)))
 
 
 ENGINE_SCHEMA: Schema = {

@@ -241,6 +241,10 @@ def efficiency_for(
             if engine.own_fit and found_engine != engine.id:
                 unseen = ("engine", *unseen)  # an engine fitted apart, without rows: its parent's fit, widened
                 found = _own_decode_work(found, engine.efficiency)
+            elif found.engines_seen and engine.id not in found.engines_seen:
+                # an engine pooled with its parent and never measured (its parent's kernels, its own
+                # server and harness): its parent's fit, widened
+                unseen = ("engine", *unseen)
             found = _widened(found, table.meta, unseen)
             found = _attention_as_run(found, unfused_decode_attention)
             return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found

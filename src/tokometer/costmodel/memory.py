@@ -94,8 +94,16 @@ def kv_cache_bytes(model: ModelSpec, context_tokens: float, kv_bytes_per_element
 
 
 def kv_read_bytes(model: ModelSpec, context_tokens: float, kv_bytes_per_element: float) -> float:
-    """KV_read(c): what one decode step's attention reads for one stream at depth `c`."""
-    return kv_cache_bytes(model, context_tokens, kv_bytes_per_element)
+    """KV_read(c): what one decode step's attention reads for one stream at depth `c`.
+
+    The stored cache, plus each layer that attends over another layer's cache (Gemma 3n/4's KV-shared
+    layers) reading that cache again: storing once does not make it read once.
+    """
+    total = kv_cache_bytes(model, context_tokens, kv_bytes_per_element)
+    for group in model.attention:
+        if group.kind != "linear" and group.shared_layers:
+            total += group.shared_layers * group.kv_elements_per_token * group.cached_tokens(context_tokens) * kv_bytes_per_element
+    return total
 
 
 def kv_write_bytes(model: ModelSpec, kv_bytes_per_element: float) -> float:
@@ -245,6 +253,7 @@ def kv_view(
                 replace(
                     g,
                     n_layers=n,
+                    shared_layers=int(round(g.shared_layers * layers_share)),
                     kv_elements_per_token=g.kv_elements_per_token * copies,
                     state_elements=g.state_elements * copies,
                 )

@@ -128,7 +128,7 @@ def attention_flops_per_token(model: ModelSpec, depth_tokens: float) -> float:
     """Scores and mixing for one decoded token at depth c: 4 * n_heads * head_dim * c per layer (MLA:
     its absorbed decode form over the latent, `AttentionGroup.decode_dim`)."""
     return sum(
-        4.0 * g.n_layers * g.decode_dim * g.cached_tokens(depth_tokens) for g in model.attention
+        4.0 * g.reading_layers * g.decode_dim * g.cached_tokens(depth_tokens) for g in model.attention
     )
 
 
@@ -140,7 +140,7 @@ def decode_score_elements(model: ModelSpec, depth_tokens: float) -> float:
     the fp32 scores for the softmax. Times `Efficiency.decode_score_bytes` (fitted) over the bandwidth,
     it is the cost of depth beyond the KV bytes themselves (docs/PHYSICS.md section 4).
     """
-    return sum(g.n_layers * (g.attention_dim / max(1, model.head_dim)) * g.cached_tokens(depth_tokens) for g in model.attention)
+    return sum(g.reading_layers * (g.attention_dim / max(1, model.head_dim)) * g.cached_tokens(depth_tokens) for g in model.attention)
 
 
 def _causal_pairs(window_tokens: int | None, prompt_tokens: float) -> float:
@@ -152,7 +152,7 @@ def _causal_pairs(window_tokens: int | None, prompt_tokens: float) -> float:
 def prefill_attention_flops(model: ModelSpec, prompt_tokens: float) -> float:
     """Causal prefill of T tokens: about 2 * n_heads * head_dim * T^2 per layer (window-capped)."""
     return sum(
-        4.0 * g.n_layers * g.attention_dim * _causal_pairs(g.window_tokens, prompt_tokens)
+        4.0 * g.reading_layers * g.attention_dim * _causal_pairs(g.window_tokens, prompt_tokens)
         for g in model.attention
         if g.kind != "linear"
     )
@@ -169,7 +169,7 @@ def prefill_score_elements(model: ModelSpec, prompt_tokens: float) -> float:
     """
     head_dim = max(1, model.head_dim)
     return sum(
-        g.n_layers * (g.attention_dim / head_dim) * _causal_pairs(g.window_tokens, prompt_tokens)
+        g.reading_layers * (g.attention_dim / head_dim) * _causal_pairs(g.window_tokens, prompt_tokens)
         for g in model.attention
         if g.kind != "linear"
     )

@@ -48,7 +48,8 @@ class ModelArrays:
     n_layers: Array
     state_elements: Array  # constant per-stream state of linear-attention layers (all layers)
     write_elements: Array  # K and V elements one new token writes (all attention layers)
-    kv_elements: Array  # [..., G]: n_layers * elements per token, per attention group
+    kv_elements: Array  # [..., G]: n_layers * elements per token, per attention group (what is stored)
+    kv_read_elements: Array  # [..., G]: the same over the layers that read the group's cache (KV-shared layers too)
     windows: Array  # [..., G]: tokens a group keeps (inf: all, 0: linear)
     attention_coef: Array  # [..., G]: 4 * n_layers * n_heads * head_dim (MLA: its absorbed decode form)
     head_dim: Array
@@ -62,6 +63,7 @@ class ModelArrays:
         n_groups = max([len(m.attention) for m in models] + [1])
         shape = (len(models), n_groups)
         kv = np.zeros(shape)
+        kv_read = np.zeros(shape)
         windows = np.zeros(shape)
         attention = np.zeros(shape)
         score = np.zeros(shape)
@@ -70,9 +72,10 @@ class ModelArrays:
                 if g.kind == "linear":
                     continue
                 kv[i, j] = g.n_layers * g.kv_elements_per_token
+                kv_read[i, j] = g.reading_layers * g.kv_elements_per_token  # memory.kv_read_bytes
                 windows[i, j] = float(g.window_tokens) if g.window_tokens is not None else np.inf
-                attention[i, j] = 4.0 * g.n_layers * g.decode_dim
-                score[i, j] = g.n_layers * g.attention_dim / max(1, m.head_dim)  # roofline.decode_score_elements
+                attention[i, j] = 4.0 * g.reading_layers * g.decode_dim
+                score[i, j] = g.reading_layers * g.attention_dim / max(1, m.head_dim)  # roofline.decode_score_elements
 
         def column(values: Sequence[float]) -> Array:
             return np.asarray(values, dtype=np.float64)
@@ -93,6 +96,7 @@ class ModelArrays:
                 [sum(g.n_layers * g.kv_elements_per_token for g in m.attention if g.kind != "linear") for m in models]
             ),
             kv_elements=kv,
+            kv_read_elements=kv_read,
             windows=windows,
             attention_coef=attention,
             head_dim=column([max(1, m.head_dim) for m in models]),
@@ -196,7 +200,7 @@ def decode_grid(
     routed_read = m.routed * (1.0 - m.expert_keep**tokens)
     w_read = head * m.head + row * m.row * tokens + scale * (m.dense + routed_read)
     ctx = np.minimum(depth[..., None], m.windows)
-    kv_stream = (m.kv_elements * ctx).sum(axis=-1) + m.state_elements
+    kv_stream = (m.kv_read_elements * ctx).sum(axis=-1) + m.state_elements
     kv_read = b * kv_stream * kv_bpe
     kv_write = tokens * m.write_elements * kv_bpe
     attention = (m.attention_coef * ctx).sum(axis=-1)

@@ -213,6 +213,8 @@ class AttentionGroup(_Plain):
     `kv_elements_per_token` counts K and V elements stored per token per layer
     (`2 * n_kv_heads * head_dim` for GQA, `kv_lora_rank + qk_rope_head_dim` for MLA).
     Sliding layers keep at most `window_tokens`; linear layers keep a constant state.
+    `n_layers` store a cache; `shared_layers` more attend over those caches without storing their own
+    (Gemma 3n/4 `num_kv_shared_layers`): they read the KV and compute scores like any layer, but write none.
     """
 
     kind: AttentionKind
@@ -226,6 +228,12 @@ class AttentionGroup(_Plain):
     # and rope key (kv_lora_rank + rope dims) and mixes the kv_lora_rank latent values: 2 n_heads
     # (kv_lora_rank + rope) + 2 n_heads kv_lora_rank FLOPs per context token, i.e. 4 x n_heads (2 kv_lora_rank + rope) / 2
     decode_attention_dim: int = 0
+    shared_layers: int = 0
+
+    @property
+    def reading_layers(self) -> int:
+        """Layers whose attention reads this group's cache each step: the storing ones plus the sharing ones."""
+        return self.n_layers + self.shared_layers
 
     @property
     def decode_dim(self) -> int:
@@ -382,6 +390,12 @@ class Efficiency(_Plain):
     applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
     host_sampling_ns_per_vocab: float = 0.0  # c_samp: host ns per vocabulary entry per sampled token (server engines)
     expert_overhead_us: float = 0.0  # tau_expert: fixed cost per routed expert a step runs, per MoE layer
+    # engines (engines.toml ids) whose measured rows trained this entry; () where the table did not record them.
+    # Another engine reading the entry (a pooled child such as oMLX under mlx) was never measured here.
+    engines_seen: tuple[str, ...] = ()
+    # C_kv: the most GB/s the engine's decode attention streams from the KV cache on an Apple GPU, whatever
+    # the bus (MLX's sdpa_vector kernels run a fixed count of threadgroups; docs/PHYSICS.md section 4); None: no cap
+    kv_stream_gb_per_s: float | None = None
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:
@@ -410,6 +424,12 @@ class Efficiency(_Plain):
         the result carries no `unit_bandwidth_gb_per_s`, so applying it twice changes nothing.
         """
         share = self.stream_share(hardware)
+        cap = self.kv_stream_gb_per_s if hardware.backend == "metal" else None
+        if cap:
+            # the KV stream at min(eta_kv * N * b_unit, C_kv): the cap folds into eta_kv once, then is spent
+            eta_kv = self.kv_bandwidth_fraction if self.kv_bandwidth_fraction is not None else self.bandwidth_fraction
+            capped = min(eta_kv * min(share, 1.0), cap / hardware.memory_bandwidth_gb_per_s)
+            return dataclasses.replace(self, kv_bandwidth_fraction=capped / min(share, 1.0), kv_stream_gb_per_s=None).for_hardware(hardware)
         if share >= 1.0:
             return dataclasses.replace(self, unit_bandwidth_gb_per_s=None) if self.unit_bandwidth_gb_per_s else self
         return dataclasses.replace(

@@ -27,7 +27,7 @@ from dataclasses import replace
 from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
 from tokometer.domain.specs import Efficiency
 from tokometer.fitting.bands import band_sd, grouped_band_sd
-from tokometer.fitting.features import Features, predicted_time, stream_scale
+from tokometer.fitting.features import Features, kv_cap_time_s, predicted_time, stream_scale
 from tokometer.fitting.shrinkage import LevelPrior, level_prior
 from tokometer.fitting.splits import group_k_fold
 
@@ -194,15 +194,22 @@ def _fit_decode_linear(
     sum of squared relative errors (the ridge left out)."""
     has_plain = any(not f.quantized for f in rows)
     has_quant = any(f.quantized for f in rows)
-    has_kv = any(f.kv_s > 0 for f in rows)
     has_alu = any(f.alu_s > 0 for f in rows)
     q_prior = prior.quantized_bandwidth_fraction or prior.bandwidth_fraction
     kv_prior = prior.bandwidth_fraction  # the weights' streaming share (KV_PRIOR_SCALE)
+    # rows whose KV stream the engine's cap C_kv holds below eta_kv (at the prior) read it at the cap: a known
+    # time, moved to the target, not a column of eta_kv (`features.predicted_time` takes the max of the two)
+    capped = [
+        t if t > f.kv_s * k / kv_prior else 0.0
+        for f, k in zip(rows, scales, strict=True)
+        for t in (kv_cap_time_s(f, prior.kv_stream_gb_per_s),)
+    ]
+    has_kv = any(f.kv_s > 0 and not c for f, c in zip(rows, capped, strict=True))
     a = [
         [
             (0.0 if f.quantized else f.memory_s * k) / f.t_measured_s,
             (f.memory_s * k if f.quantized else 0.0) / f.t_measured_s,
-            f.kv_s * k / f.t_measured_s,
+            (0.0 if c else f.kv_s * k) / f.t_measured_s,
             f.alu_s / f.t_measured_s,
             f.decode_score_s * k / f.t_measured_s,
             f.ecc_s / f.t_measured_s,
@@ -210,11 +217,11 @@ def _fit_decode_linear(
             1e-6 / f.t_measured_s,
             f.expert_s / f.t_measured_s,
         ]
-        for f, k in zip(rows, scales, strict=True)
+        for f, k, c in zip(rows, scales, capped, strict=True)
     ]
     x, loss = _robust_lstsq(
         a,
-        [1.0] * len(rows),
+        [1.0 - c / f.t_measured_s for f, c in zip(rows, capped, strict=True)],
         [
             1.0 / prior.bandwidth_fraction,
             1.0 / q_prior,
@@ -526,7 +533,21 @@ def fit_with_bands(
         if sd_pp is not None:
             changes["prefill_residual_log_sd"] = sd_pp
         table[key] = replace(eff, **changes)  # type: ignore[arg-type]
-    return table
+    return _with_engines_seen(table, feats)
+
+
+def _with_engines_seen(table: dict[str, Efficiency], feats: list[Features]) -> dict[str, Efficiency]:
+    """Each entry with the engines whose rows trained it (`Efficiency.engines_seen`): an engine pooled with
+    its parent but never measured (held out, or without a source) reads the entry with a widened band."""
+    by_group: dict[str, set[str]] = defaultdict(set)
+    for f in feats:
+        if f.row_engine:
+            by_group[f.group].add(f.row_engine)
+    out = {}
+    for key, eff in table.items():
+        seen = set().union(*(engines for group, engines in by_group.items() if matches(group, key)))
+        out[key] = replace(eff, engines_seen=tuple(sorted(seen))) if seen else eff
+    return out
 
 
 def _hardware_of(f: Features) -> str:

@@ -60,6 +60,7 @@ class Features:
     stream_units: float | None = None  # `HardwareSpec.stream_units`: SMs / CUs / GPU cores (Apple's at their clock), the N of N * b_unit
     routed_share: float = 0.0  # share of the matmul FLOPs in routed experts (`roofline.routed_matmul_share`)
     expert_token_share: float = 1.0  # k / E: the share of a chunk's tokens one routed expert sees
+    row_engine: str = ""  # the engine the row names (engines.toml id), which `engine_id` may pool with its parent
 
     @property
     def chunk_tokens(self) -> float:
@@ -109,6 +110,7 @@ def features(case: Case) -> Features | None:
         case=case,
         group=group_key(engine, hardware, backend),
         engine_id=fit_engine_id(engine),
+        row_engine=engine.id,
         backend=backend,
         hardware_id=hardware.id,
         prior=prior,
@@ -180,12 +182,20 @@ def limited(f: Features, unit_bandwidth_gb_per_s: float | None) -> Features:
 
 
 
+def kv_cap_time_s(f: Features, kv_stream_gb_per_s: float | None) -> float:
+    """The row's KV bytes at the engine's KV stream cap C_kv on an Apple GPU (`Efficiency.for_hardware`), 0 without one."""
+    if not kv_stream_gb_per_s or f.backend != "metal" or f.kv_s <= 0:
+        return 0.0
+    return f.kv_s * f.bandwidth_gb_per_s / kv_stream_gb_per_s
+
+
 def predicted_time(f: Features, eff: Efficiency) -> float:
     if f.case.metric == "tg":
+        kv_capped = kv_cap_time_s(f, eff.kv_stream_gb_per_s)
         f = limited(f, eff.unit_bandwidth_gb_per_s)
         return (
             f.memory_s / eff.bandwidth_fraction_for(f.quantized)
-            + f.kv_s / eff.kv_fraction_for(f.quantized)
+            + max(f.kv_s / eff.kv_fraction_for(f.quantized), kv_capped)
             + f.alu_s * eff.decode_alu_flops_per_weight
             + f.decode_score_s * eff.decode_score_bytes
             + f.ecc_s * eff.inline_ecc_overhead

@@ -39,12 +39,15 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "inline_ecc_overhead",
             "unit_bandwidth_gb_per_s",
             "expert_overhead_us",
+            "kv_stream_gb_per_s",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):
             value = getattr(eff, name)
             if value is not None:
                 lines.append(f"{name} = {_toml_value(round(value, 6) if isinstance(value, float) else value)}")
+        if eff.engines_seen:
+            lines.append(f"engines_seen = {_toml_value(sorted(eff.engines_seen))}")
         lines.append(f"source = {_toml_value(eff.source)}")
         lines.append(f"n_rows = {n_tg}")
         lines.append(f"n_prefill_rows = {n_pp}")

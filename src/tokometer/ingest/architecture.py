@@ -347,6 +347,8 @@ def spec_from_config(
                     AttentionGroup(
                         kind=kind,
                         n_layers=stored if kind != "linear" else count,
+                        # ...but they attend over the shared cache: they read it every step
+                        shared_layers=count - stored if kind != "linear" and stored else 0,
                         kv_elements_per_token=0 if kind == "linear" else (full_kv if kind == "full" else 2 * n_kv * head_dim),
                         window_tokens=int(window) if kind == "sliding" and window else None,
                         attention_dim=full_dim if kind == "full" else n_heads * head_dim,

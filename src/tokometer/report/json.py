@@ -22,6 +22,7 @@ from tokometer.costmodel.links import (
 )
 from tokometer.costmodel.memory import kv_bytes_per_token, kv_cache_bytes
 from tokometer.costmodel.roofline import Prefill, Step, alu_peak_tflops
+from tokometer.domain.specs import Efficiency
 from tokometer.domain.units import BILLION, GB
 from tokometer.report.notices import notice_text
 from tokometer.usecases.advice import QuantAdvice
@@ -275,7 +276,7 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
             "peak_dtype": e.peak.dtype,
             "source": e.hardware.source,
         },
-        "engine": {"id": e.engine.id, "name": e.engine.name, "efficiency": e.efficiency.to_dict()},
+        "engine": {"id": e.engine.id, "name": e.engine.name, "efficiency": _efficiency_dict(e.efficiency)},
         "workload": e.workload.to_dict(),
         "decode": {
             "ceiling_tok_s": e.ceiling_tok_s,
@@ -521,3 +522,12 @@ def utilization_dict(report: UtilizationReport) -> dict[str, Any]:
         **{k: e[k] for k in keys},
         "warnings": e["warnings"],
     }
+
+
+def _efficiency_dict(eff: Efficiency) -> dict[str, Any]:
+    """The efficiency an estimate used, without the fit's bookkeeping of which engines trained it and the KV
+    stream cap, which `Efficiency.for_hardware` has already folded into kv_bandwidth_fraction."""
+    out = eff.to_dict()
+    out.pop("engines_seen", None)
+    out.pop("kv_stream_gb_per_s", None)
+    return out
