@@ -194,32 +194,9 @@ def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec
 
 def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
     """The compute peak a weight format runs at on this hardware under this engine."""
-    if bf16_on_vector_alus(hardware, fmt, engine):
-        return vector_peak(hardware)
     return compute_peak(
         hardware, fmt.compute_dtype if fmt else "fp16", fp16_accumulate=engine.fp16_accumulate, wgmma=engine.tensor_wgmma
     )
-
-
-def bf16_on_vector_alus(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> bool:
-    """BF16 weights under llama.cpp on an Intel GPU: no BF16 matrix (XMX) path in its SYCL or Vulkan backend.
-
-    SYCL's generic `ggml_sycl_op_mul_mat_sycl` dequantizes BF16 to FP32 and multiplies in FP32
-    (llama.cpp PR #21580, https://github.com/ggml-org/llama.cpp/pull/21580), and FP32 has no XMX rate;
-    Vulkan's cooperative-matrix shaders take FP16, not BF16, on Intel's Mesa driver. Measured: an Arc Pro
-    B70 prefills 8-14B BF16 models at 460-910 tok/s (KYUZ0-B70, SYCL and Vulkan), 11-15 TFLOPS, half of its
-    23 TFLOPS vector rate and 6-8 % of its 183 TFLOPS FP16 XMX figure (docs/PHYSICS.md section 5).
-    """
-    family = {engine.id, engine.based_on or ""}
-    return (
-        fmt is not None and fmt.id == "bf16" and hardware.vendor == "intel" and hardware.kind == "gpu"
-        and "llama-cpp" in family and bool(hardware.fp32_tflops)
-    )
-
-
-def vector_peak(hardware: HardwareSpec) -> Peak:
-    """The FP32 vector (shader) rate, for matmuls that run without the matrix engines."""
-    return Peak(hardware.fp32_tflops, "fp32-vector", derived=hardware.compute_peak_derived)
 
 
 def setup_for_format(
