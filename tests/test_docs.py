@@ -166,7 +166,7 @@ def test_every_option_the_readme_names_exists() -> None:
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
-    other_tools = {"--n-cpu-moe", "--num-prompts", "--num-scheduler-steps"}  # llama.cpp's and vLLM's, quoted
+    other_tools = {"--n-cpu-moe", "--num-prompts", "--num-scheduler-steps", "--flash-attn"}  # llama.cpp's and vLLM's, quoted
     other_tools |= {"--case"}  # benchmarks/simulate.py's, named with the script
     missing = sorted(named - _all_cli_options() - other_tools)
     assert not missing, f"the README names options no command has: {missing}"

@@ -114,8 +114,9 @@ def family_variant(found: HardwareSpec) -> HardwareSpec:
     return hardware_catalog().get(chosen) if chosen else found
 
 
-# words that make a different product, not a variant of the same one (rtx-4090 vs rtx-4090-laptop)
-OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "pro", "max", "ultra", "plus")
+# words that make a different product, not a variant of the same one (rtx-4090 vs rtx-4090-laptop, or
+# the aftermarket rtx-4090-48gb-modified: nobody typing "rtx-4090" means that card)
+OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "pro", "max", "ultra", "plus", "modified")
 
 
 def hardware_variants(name: str, chosen: HardwareSpec) -> tuple[HardwareSpec, ...]:
