@@ -88,19 +88,23 @@ def test_a_gqa_model_has_no_separate_decode_attention_cost() -> None:
     assert step_cost(est.setup, ServingEfficiency()).decode_attention_flops_per_pair == 0.0
 
 
-@pytest.mark.parametrize("quant, kv_dtype, scale", [
-    ("bf16", None, 1.0),  # 16-bit weights and cache: one peak
-    ("fp8", "bf16", 2.0),  # FP8 weights, BF16 cache: attention at the BF16 tensor rate, half the FP8 one
-    ("fp8", "fp8", 1.0),  # an FP8 cache runs FP8 attention
-    ("nvfp4", "fp8", 2.0),  # FP4 GEMMs, FP8 attention
+@pytest.mark.parametrize("quant, kv_dtype, scale, engine", [
+    ("bf16", None, 1.0, None),  # 16-bit weights and cache: one peak
+    ("fp8", "bf16", 2.0, None),  # FP8 weights, BF16 cache: attention at the BF16 tensor rate, half the FP8 one
+    ("fp8", "fp8", 1.0, None),  # an FP8 cache runs FP8 attention
+    # FP4 GEMMs (ModelOpt NVFP4 under vLLM; llama.cpp's block kernels run FP4 at the fp16 rate), FP8 attention
+    ("nvfp4", "fp8", 2.0, "vllm"),
 ])
-def test_attention_runs_at_the_kv_caches_precision_not_the_weights(quant: str, kv_dtype: str | None, scale: float) -> None:
+def test_attention_runs_at_the_kv_caches_precision_not_the_weights(
+    quant: str, kv_dtype: str | None, scale: float, engine: str | None
+) -> None:
     from tokometer.costmodel.serving.cost import attention_peak_scale
 
-    est = estimate("llama-3.1-8b", "b200", quant=quant, kv_dtype=kv_dtype, advise=False)
+    on = {"engine": engine} if engine else {}
+    est = estimate("llama-3.1-8b", "b200", quant=quant, kv_dtype=kv_dtype, advise=False, **on)
     assert est.setup is not None
     assert attention_peak_scale(est.setup) == pytest.approx(scale, rel=0.01)
-    base = estimate("llama-3.1-8b", "b200", quant=quant, kv_dtype="fp8", advise=False).setup
+    base = estimate("llama-3.1-8b", "b200", quant=quant, kv_dtype="fp8", advise=False, **on).setup
     assert base is not None
     per_pair = step_cost(est.setup, ServingEfficiency()).attention_flops_per_pair
     assert per_pair == pytest.approx(scale / attention_peak_scale(base) * step_cost(base, ServingEfficiency()).attention_flops_per_pair)
