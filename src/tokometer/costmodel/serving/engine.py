@@ -104,6 +104,10 @@ class Replica:
         self.capacity = kv_capacity_tokens
         # half a block lost per sequence to paging; llama.cpp's slots are contiguous, so none
         self.frag = policy.block_size_tokens / 2.0 if policy.contiguous_context_tokens is None else 0.0
+        # while decodes run, the scheduler admits prompts only every `admit_every` decode steps: when its
+        # multi-step loop returns (`scheduler_steps`) and when it reads its queue (SGLang
+        # --scheduler-recv-interval, `recv_interval_steps`): both, so every lcm of the two
+        self.admit_every = math.lcm(policy.scheduler_steps, policy.recv_interval_steps)
         self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
         self.rule = kv_rule(policy)
         self.admits = self.rule.admits
@@ -337,12 +341,8 @@ class Replica:
                 prefilling.pop(i)
             else:
                 i += 1
-        # admit new prompts (with multi-step scheduling, only when the scheduler runs)
-        # (and with a receive interval, SGLang --scheduler-recv-interval, only every `recv` decode steps)
-        steps_k = pol.scheduler_steps
-        recv = pol.recv_interval_steps
-        if (not static or self.n_running == 0) and (steps_k == 1 or self.n_dec == 0 or self.k % steps_k == 0) \
-                and (recv == 1 or self.n_dec == 0 or self.k % recv == 0):
+        # admit new prompts (idle, or on a decode step the scheduler reads its queue: `admit_every`)
+        if (not static or self.n_running == 0) and (self.n_dec == 0 or self.k % self.admit_every == 0):
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
             frag = self.frag
