@@ -307,6 +307,7 @@ def test_throughput_choices_read_in_french(tab: Tab) -> None:
     cpu = tab.page.inner_text("#f-cpu_hw")
     assert "89,6 Go/s" in cpu and "double canal" in cpu
     assert not re.search(r"channel|desktop|server|\d\.\d", cpu), cpu
+    assert "AMD EPYC 9655, DDR5-5600 12 canaux" in cpu, cpu  # a named part: its channels translated too
     quants = tab.page.inner_text("#f-quant")
     assert "Q4_K_M (4,89 b)" in quants and not re.search(r"\(\d+\.\d+ b\)", quants)
     assert tab.errors == []

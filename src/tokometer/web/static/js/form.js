@@ -148,13 +148,19 @@ async function options(source) {
   return quants.filter((q) => usage.includes(q.usage)).map((q) => [q.id, `${q.name} (${bits.format(q.bits_per_weight)} b)`]);
 }
 
-/** A CPU memory entry in the page's language ("Dual-channel DDR5-5600 desktop", "12-channel DDR5-6000 server"). */
+/**
+ * A CPU memory entry in the page's language: the generic tiers ("Dual-channel DDR5-5600 desktop",
+ * "12-channel DDR5-6000 server") and named parts ("AMD EPYC 9655 (96-core Zen 5), 12-channel DDR5-5600"),
+ * whose channel count and memory are translated and whose parenthesised details are dropped.
+ */
 function cpuLabel(name) {
-  const short = name.replace(/ \(.*\)$/, '');
+  const short = name.replace(/ \([^)]*\)/g, '');
   const desktop = short.match(/^Dual-channel (\S+) desktop$/);
   if (desktop) return t('opt.cpuDesktop', { memory: desktop[1] });
   const server = short.match(/^(\d+)-channel (\S+) server$/);
-  return server ? t('opt.cpuServer', { n: server[1], memory: server[2] }) : short;
+  if (server) return t('opt.cpuServer', { n: server[1], memory: server[2] });
+  const part = short.match(/^(.+), (\d+)-channel (\S+)$/);
+  return part ? `${part[1]}, ${t('opt.cpuChannels', { n: part[2], memory: part[3] })}` : short;
 }
 
 export async function datalists() {
