@@ -40,7 +40,7 @@ SUBSETS = (
 def reports() -> dict[str, dict[str, Any]]:
     """One validation report per run, on the shipped measurements."""
     from tokometer.fitting.evidence import read_evidence
-    from tokometer.fitting.families import family_report
+    from tokometer.fitting.families import family_report, source_report
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.validation import report, validate
 
@@ -58,21 +58,6 @@ def reports() -> dict[str, dict[str, Any]]:
             out[mode]["families"] = family_report(results)
         if mode == "lso":
             out[mode]["sources"] = source_report(results)
-    return out
-
-
-def source_report(results: list[Any]) -> dict[str, dict[str, Any]]:
-    """Single-device `summarise` per publication (`source_id`) and metric: each held out in turn."""
-    from tokometer.fitting.validation import summarise
-
-    single = [r for r in results if r.case.n_devices == 1]
-    names = sorted({r.case.text("source_id") or "(no source_id)" for r in single})
-    out = {}
-    for name in names:
-        mine = [r for r in single if (r.case.text("source_id") or "(no source_id)") == name]
-        metrics = {m: summarise(mine, m) for m in ("tg", "pp")}
-        if any(v["scored"] for v in metrics.values()):
-            out[name] = metrics
     return out
 
 

@@ -302,3 +302,37 @@ def test_model_size_is_read_in_the_unit_the_source_printed(tmp_path: Path) -> No
     assert all(s is not None for s in speeds), [r.reason for r in results]
     assert max(speeds) == pytest.approx(min(speeds), rel=1e-9)  # type: ignore[type-var]
     assert 60 < speeds[0] < 300  # type: ignore[operator]
+
+
+def test_only_a_source_is_its_held_out_error_and_nothing_else(tmp_path: Path) -> None:
+    """`validate --lso --only SOURCE`: that publication's rows alone, predicted by a fit without it."""
+    small = tmp_path / "cases.csv"
+    lines = MEASUREMENTS.read_text(encoding="utf-8").splitlines()
+    keep = [line for line in lines[1:] if ",XD-L3," in line and ",1," in line][::3]
+    # one publication split in two by row, so that holding one half out still leaves a fit of the same devices
+    keep = [line.replace(",XD-L3,", ",XD-A," if i % 2 else ",XD-B,", 1) for i, line in enumerate(keep)]
+    small.write_text("\n".join([lines[0], *keep]) + "\n", encoding="utf-8")
+    held = run_cli("validate", str(small), "--lso", "--only", "xd-a", "--json", timeout_s=600)
+    assert held.code == 0, held.err
+    data = held.json()
+    assert data["mode"]["only"] == ["XD-A"] and data["mode"]["held_out"] == "source"
+    mine = {line.split(",")[0] for line in keep if line.split(",")[1] == "XD-A"}
+    assert mine and {r["row_id"] for r in data["rows"]} == mine
+    assert list(data["sources"]) == ["XD-A"] and data["sources"]["XD-A"]["tg"]["scored"] > 0, data["sources"]
+    fitted = run_cli("validate", str(small), "--only", "XD-A", "--json", timeout_s=600).json()
+    assert [r["row_id"] for r in fitted["rows"]] == [r["row_id"] for r in data["rows"]]
+    moved = [a for a, b in zip(data["rows"], fitted["rows"], strict=True) if a["predicted"] != b["predicted"]]
+    assert moved, "the held-out rows read the same as the shipped table: no fit without the source ran"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--only", "NO-SUCH-SOURCE"), "known: "),
+        (("--family", "martian"), "one of: Apple"),
+        (("--serving", "--only", "X"), "single-stream"),
+    ],
+)
+def test_only_and_family_refuse_what_matches_nothing(args: tuple[str, ...], message: str) -> None:
+    r = run_cli("validate", *args)
+    assert r.code == 2 and message in r.err and "Traceback" not in r.err, r.err

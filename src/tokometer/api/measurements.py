@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,8 @@ def validate(
     rows: bool = False,
     time_limit_s: float | None = None,
     progress: bool = False,
+    only: Sequence[str] = (),
+    family: str | None = None,
 ) -> ValidateResult:
     """Predict every row of a measurements CSV and score the error per metric (`tokometer validate`).
 
@@ -66,6 +68,9 @@ def validate(
     `loho`/`lso` hold out each device or each source. Without `cases` the single-stream rows are the
     shipped evidence: measurements.csv and every published/*.csv (never outside.csv). A simulated run
     past `time_limit_s` leaves its rows unscored with that reason; `progress=True` draws a bar on a terminal.
+    `only` (publications' `source_id`) and `family` (a hardware family) restrict the rows predicted
+    and reported; a hold-out still fits on every other row, so `lso=True, only=["X"]` is X's
+    held-out error at the cost of one fit.
     """
     from tokometer.fitting.serving_runs import is_serving_file
     from tokometer.report.progress import wrapper
@@ -77,6 +82,8 @@ def validate(
     if is_serving_file(path):
         from tokometer.fitting.serving_fit import validate_serving
 
+        if only or family:
+            raise InputError("--only and --family select single-stream rows; serving rows are scored whole")
         if baseline or loho:
             raise InputError(
                 f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {path.name} has serving columns "
@@ -88,7 +95,8 @@ def validate(
         results = rep.pop("results")
         return ValidateResult(rep, True, path, tuple(results), rows)
     from tokometer.fitting.evidence import read_evidence
-    from tokometer.fitting.families import family_report
+    from tokometer.fitting.families import family_report, select_cases, source_report
+    from tokometer.fitting.features import case_source
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.rows import read_cases
     from tokometer.fitting.validation import report
@@ -99,16 +107,22 @@ def validate(
     if loho and lso:
         raise InputError("--loho and --lso are two different hold-outs: choose one")
     measured = read_evidence() if shipped else read_cases(path)
+    chosen = select_cases(measured, only, family) if only or family else None
+    if chosen is not None and not chosen:
+        raise InputError(f"no rows of {', '.join(only) or 'any publication'} on {family or 'any'} hardware")
     if loho:
-        results = leave_one_hardware_out(measured)
+        results = leave_one_hardware_out(measured, only=chosen)
     elif lso:
-        results = leave_one_source_out(measured)
+        results = leave_one_source_out(measured, only=chosen)
     else:
-        results = run(measured, baseline=baseline, time_limit_s=time_limit_s, progress=wrapper("validating rows", as_json=not progress))
+        results = run(chosen if chosen is not None else measured, baseline=baseline, time_limit_s=time_limit_s,
+                      progress=wrapper("validating rows", as_json=not progress))
     rep = report(results)
     rep["families"] = family_report(results)
+    rep["sources"] = source_report(results)
     held_out = "hardware" if loho else ("source" if lso else None)
-    rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(path)}
+    rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(path),
+                   "only": sorted({case_source(c) for c in chosen}) if chosen is not None and only else None, "family": family}
     return ValidateResult(rep, False, path, show_rows=rows)
 
 

@@ -47,6 +47,17 @@ def render_report(rep: dict[str, Any], title: str) -> str:
         ]
         lines += ["", "single device, per hardware family:"]
         lines.append(table(fam_rows, ["family", "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"]))
+    sources = rep.get("sources") or {}
+    mode = rep.get("mode") or {}
+    if sources and (mode.get("held_out") or mode.get("only") or mode.get("family")):
+        src_rows = [
+            [name, metric, str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _fmt(m["interval_coverage"]), _signed(m["median_signed_error"])]
+            for name, metrics in sources.items()
+            for metric, m in metrics.items()
+            if m["scored"]
+        ]
+        lines += ["", "single device, per publication:"]
+        lines.append(table(src_rows, ["publication", "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"]))
     lines += ["", f"{rep['rows_scored']} of {rep['rows_total']} rows scored"]
     if unscored:
         lines += ["", "not scored:"]
@@ -120,12 +131,21 @@ def _validate_serving(
 @click.option("--lso", is_flag=True, help="Leave-one-source-out: each publication is predicted by a fit on the others only.")
 @click.option("--rows", "show_rows", is_flag=True, help="Also print every row with its prediction or the reason it was not scored.")
 @click.option(
+    "--only", "only", multiple=True, metavar="SOURCE",
+    help="Predict and report only this publication's rows (source_id; repeat for several); --lso/--loho still fit on every other row.",
+)
+@click.option(
+    "--family", metavar="FAMILY",
+    help="Predict and report only rows on this hardware family (Apple, 'NVIDIA consumer', datacenter, 'AMD and Intel GPUs', 'APUs and CPUs').",
+)
+@click.option(
     "--time-limit", "time_limit_s", type=float, default=DEFAULT_TIME_LIMIT_S, show_default=True, metavar="SECONDS",
     help="Wall time one simulated run (the rows that share a setup) may take; past it its rows are unscored with that reason.",
 )
 @json_option
 def validate(
-    cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool, time_limit_s: float, as_json: bool
+    cases: Path | None, serving: bool, baseline: str | None, loho: bool, lso: bool, show_rows: bool,
+    only: tuple[str, ...], family: str | None, time_limit_s: float, as_json: bool,
 ) -> None:
     """Predict every row of a measurements CSV and report the error per metric.
 
@@ -154,6 +174,8 @@ def validate(
     shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases, serving_rows = evidence_file(cases, serving)
     if serving_rows:
+        if only or family:
+            raise click.UsageError("--only and --family select single-stream rows; serving rows are scored whole")
         _validate_serving(cases, baseline, loho, lso, show_rows, as_json, time_limit_s)
         return
     if baseline and (loho or lso):
@@ -161,7 +183,7 @@ def validate(
     if loho and lso:
         raise click.UsageError("--loho and --lso are two different hold-outs: choose one")
     scored = run_validate(None if shipped else cases, baseline=baseline, loho=loho, lso=lso, rows=show_rows, time_limit_s=time_limit_s,
-                          progress=not as_json)
+                          progress=not as_json, only=only, family=family)
     rep = dict(scored.report)
     held_out = rep["mode"]["held_out"]
     if as_json:
@@ -172,6 +194,9 @@ def validate(
         if baseline
         else {"hardware": "leave-one-hardware-out", "source": "leave-one-source-out"}.get(held_out or "", "fitted model")
     )
+    chosen = [f"only {', '.join(rep['mode']['only'])}" if rep["mode"].get("only") else "", f"family {family}" if family else ""]
+    if any(chosen):
+        title += " (" + "; ".join(c for c in chosen if c) + ")"
     click.echo(render_report(rep, title))
     if show_rows:
         from tokometer.report.text import num, table

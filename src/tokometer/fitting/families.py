@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tokometer.fitting.rows import CaseResult
+from tokometer.fitting.features import case_source
+from tokometer.fitting.rows import Case, CaseResult
 from tokometer.fitting.validation import summarise
 
 FAMILIES = ("Apple", "NVIDIA consumer", "datacenter", "AMD and Intel GPUs", "APUs and CPUs")
@@ -45,3 +46,43 @@ def family_report(results: Iterable[CaseResult], single_device: bool = True) -> 
         if any(v["n"] for v in metrics.values()):
             out[name] = metrics
     return out
+
+
+def source_report(results: Iterable[CaseResult], single_device: bool = True) -> dict[str, dict[str, Any]]:
+    """`summarise` per publication (`source_id`) and metric (tg, pp), single-device rows by default;
+    under leave-one-source-out each publication's figures are its own held-out error."""
+    rows = [r for r in results if r.case.n_devices == 1 or not single_device]
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted({case_source(r.case) for r in rows}):
+        mine = [r for r in rows if case_source(r.case) == name]
+        metrics = {m: summarise(mine, m) for m in FAMILY_METRICS}
+        if any(v["scored"] for v in metrics.values()):
+            out[name] = metrics
+    return out
+
+
+def select_cases(cases: list[Case], sources: Iterable[str] = (), family: str | None = None) -> list[Case]:
+    """The cases of these publications (`source_id`, any case) on this hardware family: the rows
+    `validate --only/--family` predicts, while a hold-out still fits on every other row.
+
+    Raises InputError naming the known publications or families when one matches nothing."""
+    from tokometer.errors import InputError
+    from tokometer.fitting.features import case_hardware_id
+
+    wanted = {s.strip().casefold() for s in sources if s.strip()}
+    known = {case_source(c).casefold(): case_source(c) for c in cases}
+    unknown = sorted(s for s in wanted if s not in known)
+    if unknown:
+        raise InputError(
+            f"no rows from publication(s) {', '.join(unknown)}; known: {', '.join(sorted(known.values()))}", field="only"
+        )
+    if family is not None:
+        match = [f for f in FAMILIES if f.casefold() == family.strip().casefold()]
+        if not match:
+            raise InputError(f"unknown hardware family {family!r}; one of: {', '.join(FAMILIES)}", field="family")
+        family = match[0]
+    return [
+        c for c in cases
+        if (not wanted or case_source(c).casefold() in wanted)
+        and (family is None or hardware_family(case_hardware_id(c)) == family)
+    ]
