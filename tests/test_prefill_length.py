@@ -231,3 +231,22 @@ def test_llama_cpp_runs_mxfp4_at_its_block_kernels_rate_not_the_fp4_tensor_peak(
     assert lcpp.peak.tflops == q4.peak.tflops
     vllm = estimate(model="gpt-oss-20b", hw="rtx-5090", quant="mxfp4", engine="vllm", prompt_tokens=2048)
     assert vllm.peak.tflops == pytest.approx(hw.fp4_tflops)
+
+
+def test_every_engine_on_ggml_block_kernels_says_it_runs_block_fp4_at_the_fp16_rate() -> None:
+    """The FP4 block-kernel rule is a catalog property of each engine, not a test of another flag: every engine
+    that runs GGUF (llama.cpp and the runtimes built on it) carries `fp4_block_tensor_rate = false`, the
+    server engines with FP4 GEMMs keep the default, and the rule reads that property (a llama.cpp-based
+    engine told otherwise would run MXFP4 at the FP4 peak)."""
+    from dataclasses import replace
+
+    from tokometer.catalog import engine_catalog, quant_catalog
+    from tokometer.usecases.resolve import format_peak
+
+    engines = engine_catalog()
+    ggml = [e for e in engines if "gguf" in e.weight_formats]
+    assert len(ggml) >= 5 and all(not e.fp4_block_tensor_rate for e in ggml), [e.id for e in ggml if e.fp4_block_tensor_rate]
+    assert all(engines.get(e).fp4_block_tensor_rate for e in ("vllm", "sglang", "tensorrt-llm"))
+    hw, mxfp4 = hardware_catalog().get("rtx-5090"), quant_catalog().get("mxfp4")
+    lcpp = engines.get("llama-cpp")
+    assert format_peak(hw, mxfp4, lcpp).tflops < format_peak(hw, mxfp4, replace(lcpp, fp4_block_tensor_rate=True)).tflops

@@ -465,6 +465,7 @@ class EngineSpec(_Plain):
     own_fit: bool = False
     fp16_accumulate: bool = False  # fp16 GEMMs accumulate in fp16 (llama.cpp's cuBLAS path)
     tensor_wgmma: bool = True  # its prefill kernels reach Hopper's wgmma-only peak (llama.cpp: mma.sync, no)
+    fp4_block_tensor_rate: bool = True  # block FP4 weights run at the FP4 tensor peak (llama.cpp: no, the fp16 one)
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None

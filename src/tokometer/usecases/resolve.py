@@ -196,13 +196,13 @@ def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec
 def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
     """The compute peak a weight format runs at on this hardware under this engine.
 
-    llama.cpp (`fp16_accumulate`, its GEMM family) multiplies GGUF's 4-bit float blocks (MXFP4) through
-    the same tiled kernels as its other block types, not at a Blackwell card's FP4 tensor rate: its native
-    MXFP4 path (PR #17906, December 2025) read 1.27x its previous one on an RTX PRO 6000, where the FP4
-    datasheet rate is 4x the FP16 one (docs/PHYSICS.md section 5). Such a format runs at the fp16 peak.
+    An engine whose block FP4 kernels do not reach the FP4 tensor rate (`fp4_block_tensor_rate = false`:
+    llama.cpp multiplies GGUF's 4-bit float blocks through the same tiled kernels as its other block
+    types; its native MXFP4 path, PR #17906, read 1.27x its previous one on an RTX PRO 6000, where the FP4
+    datasheet rate is 4x the FP16 one; docs/PHYSICS.md section 5) runs such a format at the fp16 peak.
     """
     dtype = fmt.compute_dtype if fmt else "fp16"
-    if dtype == "fp4" and engine.fp16_accumulate and fmt is not None and fmt.kind == "block" and hardware.fp4_tflops:
+    if dtype == "fp4" and not engine.fp4_block_tensor_rate and fmt is not None and fmt.kind == "block" and hardware.fp4_tflops:
         dtype = "fp16"
     return compute_peak(hardware, dtype, fp16_accumulate=engine.fp16_accumulate, wgmma=engine.tensor_wgmma)
 
