@@ -424,6 +424,11 @@ _ARCH_ALIASES = {
     "qwen3_5_text": "qwen3_5",
     "qwen3_5_moe_text": "qwen3_5_moe",
     "kimi_k2": "deepseek_v3",  # Kimi K2: DeepseekV3ForCausalLM with 384 experts and 64 heads
+    # GLM-4.7-Flash (Glm4MoeLite) and GLM-5 (GlmMoeDsa): DeepSeek-V3's and V3.2's tensors (MLA with a
+    # q latent, kv_a_proj_with_mqa, routed + shared experts with a score-correction bias; GLM-5 adds
+    # V3.2's lightning indexer) at GLM widths, in the same config fields (transformers' configs)
+    "glm4_moe_lite": "deepseek_v3",
+    "glm_moe_dsa": "deepseek_v32",
 }
 
 
