@@ -44,6 +44,7 @@ KNOWN_ARCHITECTURES = (
     "internlm2",
     "glm4_moe",
     "minimax_m2",
+    "ernie4_5_moe",
     *HYBRID_ARCHITECTURES,
 )
 
@@ -182,6 +183,8 @@ def spec_from_config(
     warnings: list[str] = []
     if arch == "glm4_moe":
         cfg = _glm4_moe_fields(cfg)
+    if arch == "ernie4_5_moe":
+        cfg = _ernie4_5_moe_fields(cfg)
     if arch not in KNOWN_ARCHITECTURES:
         warnings.append(
             f"architecture {arch or '(none)'!r} is not modelled exactly; generic dense transformer estimate"
@@ -441,6 +444,25 @@ def _glm4_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
     out["num_experts"] = _int(cfg, "n_routed_experts")
     out["mlp_only_layers"] = list(range(first))
     out["shared_expert_intermediate_size"] = _int(cfg, "n_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
+    return out
+
+
+def _ernie4_5_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """ERNIE 4.5 MoE (`ernie4_5_moe`) in the fields the GQA MoE accounting reads (transformers
+    `Ernie4_5_MoeConfig` and its decoder layer): `moe_num_experts` experts of `moe_intermediate_size`,
+    `moe_k` per token, `moe_num_shared_experts` shared experts as one MLP of their summed width, and
+    MoE on layer i when moe_layer_start_index <= i <= moe_layer_end_index and (i + 1) is a multiple of
+    `moe_layer_interval`; the other layers carry the dense `intermediate_size` MLP."""
+    out = dict(cfg)
+    n_layers = _int(cfg, "num_hidden_layers")
+    start = _int(cfg, "moe_layer_start_index", 1)
+    end_raw = cfg.get("moe_layer_end_index", -1)
+    end = n_layers - 1 if end_raw is None or end_raw == -1 else _int(cfg, "moe_layer_end_index")
+    interval = _int(cfg, "moe_layer_interval", 1) or 1
+    out["num_experts"] = _int(cfg, "moe_num_experts")
+    out["num_experts_per_tok"] = _int(cfg, "moe_k")
+    out["mlp_only_layers"] = [i for i in range(n_layers) if not (start <= i <= end and (i + 1) % interval == 0)]
+    out["shared_expert_intermediate_size"] = _int(cfg, "moe_num_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
     return out
 
 
