@@ -139,10 +139,10 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         missing = [k for k in ("as_stated", "reason") if not str(item.get(k, "")).strip()]
         if missing:
             raise CatalogError(f"{path.name}: [[unmodelled_model]] #{index + 1}: missing {', '.join(missing)}")
-        key = (str(item.get("source", "*")), normalise(str(item["as_stated"])))
-        if key in unmodelled:
-            raise CatalogError(f"{path.name}: [[unmodelled_model]] #{index + 1}: {item['as_stated']!r} is listed twice for {key[0]}")
-        unmodelled[key] = str(item["reason"])
+        named = (str(item.get("source", "*")), normalise(str(item["as_stated"])))
+        if named in unmodelled:
+            raise CatalogError(f"{path.name}: [[unmodelled_model]] #{index + 1}: {item['as_stated']!r} is listed twice for {named[0]}")
+        unmodelled[named] = str(item["reason"])
     return ResolveTable(entries, unscorable, tuple(rules), broken, undecided, unmodelled)
 
 
