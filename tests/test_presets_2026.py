@@ -32,6 +32,7 @@ def _within_published(count_b: float, stated_b: float) -> bool:
         ("glm-5", 744.0),  # model card: 744B total
         ("glm-4.7-flash", 30.0),  # model card: 30B-A3B
         ("ernie-4.5-21b-a3b", 21.8),  # the Hub's safetensors total (the card's "21B" is the name)
+        ("step-3.5-flash", 196.0),  # README: 196B backbone (+ 0.81B MTP head, not counted)
     ],
 )
 def test_new_presets_count_their_published_total_within_2_percent(preset_id: str, total_b: float) -> None:
@@ -46,6 +47,7 @@ def test_new_presets_count_their_published_total_within_2_percent(preset_id: str
         ("qwen3.5-397b-a17b", 17.0),  # model card: 17B active
         ("glm-5", 40.0),  # model card: 40B active
         ("ernie-4.5-21b-a3b", 3.0),  # model card: 3B activated
+        ("step-3.5-flash", 11.0),  # README: about 11B active
     ],
 )
 def test_new_presets_read_their_published_active_count_per_token(preset_id: str, active_b: float) -> None:
@@ -85,6 +87,21 @@ def test_qwen35_397b_keeps_kv_on_its_full_attention_layers_only() -> None:
     assert groups["linear"].kv_elements_per_token == 0 and groups["linear"].state_elements > 0
 
 
+def test_step35_sliding_layers_project_their_own_head_count() -> None:
+    preset = model_catalog().get("step-3.5-flash")
+    spec = preset.spec
+    groups = {g.kind: g for g in spec.attention}
+    assert (groups["full"].n_layers, groups["sliding"].n_layers) == (12, 33)
+    assert groups["sliding"].window_tokens == 128
+    # same 8 KV heads of 128 on both kinds; 96 query heads on the sliding layers against 64 on the full ones
+    assert groups["full"].kv_elements_per_token == groups["sliding"].kv_elements_per_token == 2 * 8 * 128
+    assert (groups["full"].attention_dim, groups["sliding"].attention_dim) == (64 * 128, 96 * 128)
+    uniform = spec_from_config({k: v for k, v in preset.config.items() if k != "attention_other_setting"}, "uniform")
+    # 32 more heads on 33 layers: q and o rows (2 x 4096 x 128 each head) and the gate's 4096 per head
+    assert spec.total_params - uniform.total_params == 33 * 32 * (2 * 4096 * 128 + 4096)
+    assert (spec.n_experts, spec.n_experts_per_token) == (288, 8)
+
+
 def test_ernie_moe_layers_follow_start_end_and_interval() -> None:
     base = dict(model_catalog().get("ernie-4.5-21b-a3b").config)
     every = spec_from_config(base, "every")
@@ -109,6 +126,7 @@ def test_ernie_moe_layers_follow_start_end_and_interval() -> None:
         ("baidu/ERNIE-4.5-21B-A3B-PT", "SGL-COOKBOOK", 21.0, "ernie-4.5-21b-a3b"),
         ("deepseek-ai/DeepSeek-Math-V2", "SGL-COOKBOOK", 671.0, "deepseek-v3.2"),
         ("Qwen/Qwen3-VL-235B-A22B-Instruct", "SGL-COOKBOOK", None, "qwen3-235b-a22b"),
+        ("stepfun-ai/Step-3.5-Flash", "SGL-COOKBOOK", None, "step-3.5-flash"),
     ],
 )
 def test_published_serving_names_resolve_to_the_new_presets(
