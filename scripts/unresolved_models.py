@@ -1,10 +1,11 @@
 """List the model names of the compiled 2025-26 serving rows that resolve to no catalog preset.
 
 `fitting.serving_runs.plan_run` leaves a run unscored with "model ... is not in the model catalog"
-when neither `model_words.find_model` nor `aliases.resolve_model` finds its checkpoint; this prints
-those names with their row counts and sources, largest first (the order presets are worth adding in),
-and the total, which matches the "not in the model catalog" count of `scripts/serving_accuracy.py`.
-It plans the runs only (no simulation), so it takes seconds.
+when neither `model_words.find_model` nor `aliases.resolve_model` finds its checkpoint, or with "has an
+architecture the accounting does not model (...)" when RESOLVE.toml's `[[unmodelled_model]]` says why
+none can be; this prints those names with their row counts and sources, largest first (the order
+presets are worth adding in), and the totals, which match the two counts of
+`scripts/serving_accuracy.py`. It plans the runs only (no simulation), so it takes seconds.
 
     python scripts/unresolved_models.py            # a markdown table on stdout
 """
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+MARKERS = ("is not in the model catalog", "has an architecture the accounting does not model")
 
-def unresolved() -> tuple[Counter[str], dict[str, set[str]], dict[str, set[str]]]:
-    """(rows per unresolved model name, sources per name, total_params_b cells per name)."""
+
+def unresolved(marker: str = MARKERS[0]) -> tuple[Counter[str], dict[str, set[str]], dict[str, set[str]]]:
+    """(rows per unresolved model name, sources per name, total_params_b cells per name) of the runs
+    whose reason carries `marker`."""
     from tokometer.fitting.serving_families import published_paths
     from tokometer.fitting.serving_runs import group_runs, read_rows
 
@@ -25,7 +29,7 @@ def unresolved() -> tuple[Counter[str], dict[str, set[str]], dict[str, set[str]]
     for path in published_paths():
         rows, _bad = read_rows(path)
         for run in group_runs(rows):
-            if run.reason is None or "is not in the model catalog" not in run.reason:
+            if run.reason is None or marker not in run.reason:
                 continue
             for row in run.rows:
                 name = row.text("model")
@@ -37,12 +41,14 @@ def unresolved() -> tuple[Counter[str], dict[str, set[str]], dict[str, set[str]]
 
 
 def main() -> None:
-    counts, sources, params = unresolved()
-    print("| model (as printed) | rows | sources | total_params_b cell |")
-    print("|---|--:|---|---|")
-    for name, n in counts.most_common():
-        print(f"| {name} | {n} | {', '.join(sorted(sources[name]))} | {', '.join(sorted(params[name])) or '-'} |")
-    print(f"\n{sum(counts.values()):,} rows, {len(counts)} names")
+    for marker in MARKERS:
+        counts, sources, params = unresolved(marker)
+        print(f"Runs whose model {marker}:\n")
+        print("| model (as printed) | rows | sources | total_params_b cell |")
+        print("|---|--:|---|---|")
+        for name, n in counts.most_common():
+            print(f"| {name} | {n} | {', '.join(sorted(sources[name]))} | {', '.join(sorted(params[name])) or '-'} |")
+        print(f"\n{sum(counts.values()):,} rows, {len(counts)} names\n")
 
 
 if __name__ == "__main__":
