@@ -33,6 +33,7 @@ def _within_published(count_b: float, stated_b: float) -> bool:
         ("glm-4.7-flash", 30.0),  # model card: 30B-A3B
         ("ernie-4.5-21b-a3b", 21.8),  # the Hub's safetensors total (the card's "21B" is the name)
         ("step-3.5-flash", 196.0),  # README: 196B backbone (+ 0.81B MTP head, not counted)
+        ("ministral-3-14b", 13.5),  # model card: 13.5B language model (+ 0.4B vision encoder)
     ],
 )
 def test_new_presets_count_their_published_total_within_2_percent(preset_id: str, total_b: float) -> None:
@@ -102,6 +103,13 @@ def test_step35_sliding_layers_project_their_own_head_count() -> None:
     assert (spec.n_experts, spec.n_experts_per_token) == (288, 8)
 
 
+def test_ministral3_is_read_as_a_dense_mistral_decoder_without_sliding_window() -> None:
+    spec = model_catalog().get("ministral-3-14b").spec
+    (group,) = spec.attention
+    assert (group.kind, group.n_layers, group.kv_elements_per_token) == ("full", 40, 2 * 8 * 128)
+    assert not spec.is_moe and not spec.warnings and not spec.tied_embeddings
+
+
 def test_ernie_moe_layers_follow_start_end_and_interval() -> None:
     base = dict(model_catalog().get("ernie-4.5-21b-a3b").config)
     every = spec_from_config(base, "every")
@@ -127,6 +135,7 @@ def test_ernie_moe_layers_follow_start_end_and_interval() -> None:
         ("deepseek-ai/DeepSeek-Math-V2", "SGL-COOKBOOK", 671.0, "deepseek-v3.2"),
         ("Qwen/Qwen3-VL-235B-A22B-Instruct", "SGL-COOKBOOK", None, "qwen3-235b-a22b"),
         ("stepfun-ai/Step-3.5-Flash", "SGL-COOKBOOK", None, "step-3.5-flash"),
+        ("mistralai/Ministral-3-14B-Instruct-2512", "SGL-COOKBOOK", None, "ministral-3-14b"),
     ],
 )
 def test_published_serving_names_resolve_to_the_new_presets(

@@ -441,6 +441,8 @@ _ARCH_ALIASES = {
     # V3.2's lightning indexer) at GLM widths, in the same config fields (transformers' configs)
     "glm4_moe_lite": "deepseek_v3",
     "glm_moe_dsa": "deepseek_v32",
+    # Ministral 3 (Ministral3Config): Mistral's decoder tensors (GQA without bias, SwiGLU, RMSNorm)
+    "ministral3": "mistral",
 }
 
 
