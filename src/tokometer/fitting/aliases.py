@@ -71,6 +71,12 @@ class ResolveTable:
     broken_rows: dict[str, str] = field(default_factory=dict)  # row id -> why that run is not a measurement of its setup
     # (source id, normalised as-stated device) -> why the device's variant cannot be read from that source
     undecided_hardware: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (source id or "*", normalised as-stated model) -> what of its architecture the accounting lacks
+    unmodelled_models: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def unmodelled(self, source: str, as_stated: str) -> str | None:
+        key = normalise(as_stated)
+        return self.unmodelled_models.get((source, key)) or self.unmodelled_models.get(("*", key))
 
     def lookup(self, kind: str, source: str, as_stated: str) -> Resolution | None:
         key = normalise(as_stated)
@@ -128,7 +134,16 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         if missing:
             raise CatalogError(f"{path.name}: [[undecided_hardware]] #{index + 1}: missing {', '.join(missing)}")
         undecided[(str(item["source"]), normalise(str(item["as_stated"])))] = str(item["reason"])
-    return ResolveTable(entries, unscorable, tuple(rules), broken, undecided)
+    unmodelled: dict[tuple[str, str], str] = {}
+    for index, item in enumerate(raw.get("unmodelled_model", [])):
+        missing = [k for k in ("as_stated", "reason") if not str(item.get(k, "")).strip()]
+        if missing:
+            raise CatalogError(f"{path.name}: [[unmodelled_model]] #{index + 1}: missing {', '.join(missing)}")
+        named = (str(item.get("source", "*")), normalise(str(item["as_stated"])))
+        if named in unmodelled:
+            raise CatalogError(f"{path.name}: [[unmodelled_model]] #{index + 1}: {item['as_stated']!r} is listed twice for {named[0]}")
+        unmodelled[named] = str(item["reason"])
+    return ResolveTable(entries, unscorable, tuple(rules), broken, undecided, unmodelled)
 
 
 # ---------------------------------------------------------------- models
@@ -242,6 +257,13 @@ def resolve_model(name: str, source: str = "*", total_params_b: float | None = N
         if preset is not None and _params_agree(preset, total_params_b):
             return preset, f"name rule: {name!r} read as {candidate!r}"
     return None
+
+
+def unmodelled_model_reason(name: str, source: str = "*") -> str | None:
+    """Why a printed model that resolves to no preset has none (RESOLVE.toml `[[unmodelled_model]]`):
+    its architecture has a part the accounting does not model (a new attention kind, diffusion decoding),
+    so a preset would price it as something it is not. None when the file says nothing about it."""
+    return resolve_table().unmodelled(source, name)
 
 
 # ---------------------------------------------------------------- quantization

@@ -361,7 +361,11 @@ def plan_run(rows: list[Row]) -> Run:
         found = resolve_model(row.text("model"), row.source, row.positive("total_params_b"))
         preset = found[0] if found is not None else None
     if preset is None:
-        run.reason = f"model {row.text('model')!r} is not in the model catalog (its architecture is needed for KV and attention)"
+        from tokometer.fitting.aliases import unmodelled_model_reason
+
+        lacking = unmodelled_model_reason(row.text("model"), row.source)
+        run.reason = (f"model {row.text('model')!r} has an architecture the accounting does not model ({lacking})" if lacking
+                      else f"model {row.text('model')!r} is not in the model catalog (its architecture is needed for KV and attention)")
         return run
     hid = row.text("hardware_id")
     hw = hardware_catalog().find(HARDWARE_IDS.get(hid, hid))

@@ -44,6 +44,8 @@ KNOWN_ARCHITECTURES = (
     "internlm2",
     "glm4_moe",
     "minimax_m2",
+    "ernie4_5_moe",
+    "step3p5",
     *HYBRID_ARCHITECTURES,
 )
 
@@ -182,6 +184,10 @@ def spec_from_config(
     warnings: list[str] = []
     if arch == "glm4_moe":
         cfg = _glm4_moe_fields(cfg)
+    if arch == "ernie4_5_moe":
+        cfg = _ernie4_5_moe_fields(cfg)
+    if arch == "step3p5":
+        cfg = _step3p5_fields(cfg)
     if arch not in KNOWN_ARCHITECTURES:
         warnings.append(
             f"architecture {arch or '(none)'!r} is not modelled exactly; generic dense transformer estimate"
@@ -274,19 +280,25 @@ def spec_from_config(
             attn += n_heads * head_dim + 2 * n_kv * head_dim
             if arch == "gpt_oss" or (cfg.get("attention_bias") and arch not in ("qwen2", "qwen2_moe", "glm4_moe")):
                 attn += hidden  # o_proj bias (GLM-4.5 biases q, k and v only)
-        if arch in ("qwen3", "qwen3_moe", "gemma3", "gemma4") or (arch == "glm4_moe" and cfg.get("use_qk_norm")):
+        if arch in ("qwen3", "qwen3_moe", "gemma3", "gemma4", "step3p5") or (arch == "glm4_moe" and cfg.get("use_qk_norm")):
             attn += 2 * head_dim  # q_norm, k_norm
         if arch == "minimax_m2" and cfg.get("use_qk_norm", True):
             attn += (n_heads + n_kv) * head_dim  # MiniMax-M2 normalises q and k over all heads at once
         if arch == "gpt_oss":
             attn += n_heads  # attention sinks
+        if cfg.get("use_head_wise_attn_gate"):
+            attn += hidden * n_heads  # Step 3.5: a sigmoid gate per head on the attention output (g_proj)
         norms = (4 if arch in ("gemma2", "gemma3", "gemma4") else 2) * hidden
         kinds = _layer_types(cfg, arch, n_layers)
         full_attn, full_kv, full_dim = attn, 2 * n_kv * head_dim, n_heads * head_dim
         if arch == "gemma4":
             full_attn, full_kv, full_dim = _gemma4_global(cfg, hidden, n_heads, n_kv, head_dim)
-        # per-layer attention weights beyond the uniform `attn` (Gemma 4's global layers differ)
-        attn_extra = kinds.count("full") * (full_attn - attn)
+        sliding_attn, sliding_dim = attn, n_heads * head_dim
+        if arch == "step3p5":
+            sliding_attn, sliding_dim = _step3p5_sliding(cfg, attn, hidden, n_heads, head_dim)
+        # per-layer attention weights beyond the uniform `attn` (Gemma 4's global layers and Step 3.5's
+        # sliding layers differ)
+        attn_extra = kinds.count("full") * (full_attn - attn) + kinds.count("sliding") * (sliding_attn - attn)
         n_kv_layers = n_layers - int(cfg.get("num_kv_shared_layers") or 0)
         # Llama 4: dense layers use intermediate_size_mlp; experts and the shared expert intermediate_size
         mlp_dense = 3 * hidden * (_int(cfg, "intermediate_size_mlp", inter) if arch == "llama4" else inter)
@@ -351,7 +363,7 @@ def spec_from_config(
                         shared_layers=count - stored if kind != "linear" and stored else 0,
                         kv_elements_per_token=0 if kind == "linear" else (full_kv if kind == "full" else 2 * n_kv * head_dim),
                         window_tokens=int(window) if kind == "sliding" and window else None,
-                        attention_dim=full_dim if kind == "full" else n_heads * head_dim,
+                        attention_dim=full_dim if kind == "full" else sliding_dim,
                     )
                 )
         attention_groups = [g for g in attention_groups if g.n_layers]
@@ -424,6 +436,13 @@ _ARCH_ALIASES = {
     "qwen3_5_text": "qwen3_5",
     "qwen3_5_moe_text": "qwen3_5_moe",
     "kimi_k2": "deepseek_v3",  # Kimi K2: DeepseekV3ForCausalLM with 384 experts and 64 heads
+    # GLM-4.7-Flash (Glm4MoeLite) and GLM-5 (GlmMoeDsa): DeepSeek-V3's and V3.2's tensors (MLA with a
+    # q latent, kv_a_proj_with_mqa, routed + shared experts with a score-correction bias; GLM-5 adds
+    # V3.2's lightning indexer) at GLM widths, in the same config fields (transformers' configs)
+    "glm4_moe_lite": "deepseek_v3",
+    "glm_moe_dsa": "deepseek_v32",
+    # Ministral 3 (Ministral3Config): Mistral's decoder tensors (GQA without bias, SwiGLU, RMSNorm)
+    "ministral3": "mistral",
 }
 
 
@@ -437,6 +456,58 @@ def _glm4_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
     out["mlp_only_layers"] = list(range(first))
     out["shared_expert_intermediate_size"] = _int(cfg, "n_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
     return out
+
+
+def _ernie4_5_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """ERNIE 4.5 MoE (`ernie4_5_moe`) in the fields the GQA MoE accounting reads (transformers
+    `Ernie4_5_MoeConfig` and its decoder layer): `moe_num_experts` experts of `moe_intermediate_size`,
+    `moe_k` per token, `moe_num_shared_experts` shared experts as one MLP of their summed width, and
+    MoE on layer i when moe_layer_start_index <= i <= moe_layer_end_index and (i + 1) is a multiple of
+    `moe_layer_interval`; the other layers carry the dense `intermediate_size` MLP."""
+    out = dict(cfg)
+    n_layers = _int(cfg, "num_hidden_layers")
+    start = _int(cfg, "moe_layer_start_index", 1)
+    end_raw = cfg.get("moe_layer_end_index", -1)
+    end = n_layers - 1 if end_raw is None or end_raw == -1 else _int(cfg, "moe_layer_end_index")
+    interval = _int(cfg, "moe_layer_interval", 1) or 1
+    out["num_experts"] = _int(cfg, "moe_num_experts")
+    out["num_experts_per_tok"] = _int(cfg, "moe_k")
+    out["mlp_only_layers"] = [i for i in range(n_layers) if not (start <= i <= end and (i + 1) % interval == 0)]
+    out["shared_expert_intermediate_size"] = _int(cfg, "moe_num_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
+    return out
+
+
+def _step3p5_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Step 3.5 (`step3p5`, Step3p5Config) in the fields the GQA MoE accounting reads: `num_attention_groups`
+    KV heads, `moe_num_experts` experts of `moe_intermediate_size`, `moe_top_k` per token, MoE on the layers
+    `moe_layers_enum` lists (every layer from 3 when it lists none) with a shared expert of `share_expert_dim`;
+    the other layers carry the dense `intermediate_size` MLP."""
+    out = dict(cfg)
+    n_layers = _int(cfg, "num_hidden_layers")
+    if cfg.get("num_key_value_heads") is None and cfg.get("num_attention_groups") is not None:
+        out["num_key_value_heads"] = _int(cfg, "num_attention_groups")
+    out["num_experts"] = _int(cfg, "moe_num_experts", _int(cfg, "n_routed_experts", 0))
+    out["num_experts_per_tok"] = _int(cfg, "moe_top_k", _int(cfg, "num_experts_per_tok", 0))
+    listed = cfg.get("moe_layers_enum")
+    items = listed.split(",") if isinstance(listed, str) else list(listed or [])
+    moe = {int(i) for i in items if str(i).strip()} or set(range(3, n_layers))
+    out["mlp_only_layers"] = [i for i in range(n_layers) if i not in moe]
+    out["shared_expert_intermediate_size"] = _int(cfg, "share_expert_dim", 0)
+    return out
+
+
+def _step3p5_sliding(cfg: Mapping[str, Any], attn: int, hidden: int, n_heads: int, head_dim: int) -> tuple[int, int]:
+    """Step 3.5's sliding-window layers project their own head count (`attention_other_setting`), over
+    the same KV heads as the full layers: (attention weights of one sliding layer, its n_heads * head_dim)."""
+    other = cfg.get("attention_other_setting")
+    if not isinstance(other, Mapping):
+        return attn, n_heads * head_dim
+    heads = _int(other, "num_attention_heads", n_heads)
+    dim = _int(other, "head_dim", head_dim)
+    if dim != head_dim or _int(other, "num_attention_groups", 0) not in (0, _int(cfg, "num_key_value_heads")):
+        raise IngestError("step3p5 sliding layers with their own head_dim or KV heads are not modelled")
+    per_head = 2 * hidden * head_dim + (hidden if cfg.get("use_head_wise_attn_gate") else 0)  # q and o rows, gate
+    return attn + (heads - n_heads) * per_head, heads * head_dim
 
 
 def _feed_forward_params(cfg: Mapping[str, Any], arch: str, hidden: int) -> tuple[float, float, float, int, int]:
