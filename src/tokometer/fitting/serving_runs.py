@@ -94,11 +94,15 @@ INFERENCEX_PROMPTS_PER_CLIENT = 10
 # InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
 # extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
 INFERENCEX_TRTLLM_STREAM_TOKENS = 10
-# InferenceX's DeepSeek-R1 SGLang scripts for B200 (benchmarks/dsr1_fp8_b200.sh, dsr1_fp4_b200_docker.sh)
-# launch with --scheduler-recv-interval 10, or 30 from 16 clients ("recv every ~10 requests; if CONC >= 16,
-# relax to ~30"; the FP8 script's TP 4 branch keeps 10); its H200 script sets none. Scripts not read
-# (B300, MTP, disaggregated) are left at SGLang's default of 1.
-INFERENCEX_SGLANG_RECV = {"b200": (10, 30)}
+# InferenceX's DeepSeek-R1 SGLang scripts for Blackwell launch with --scheduler-recv-interval 10, or 30 from
+# 16 clients ("recv every ~10 requests; if CONC >= 16, relax to ~30"): B200 (benchmarks/dsr1_fp8_b200.sh,
+# dsr1_fp4_b200_docker.sh; since the 2026-02 reorganisation single_node/fixed_seq_len/dsr1_fp{8,4}_b200.sh),
+# B300 (single_node/fixed_seq_len/dsr1_fp8_b300.sh, dsr1_fp4_b300.sh: "reuses the DSR1 FP8 B200 SGLang
+# recipe"), and their MTP variants (dsr1_fp8_b200_mtp.sh, dsr1_fp8_b300_mtp.sh, dsr1_fp4_b200_mtp.sh); the
+# FP8 scripts' TP 4 branch keeps 10, and the FP4 B200 scripts reset it to 1 under attention DP
+# ("if DP_ATTENTION == true: SCHEDULER_RECV_INTERVAL=1"). The H200 scripts (dsr1_fp8_h200.sh,
+# dsr1_fp8_h200_mtp.sh) and the disaggregated launches set none: SGLang's default of 1.
+INFERENCEX_SGLANG_RECV = {"b200": (10, 30), "b300": (10, 30)}
 INFERENCEX_SGLANG_RECV_FROM_CLIENTS = 16
 
 # SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_speculative_decoding): with EAGLE, EAGLE3,
@@ -434,9 +438,8 @@ def plan_run(rows: list[Row]) -> Run:
     if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
         run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
     recv = INFERENCEX_SGLANG_RECV.get(row.text("hardware_id"))
-    notes = row.text("notes")
     if (engine == "sglang" and recv and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
-            and "spec_method=none" in notes and "DeepSeek-R1" in row.text("model")):
+            and dp == 1 and "DeepSeek-R1" in row.text("model")):
         clients = row.positive("concurrency") or 0
         fp8_tp4 = tp == 4 and row.text("quant").lower() == "fp8"
         run.recv_interval = recv[1] if clients >= INFERENCEX_SGLANG_RECV_FROM_CLIENTS and not fp8_tp4 else recv[0]
