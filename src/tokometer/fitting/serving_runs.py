@@ -104,6 +104,10 @@ INFERENCEX_TRTLLM_STREAM_TOKENS = 10
 # dsr1_fp8_h200_mtp.sh) and the disaggregated launches set none: SGLang's default of 1.
 INFERENCEX_SGLANG_RECV = {"b200": (10, 30), "b300": (10, 30)}
 INFERENCEX_SGLANG_RECV_FROM_CLIENTS = 16
+# InferenceX's DeepSeek-R1 TensorRT-LLM scripts (single_node/fixed_seq_len/dsr1_fp{4,8}_b200_trt{,_mtp}.sh,
+# dsr1_fp8_h200_trt{,_mtp}.sh; benchmarks/*_trt_slurm.sh before 2026-01) write, with DP_ATTENTION=true,
+# `attention_dp_config: {batching_wait_iters: 0, enable_balance: true, timeout_iters: 60}`
+INFERENCEX_TRTLLM_ADP_TIMEOUT_STEPS = 60
 
 # SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_speculative_decoding): with EAGLE, EAGLE3,
 # NEXTN, STANDALONE or NGRAM and no --max-running-requests, "Max running requests is reset to 48 for
@@ -231,6 +235,7 @@ class Run:
     static_batch: bool = False  # a published batch of `batch` requests (not resized to the steady state)
     stream_tokens: int = 1  # tokens per streamed chunk: a client's inter-token latency is the chunks' interval
     recv_interval: int = 1  # SGLang --scheduler-recv-interval the source's launch used (`recv_interval_steps`)
+    adp_balance_timeout: int = 0  # TensorRT-LLM attention-DP balance timeout the launch set (`adp_balance_timeout_steps`)
     disagg: tuple[int, int] | None = None  # (prefill, decode) workers, when the source disaggregates
     tokens_per_pass: float = 1.0  # E(a, k) under speculation: the tokens one streamed chunk carries
     decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
@@ -443,6 +448,9 @@ def plan_run(rows: list[Row]) -> Run:
         clients = row.positive("concurrency") or 0
         fp8_tp4 = tp == 4 and row.text("quant").lower() == "fp8"
         run.recv_interval = recv[1] if clients >= INFERENCEX_SGLANG_RECV_FROM_CLIENTS and not fp8_tp4 else recv[0]
+    if (engine == "tensorrt-llm" and dp > 1 and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
+            and "DeepSeek-R1" in row.text("model")):
+        run.adp_balance_timeout = INFERENCEX_TRTLLM_ADP_TIMEOUT_STEPS
     if "speculative_decoding" in row.text("flag").lower().split(";"):
         spec = read_speculation(row.text("backend") + " ; " + row.text("notes"))
         if spec.reason is not None:
