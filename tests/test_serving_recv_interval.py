@@ -87,3 +87,27 @@ def test_inferencex_blackwell_sglang_runs_carry_the_scripts_interval() -> None:
             assert run.recv_interval == (30 if clients >= 16 else 10), (hw, clients, run.recv_interval)
     for key in (("b200", False), ("b300", False), ("b300", True)):
         assert seen[key] >= {10, 30}, key
+
+
+def test_inferencex_sglang_runs_stream_in_their_scripts_chunks() -> None:
+    """The scripts' --stream-interval: FP8 on B200/B300 30, FP4 and H200 10, Instinct (none) and
+    disaggregated pools 1; a run's ITL rows then read the chunks' interval, TTFT and TPOT do not move."""
+    from tokometer.fitting.serving_families import published_paths
+    from tokometer.fitting.serving_runs import group_runs, read_rows
+
+    path = next(p for p in published_paths() if p.stem == "IX-DSR1-API")
+    seen: dict[tuple[str, str], set[int]] = {}
+    for run in group_runs(read_rows(path)[0]):
+        if run.reason is not None or run.engine != "sglang":
+            continue
+        row = run.rows[0]
+        key = (row.text("hardware_id"), row.text("quant").lower())
+        seen.setdefault(key, set()).add(run.stream_tokens)
+        if run.disagg is not None or key[0].startswith("mi"):
+            assert run.stream_tokens == 1, key
+        elif key in (("b200", "fp8"), ("b300", "fp8")):
+            assert run.stream_tokens == 30, key
+        elif key in (("b200", "fp4"), ("b300", "fp4"), ("h200", "fp8")):
+            assert run.stream_tokens == 10, key
+    assert {30, 10} <= seen[("b200", "fp8")] | seen[("b200", "fp4")]
+    assert seen[("mi355x", "fp8")] == {1}

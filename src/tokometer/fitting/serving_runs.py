@@ -104,6 +104,12 @@ INFERENCEX_TRTLLM_STREAM_TOKENS = 10
 # dsr1_fp8_h200_mtp.sh) and the disaggregated launches set none: SGLang's default of 1.
 INFERENCEX_SGLANG_RECV = {"b200": (10, 30), "b300": (10, 30)}
 INFERENCEX_SGLANG_RECV_FROM_CLIENTS = 16
+# The same SGLang scripts' --stream-interval (a chunk every N decode passes; the first token at once), per
+# device and checkpoint format: dsr1_fp8_b200.sh, dsr1_fp8_b300.sh and their _mtp variants 30;
+# dsr1_fp4_b200.sh, dsr1_fp4_b300.sh, dsr1_fp4_b200_mtp.sh, dsr1_fp8_h200.sh, dsr1_fp8_h200_mtp.sh 10;
+# the MI300X/MI325X/MI355X scripts set none (1)
+INFERENCEX_SGLANG_STREAM = {("b200", "fp8"): 30, ("b300", "fp8"): 30, ("b200", "fp4"): 10, ("b300", "fp4"): 10,
+                            ("h200", "fp8"): 10}
 # InferenceX's DeepSeek-R1 TensorRT-LLM scripts (single_node/fixed_seq_len/dsr1_fp{4,8}_b200_trt{,_mtp}.sh,
 # dsr1_fp8_h200_trt{,_mtp}.sh; benchmarks/*_trt_slurm.sh before 2026-01) write, with DP_ATTENTION=true,
 # `attention_dp_config: {batching_wait_iters: 0, enable_balance: true, timeout_iters: 60}`
@@ -442,6 +448,10 @@ def plan_run(rows: list[Row]) -> Run:
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
     if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
         run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
+    stream = INFERENCEX_SGLANG_STREAM.get((row.text("hardware_id"), row.text("quant").lower()))
+    if (engine == "sglang" and stream and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
+            and "DeepSeek-R1" in row.text("model")):
+        run.stream_tokens = stream
     recv = INFERENCEX_SGLANG_RECV.get(row.text("hardware_id"))
     if (engine == "sglang" and recv and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
             and dp == 1 and "DeepSeek-R1" in row.text("model")):
