@@ -42,9 +42,11 @@ def _band(clients: float | None) -> str:
 def diagnose(sources: list[str] | None = None) -> list[dict[str, Any]]:
     """One dict per scored TTFT row (mean/median) of the compiled serving files."""
     from tokometer.catalog.serving import serving_efficiency
+    from tokometer.errors import TokometerError
     from tokometer.fitting.serving_families import family, metric_class, published_paths
     from tokometer.fitting.serving_runs import group_runs, read_rows
     from tokometer.fitting.serving_validate import deploy_run, read_metric, simulate_run
+    from tokometer.fitting.time_limit import TimeLimitError
 
     out: list[dict[str, Any]] = []
     for path in published_paths():
@@ -58,7 +60,7 @@ def diagnose(sources: list[str] | None = None) -> list[dict[str, Any]]:
             try:
                 result = simulate_run(run, serving_efficiency, time_limit_s=60.0)
                 dep = deploy_run(run, serving_efficiency(run.engine))
-            except Exception as exc:  # a diagnosis dump: keep going, say why
+            except (TokometerError, TimeLimitError) as exc:  # a diagnosis dump: keep going, say why
                 print(f"# {ttft_rows[0].row_id}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
             if not result.completed:
@@ -75,7 +77,6 @@ def diagnose(sources: list[str] | None = None) -> list[dict[str, Any]]:
                 value, why = read_metric(result, row, run)
                 if value is None or why:
                     continue
-                scale = value / (result.ttft_s.mean or 1.0) if result.ttft_s.mean else 1.0  # row unit per second
                 out.append({
                     "row": row.row_id, "source": row.source, "engine": run.engine,
                     "image": (image.group(1) if image else r0.text("engine_version")),
@@ -88,7 +89,6 @@ def diagnose(sources: list[str] | None = None) -> list[dict[str, Any]]:
                     "measured": row.value, "predicted": value, "ratio": value / row.value,
                     "queue_ms": (result.queue_s.mean or 0.0) * 1e3, "ttft_mean_ms": (result.ttft_s.mean or 0.0) * 1e3,
                     "lone_ms": lone * 1e3, "eager_ms": cost.eager_prefill_s * 1e3, "recv": run.recv_interval,
-                    "unit_scale": scale,
                 })
     return out
 
@@ -123,14 +123,16 @@ def main(argv: list[str]) -> int:
                   f"{r['measured']:.4g} {r['predicted']:.4g} {r['ratio']:.2f} | {r['queue_ms']:.1f} "
                   f"{r['ttft_mean_ms']:.1f} {r['lone_ms']:.1f} {r['eager_ms']:.1f} {r['recv']}")
     moe = [r for r in rows if r["moe"]]
-    print(f"\n{len(rows)} TTFT rows, {len(moe)} MoE; MoE median APE {statistics.median(abs(r['ratio'] - 1) for r in moe):.1%}")
-    for key in ("source", "engine", "family", "disagg", "spec"):
-        _group(moe, key)
-    for r in moe:
+    print(f"\n{len(rows)} TTFT rows, {len(moe)} MoE"
+          + (f"; MoE median APE {statistics.median(abs(r['ratio'] - 1) for r in moe):.1%}" if moe else ""))
+    scope = moe or rows  # the groups below: the MoE rows (all rows when there is none)
+    if not scope:
+        return 0
+    for r in scope:
         r["band"] = _band(r["clients"])
         r["eng_fam"] = f"{r['engine']}/{r['family']}/{'D' if r['disagg'] else 'A'}"
-    _group(moe, "band")
-    _group(moe, "eng_fam")
+    for key in ("source", "engine", "family", "disagg", "spec", "band", "eng_fam"):
+        _group(scope, key)
     return 0
 
 
