@@ -62,25 +62,52 @@ def test_the_interval_is_a_whole_number_of_one_or_more() -> None:
             check_policy(replace(SGL, recv_interval_steps=bad))  # type: ignore[arg-type]
 
 
-def test_inferencex_b200_sglang_runs_carry_the_scripts_interval() -> None:
+def test_inferencex_blackwell_sglang_runs_carry_the_scripts_interval() -> None:
+    """B200 and B300 DeepSeek-R1 SGLang runs, with and without MTP, carry their scripts' 10 / 30 (FP8 TP 4:
+    10); H200 runs, attention-DP runs (the FP4 script resets it to 1) and disaggregated runs carry 1."""
     from tokometer.fitting.serving_families import published_paths
     from tokometer.fitting.serving_runs import group_runs, read_rows
 
     path = next(p for p in published_paths() if p.stem == "IX-DSR1-API")
     runs = group_runs(read_rows(path)[0])
-    seen = {}
+    seen: dict[tuple[str, bool], set[int]] = {}
     for run in runs:
-        if run.reason is not None or run.engine != "sglang" or run.disagg is not None:
+        if run.reason is not None or run.engine != "sglang":
             continue
         row = run.rows[0]
-        if "spec_method=none" not in row.text("notes"):
+        hw = row.text("hardware_id")
+        clients = int(row.text("concurrency"))
+        tp, dp = int(run.deploy_kwargs.get("tp", 1)), int(run.deploy_kwargs.get("dp", 1))
+        spec = "spec_method=none" not in row.text("notes")
+        if run.disagg is not None or dp > 1 or hw not in ("b200", "b300"):
+            assert run.recv_interval == 1, (hw, dp, run.disagg)
             continue
-        hw, clients = row.text("hardware_id"), int(row.text("concurrency"))
-        tp = int(run.deploy_kwargs.get("tp", 1))
-        seen.setdefault(hw, set()).add(run.recv_interval)
-        if hw == "b200" and tp == 8:
-            assert run.recv_interval == (30 if clients >= 16 else 10), (clients, run.recv_interval)
-        elif hw != "b200":
-            assert run.recv_interval == 1, hw
-    assert seen["b200"] >= {10, 30}
-    assert seen["h200"] == {1}
+        seen.setdefault((hw, spec), set()).add(run.recv_interval)
+        if tp == 8:
+            assert run.recv_interval == (30 if clients >= 16 else 10), (hw, clients, run.recv_interval)
+    for key in (("b200", False), ("b300", False), ("b300", True)):
+        assert seen[key] >= {10, 30}, key
+
+
+def test_inferencex_sglang_runs_stream_in_their_scripts_chunks() -> None:
+    """The scripts' --stream-interval: FP8 on B200/B300 30, FP4 and H200 10, Instinct (none) and
+    disaggregated pools 1; a run's ITL rows then read the chunks' interval, TTFT and TPOT do not move."""
+    from tokometer.fitting.serving_families import published_paths
+    from tokometer.fitting.serving_runs import group_runs, read_rows
+
+    path = next(p for p in published_paths() if p.stem == "IX-DSR1-API")
+    seen: dict[tuple[str, str], set[int]] = {}
+    for run in group_runs(read_rows(path)[0]):
+        if run.reason is not None or run.engine != "sglang":
+            continue
+        row = run.rows[0]
+        key = (row.text("hardware_id"), row.text("quant").lower())
+        seen.setdefault(key, set()).add(run.stream_tokens)
+        if run.disagg is not None or key[0].startswith("mi"):
+            assert run.stream_tokens == 1, key
+        elif key in (("b200", "fp8"), ("b300", "fp8")):
+            assert run.stream_tokens == 30, key
+        elif key in (("b200", "fp4"), ("b300", "fp4"), ("h200", "fp8")):
+            assert run.stream_tokens == 10, key
+    assert {30, 10} <= seen[("b200", "fp8")] | seen[("b200", "fp4")]
+    assert seen[("mi355x", "fp8")] == {1}

@@ -56,6 +56,8 @@ POLICY_SCHEMA: Schema = {
     "eager_prefill_layer_us": Field(NUM),
     "fp8_gemm_fraction": Field(NUM),
     "recv_interval_steps": Field(INT),
+    "adp_balance_ranks": Field(INT),
+    "adp_balance_timeout_steps": Field(INT),
 }
 
 
@@ -81,10 +83,13 @@ def _policy(entry_id: str, raw: dict[str, Any], path: Path) -> SchedulerPolicy:
 def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
     """Knobs a user can override: whole numbers >= 1, fractions in range."""
     for name in ("max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "scheduler_steps",
-                 "recv_interval_steps"):
+                 "recv_interval_steps", "adp_balance_ranks"):
         value = getattr(policy, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"{name} must be a whole number, 1 or more, got {value!r}")
+    wait = policy.adp_balance_timeout_steps
+    if isinstance(wait, bool) or not isinstance(wait, int) or wait < 0:
+        raise InputError(f"adp_balance_timeout_steps must be a whole number, 0 or more, got {wait!r}")
     if not 0 < policy.memory_fraction <= 1:
         raise InputError(f"the memory fraction must be in (0, 1], got {policy.memory_fraction!r}")
     if not 0 <= policy.prefix_cache_hit_fraction < 1:

@@ -55,6 +55,11 @@ class SchedulerPolicy(_Plain):
       scheduler reads newly arrived requests only every N decode steps (at once when idle), so a
       request arriving mid-decode waits for the next multiple before its prefill can be scheduled.
       Unlike `scheduler_steps`, tokens still stream every step.
+    - `adp_balance_ranks`, `adp_balance_timeout_steps`: TensorRT-LLM's attention-DP context balance
+      (`attention_dp_config: {enable_balance: true, timeout_iters: N}`, PyExecutor
+      `_balance_adp_requests`): while every one of the `adp_balance_ranks` attention-DP ranks decodes,
+      new prompts are held until there is one for every rank, or until they have been held N
+      iterations in a row; at once when some rank has nothing to decode. 0 steps: off.
     """
 
     engine: str
@@ -73,6 +78,8 @@ class SchedulerPolicy(_Plain):
     eager_prefill_layer_us: float = 0.0
     fp8_gemm_fraction: float = 1.0
     recv_interval_steps: int = 1
+    adp_balance_ranks: int = 1
+    adp_balance_timeout_steps: int = 0
     source: str = ""
 
 

@@ -163,6 +163,9 @@ def simulate_run(
     if run.disagg is not None:
         return _simulate_pools(run, dep, seed, time_limit_s)
     policy = dep.policy if run.recv_interval == 1 else replace(dep.policy, recv_interval_steps=run.recv_interval)
+    if run.adp_balance_timeout:  # the launch's attention-DP balance over the replica's attention ranks
+        policy = replace(policy, adp_balance_ranks=int(run.deploy_kwargs.get("dp", 1)),
+                         adp_balance_timeout_steps=run.adp_balance_timeout)
     return simulate(
         dep.cost, policy, dep.kv_capacity_tokens, sized_workload(run, dep), replicas=run.replicas, seed=seed,
         max_context_tokens=dep.max_context_tokens, record=record, check=time_limit(time_limit_s), spec=dep.speculation,

@@ -108,6 +108,10 @@ class Replica:
         # multi-step loop returns (`scheduler_steps`) and when it reads its queue (SGLang
         # --scheduler-recv-interval, `recv_interval_steps`): both, so every lcm of the two
         self.admit_every = math.lcm(policy.scheduler_steps, policy.recv_interval_steps)
+        # TensorRT-LLM's attention-DP balance: prompts held until one waits per rank, or for this many steps
+        self.balance_ranks = policy.adp_balance_ranks
+        self.balance_timeout = policy.adp_balance_timeout_steps
+        self.balance_held = 0  # steps in a row the balance has held the waiting prompts
         self.watermark = 0.01 * kv_capacity_tokens  # admission leaves 1 % free, as vLLM does, so decodes can grow
         self.rule = kv_rule(policy)
         self.admits = self.rule.admits
@@ -283,6 +287,20 @@ class Replica:
         else:
             self.waiting.append(req)
 
+    def balanced(self) -> bool:
+        """TensorRT-LLM's attention-DP context balance (`_balance_adp_requests` with `enable_balance`): may
+        the waiting prompts be scheduled this step? Yes when some rank has nothing to decode (fewer
+        decodes than ranks), or when a prompt waits for every rank; otherwise they are held, and let go
+        after `adp_balance_timeout_steps` held steps in a row. Called once per step that could admit."""
+        if not self.waiting or self.n_dec < self.balance_ranks or len(self.waiting) >= self.balance_ranks:
+            self.balance_held = 0
+            return True
+        self.balance_held += 1
+        if self.balance_held >= self.balance_timeout:
+            self.balance_held = 0
+            return True
+        return False
+
     def _stall(self) -> None:
         """A step that ran nothing and refused nothing: allowed `stall_limit` times in a row (a step
         that ran something in between, which counts in `steps`, starts the count again)."""
@@ -342,7 +360,8 @@ class Replica:
             else:
                 i += 1
         # admit new prompts (idle, or on a decode step the scheduler reads its queue: `admit_every`)
-        if (not static or self.n_running == 0) and (self.n_dec == 0 or self.k % self.admit_every == 0):
+        if ((not static or self.n_running == 0) and (self.n_dec == 0 or self.k % self.admit_every == 0)
+                and (not self.balance_timeout or self.balanced())):
             max_seqs = pol.max_num_seqs
             hit = pol.prefix_cache_hit_fraction
             frag = self.frag
