@@ -212,3 +212,21 @@ def test_cli_flags_and_json(capsys: pytest.CaptureFixture[str]) -> None:
                 ("--spec-method", "ngram", "--spec-acceptance", "-1"), ("--spec-method", "nope")):
         code, out, err = cli(capsys, *base, *bad)
         assert code == 2 and "Traceback" not in err and err.strip(), bad
+
+
+def test_mtp_follows_the_config_each_family_publishes() -> None:
+    """`mtp` needs MTP modules as the model's config names them (DeepSeek/GLM num_nextn_predict_layers,
+    Qwen3.5 mtp_num_hidden_layers, MiniMax-M2 num_mtp_modules), not a list of ids: GLM-5 and Qwen3.5-397B
+    serve it, Kimi K2 (num_nextn_predict_layers 0) and a config that switches MTP off do not."""
+    from tokometer.catalog import model_catalog
+    from tokometer.ingest.architecture import mtp_layer_count
+
+    layers = {m.id: m.spec.mtp_layers for m in model_catalog()}
+    assert layers["glm-5"] == 1 and layers["qwen3.5-397b-a17b"] == 1 and layers["minimax-m2"] == 3
+    assert layers["kimi-k2"] == 0 and layers["llama-3.1-8b"] == 0
+    assert deploy("glm-5", "b200", engine="sglang", tp=8, quant="fp8", spec_method="mtp").speculation is not None
+    with pytest.raises(InputError, match="MTP layers"):
+        deploy("kimi-k2", "h200", engine="sglang", tp=8, spec_method="mtp")
+    assert mtp_layer_count({"text_config": {"hidden_size": 4096, "mtp_num_hidden_layers": 1}}) == 1
+    assert mtp_layer_count({"num_mtp_modules": 3, "use_mtp": False}) == 0
+    assert mtp_layer_count({"num_nextn_predict_layers": True}) == 0  # a boolean is not a count

@@ -310,6 +310,7 @@ class ModelSpec(_Plain):
     exact_weight_bytes: ParamGroups | None = None  # from a GGUF/safetensors file
     warnings: tuple[str, ...] = ()
     id: str | None = None
+    mtp_layers: int = 0  # multi-token-prediction modules published beside the layers (not in `params`)
 
     @property
     def total_params(self) -> float:

@@ -9,6 +9,7 @@ the usual transformer fields falls back to a generic dense estimate and says so 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tokometer.costmodel.mixers import HYBRID_ARCHITECTURES, Layer, hybrid_layers
@@ -162,6 +163,17 @@ def _layer_types(cfg: Mapping[str, Any], arch: str, n_layers: int) -> list[str]:
     return ["full"] * n_layers
 
 
+def mtp_layer_count(config: Mapping[str, Any]) -> int:
+    """Multi-token-prediction modules a checkpoint publishes beside its layers, as each family's config
+    names them: DeepSeek-V3 and GLM `num_nextn_predict_layers`, Qwen3-Next/Qwen3.5 `mtp_num_hidden_layers`,
+    MiniMax-M2 `num_mtp_modules` (with `use_mtp`). Speculative decoding's `mtp` method needs one."""
+    cfg = language_config(config)
+    if cfg.get("use_mtp") is False:
+        return 0
+    counts = [cfg.get(k) for k in ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")]
+    return max((int(c) for c in counts if isinstance(c, int | float) and not isinstance(c, bool) and c > 0), default=0)
+
+
 def spec_from_config(
     config: Mapping[str, Any],
     name: str,
@@ -171,7 +183,22 @@ def spec_from_config(
     default_quant: str | None = None,
     model_id: str | None = None,
 ) -> ModelSpec:
-    """Account a model from its HF config: parameters per read class and KV stored per token."""
+    """Account a model from its HF config: parameters per read class and KV stored per token (the
+    MTP modules are counted apart, `mtp_layers`, never in the weights a token reads)."""
+    spec = _spec_from_config(config, name, source=source, tokenizer=tokenizer, default_quant=default_quant, model_id=model_id)
+    mtp = mtp_layer_count(config)
+    return replace(spec, mtp_layers=mtp) if mtp else spec
+
+
+def _spec_from_config(
+    config: Mapping[str, Any],
+    name: str,
+    *,
+    source: str | None,
+    tokenizer: str | None,
+    default_quant: str | None,
+    model_id: str | None,
+) -> ModelSpec:
     cfg = language_config(config)
     check_config_numbers(cfg)
     arch = str(cfg.get("model_type") or "").lower()

@@ -263,7 +263,7 @@ def _speculation(
     k = draft_tokens if draft_tokens is not None else (known.draft_tokens if known else 1)
     a = acceptance if acceptance is not None else (known.acceptance if known else 0.0)
     check_speculation(serving.id, method, k, a, setup.model.id, draft_model, static=serving.policy.static,
-                      scheduler_steps=serving.policy.scheduler_steps)
+                      scheduler_steps=serving.policy.scheduler_steps, mtp_layers=setup.model.mtp_layers)
     assert known is not None
     source = known.source if acceptance is None else "given (--spec-acceptance)"
     per_token = kv_token_bytes_total(setup)

@@ -123,9 +123,6 @@ ENGINE_METHODS: dict[str, tuple[str, ...]] = {
     "llama-cpp": ("draft",),
 }
 
-# Models published with multi-token-prediction layers (config `num_nextn_predict_layers` >= 1, or
-# MiniMax-M2's MTP modules; catalog/data/models.toml notes): the `mtp` method needs one.
-MTP_MODELS = ("deepseek-v3", "deepseek-r1", "deepseek-v3.2", "glm-4.5", "glm-4.6", "minimax-m2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +155,7 @@ def expected_tokens(acceptance: float, draft_tokens: int) -> float:
 
 
 def check_speculation(engine: str, method: str, draft_tokens: int, acceptance: float, model_id: str | None,
-                      draft_model: str | None, *, static: bool = False, scheduler_steps: int = 1) -> None:
+                      draft_model: str | None, *, static: bool = False, scheduler_steps: int = 1, mtp_layers: int = 0) -> None:
     """Refuse a combination no engine runs, or a value out of range, with an `InputError` naming it."""
     if method not in METHODS:
         raise InputError(f"--spec-method must be one of {', '.join(METHODS)}, got {method!r}", field="spec_method")
@@ -177,9 +174,9 @@ def check_speculation(engine: str, method: str, draft_tokens: int, acceptance: f
                          field="draft_model")
     if method != "draft" and draft_model:
         raise InputError(f"--draft-model goes with --spec-method draft, not {method}", field="draft_model")
-    if method == "mtp" and model_id not in MTP_MODELS:
-        raise InputError(f"--spec-method mtp needs a model published with MTP layers ({', '.join(MTP_MODELS)}), "
-                         f"not {model_id}", field="spec_method")
+    if method == "mtp" and mtp_layers < 1:
+        raise InputError(f"--spec-method mtp needs a model published with MTP layers (its config's num_nextn_predict_layers, "
+                         f"mtp_num_hidden_layers or num_mtp_modules), and {model_id or 'this model'} has none", field="spec_method")
     if scheduler_steps > 1:
         raise InputError("speculative decoding does not combine with --scheduler-steps above 1 (vLLM refuses it too)",
                          field="scheduler_steps")
