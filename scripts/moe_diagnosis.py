@@ -18,8 +18,11 @@ from collections import defaultdict
 
 from tokometer.catalog.serving import serving_efficiency
 from tokometer.fitting.serving_families import family, metric_class, published_paths
-from tokometer.fitting.serving_runs import DEFAULT_TIME_LIMIT_S, group_runs, read_rows
+from tokometer.fitting.serving_runs import group_runs, read_rows
 from tokometer.fitting.serving_validate import deploy_run, predict
+
+TIME_LIMIT_S = 120.0  # per simulated run, as scripts/serving_accuracy.py: a limit only against a hang, so a
+# loaded machine does not unscore slow runs (the default 10 s dropped 3-8 MoE rows under contention)
 
 
 def breakdown(run, batch: float) -> dict[str, float]:
@@ -47,12 +50,30 @@ def breakdown(run, batch: float) -> dict[str, float]:
     }
 
 
+def print_worst(records: list[dict], n: int) -> None:
+    """The `n` setups (source, engine, device, model, format, layout) whose rows read worst, with the median
+    predicted / measured ratio per metric class and the decode-step split at the run's concurrency."""
+    setups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        setups[(r["source"], r["engine"], r["hw"], r["model"], r["quant"], r["tp"], r["ep"], r["dp"])].append(r)
+    ranked = sorted(setups.items(), key=lambda kv: -statistics.median(abs(r["ratio"] - 1) for r in kv[1]))
+    for key, recs in ranked[:n]:
+        ratios = {c: statistics.median(r["ratio"] for r in recs if r["cls"] == c)
+                  for c in ("throughput", "ttft", "itl") if any(r["cls"] == c for r in recs)}
+        low = min(recs, key=lambda r: r["conc"])
+        split = " ".join(f"{k}={low[k]:.2f}" for k in ("step_ms", "w_ms", "gemm_ms", "kv_ms", "att_ms", "ar_ms", "a2a_ms", "ovh_ms")
+                         if isinstance(low.get(k), float))
+        print(" | ".join(map(str, key)), f"rows={len(recs)}",
+              " ".join(f"{c}={v:.2f}x" for c, v in ratios.items()), f"@{low['conc']}: {split}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sources", default="")
     ap.add_argument("--moe", action="store_true")
     ap.add_argument("--json", default="")
     ap.add_argument("--no-breakdown", action="store_true")
+    ap.add_argument("--worst", type=int, default=0, help="print the N setups with the largest median error")
     a = ap.parse_args(argv)
     wanted = set(filter(None, a.sources.split(",")))
     out = []
@@ -64,7 +85,7 @@ def main(argv: list[str]) -> int:
         runs = group_runs(rows)
         if a.moe:
             runs = [r for r in runs if r.deploy_kwargs and r.deploy_kwargs["model"].is_moe]
-        results = predict(runs, serving_efficiency, naive=False, time_limit_s=DEFAULT_TIME_LIMIT_S)
+        results = predict(runs, serving_efficiency, naive=False, time_limit_s=TIME_LIMIT_S)
         by_id = {res.row.row_id: res for res in results}
         for run in runs:
             fam = family(run)
@@ -96,6 +117,8 @@ def main(argv: list[str]) -> int:
     for k in sorted(by_group):
         v = by_group[k]
         print(f"{k:40s} n={len(v):4d} median={statistics.median(v):.3f}")
+    if a.worst:
+        print_worst(out, a.worst)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=0, default=str)
