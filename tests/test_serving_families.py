@@ -132,7 +132,7 @@ def test_frontends_and_assumed_engines_resolve_to_a_backend_scheduler() -> None:
 def test_blank_quant_cells_read_as_the_checkpoints_own_format() -> None:
     runs = [r for r in _runs("SGL-COOKBOOK.csv") + _runs("GPS-PERFLAB.csv") if r.reason is None and not r.rows[0].text("quant")]
     formats = {(r.rows[0].text("model"), r.deploy_kwargs["quant"]) for r in runs}
-    assert ("moonshotai/Kimi-K2.5", "awq-int4") in formats  # Moonshot's native INT4 checkpoint
+    assert ("moonshotai/Kimi-K2.5", "int4-experts-g32") in formats  # Moonshot's native INT4 checkpoint
     assert ("deepseek-ai/DeepSeek-R1-0528", "fp8") in formats  # DeepSeek's FP8 checkpoint, not BF16
     assert ("openai/gpt-oss-120b", "mxfp4") in formats
 
@@ -147,3 +147,39 @@ def test_sharegpt_means_come_from_the_runs_printed_totals() -> None:
     total_in, total_out = (float(g.replace(",", "")) for g in m.groups())
     assert run.workload.prompt.mean == pytest.approx(total_in / n, rel=0.01)
     assert run.workload.output.mean == pytest.approx(total_out / n, rel=0.01)
+
+
+def test_kimi_int4_rows_read_the_native_checkpoint_experts_int4_attention_bf16() -> None:
+    """Kimi K2.5's INT4 is its own checkpoint (routed experts INT4 in groups of 32 with a BF16 scale,
+    attention and shared experts BF16), whether the cell is blank or says "INT4"; an explicit AWQ stays AWQ."""
+    from tokometer.catalog import quant_catalog
+    from tokometer.fitting.serving_runs import _checkpoint_word
+    from tokometer.usecases.simulate import deploy
+
+    stated = [r for r in _runs("IX-BLOG.csv") if r.reason is None and r.rows[0].text("quant") == "INT4"
+              and "kimi" in r.rows[0].text("model").lower()]
+    assert stated and {r.deploy_kwargs["quant"] for r in stated} == {"int4-experts-g32"}
+    assert _checkpoint_word("AWQ", "Kimi-K2.5") == "AWQ" and _checkpoint_word("INT4", "Llama-3.1-8B") == "INT4"
+    fmt = quant_catalog().get("int4-experts-g32")
+    assert fmt.bits_per_weight == 4.5 and fmt.compute_dtype == "fp16" and "dense" in fmt.unquantized
+    run = stated[0]
+    kw = dict(run.deploy_kwargs)
+    native = deploy(kw.pop("model"), kw.pop("hw"), check_fit=False, **kw).setup.weights
+    kw = {**run.deploy_kwargs, "quant": "awq-int4"}
+    awq = deploy(kw.pop("model"), kw.pop("hw"), check_fit=False, **kw).setup.weights
+    # the experts carry 4.5 / 4.156 bits, the BF16 attention and shared experts 16 / 4.156
+    assert native.routed_experts / awq.routed_experts == pytest.approx(4.5 / 4.15625, rel=1e-6)
+    assert native.dense / awq.dense == pytest.approx(16 / 4.15625, rel=1e-6)
+
+
+def test_mi355x_kimi_rows_are_mxfp4_and_the_fallback_kernel_runs_are_unscored() -> None:
+    """The MI355X Kimi K2.5 post measures AMD's MXFP4 checkpoint; its vLLM 0.16 rows ran the reference
+    TritonMLA fallback (the post's own words) and are unscored with that reason, its 0.18 rows scored."""
+    runs = [r for r in _runs("IX-BLOG.csv") if r.rows[0].row_id.startswith("IX-BLOG-mi355x-kimi-k2-5")]
+    old = [r for r in runs if r.rows[0].text("engine_version") == "0.16.0"]
+    new = [r for r in runs if r.rows[0].text("engine_version") == "0.18.0"]
+    assert len(old) == 5 and len(new) == 7
+    assert all(r.reason is not None and "reference kernel" in r.reason for r in old)
+    assert all(r.reason is None and r.deploy_kwargs["quant"] == "mxfp4" for r in new)
+    fam = family(new[0])
+    assert fam is not None and (fam.weights, fam.device) == ("FP4", "Instinct")

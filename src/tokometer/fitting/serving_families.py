@@ -60,7 +60,8 @@ class Family:
     device: str  # Ampere | Hopper | Blackwell | Instinct | other
 
 
-_FORMATS = {"bf16": "BF16", "fp16": "BF16", "fp8": "FP8", "nvfp4": "FP4", "mxfp4": "FP4", "awq-int4": "INT4", "gptq-int4": "INT4"}
+_FORMATS = {"bf16": "BF16", "fp16": "BF16", "fp8": "FP8", "nvfp4": "FP4", "mxfp4": "FP4", "awq-int4": "INT4", "gptq-int4": "INT4",
+            "int4-experts-g32": "INT4"}
 
 
 def family(run: Run) -> Family | None:

@@ -302,6 +302,10 @@ def _setup_reason(row: Row) -> str | None:
     flags = row.text("flag").lower().split(";")
     if "parallelism_not_stated" in flags:
         return "the source does not state the parallel layout (a best-of table): no setup to simulate"
+    if "engine_fallback_kernel" in flags:
+        # the source itself says the run measured a dispatch bug: a reference kernel its engine replaced in a
+        # later release (its notes name the kernel and the fix); the simulator models the engine's own kernels
+        return "the source states this run fell back to a reference kernel (an engine dispatch bug, fixed later): not the engine's kernels"
     split = (row.text("parallelism") + " " + row.text("backend")).lower()
     if re.search(r"\bdcp\s*=|decode context parallel", split):
         return "decode context parallelism (DCP: the KV cache split over the TP ranks) not modelled"
@@ -331,9 +335,13 @@ def _hardware_words(stated: str) -> list[str]:
 
 # Checkpoints published quantized whose catalog architecture is shared with a differently stored one:
 # Moonshot's Kimi K2-Thinking, K2.5 and K2.6 ship with native INT4 weight-only quantization (their
-# model cards: quantization-aware training, compressed-tensors INT4 in groups of 32) where Kimi K2
-# Instruct ships FP8.
-NATIVE_FORMATS = ((re.compile(r"kimi[- ]?k2[.-]?(5|6|thinking)", re.IGNORECASE), "INT4"),)
+# model cards: quantization-aware training on the MoE components; config.json: compressed-tensors
+# INT4, groups of 32, symmetric, attention and shared experts left BF16: the catalog's
+# `int4-experts-g32`) where Kimi K2 Instruct ships FP8.
+NATIVE_FORMATS = ((re.compile(r"kimi[- ]?k2[.-]?(5|6|thinking)", re.IGNORECASE), "int4-experts-g32"),)
+# A row that names the native checkpoint's format generically ("INT4", "W4A16") means that checkpoint,
+# not an AWQ/GPTQ re-quantisation of all its linear layers in groups of 128.
+_GENERIC_INT4 = ("int4", "w4a16", "int4weightonly", "4bit")
 
 
 def _native_format(name: str, preset: Any) -> str | None:
@@ -343,6 +351,16 @@ def _native_format(name: str, preset: Any) -> str | None:
         if pattern.search(name):
             return word
     return getattr(preset, "default_quant", None)
+
+
+def _checkpoint_word(word: str, name: str) -> str:
+    """`word` (a row's quant cell), read as the checkpoint's own format when it names that format
+    generically: "INT4" on a Kimi K2.5 row is Moonshot's INT4 checkpoint (`NATIVE_FORMATS`)."""
+    if re.sub(r"[^a-z0-9]", "", word.lower()) in _GENERIC_INT4:
+        for pattern, native in NATIVE_FORMATS:
+            if pattern.search(name):
+                return native
+    return word
 
 
 def _precision(word: str, hw: Any, engine: str, kv_cell: str) -> Any:
@@ -434,6 +452,7 @@ def plan_run(rows: list[Row]) -> Run:
         # a blank cell: the checkpoint's name, else the format the checkpoint ships in (DeepSeek's FP8,
         # gpt-oss's MXFP4, Kimi K2.5's INT4), else BF16
         word = row.text("quant") or precision_in_name(row.text("model")) or _native_format(row.text("model"), preset) or ""
+        word = _checkpoint_word(word, row.text("model"))
         precision = _precision(word, hw, engine, row.text("kv_cache_dtype"))
     except InputError as exc:
         run.reason = str(exc)
