@@ -14,7 +14,7 @@ documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Pr
 
     t_prefill - overheads = G_matmul / eta_max + (G_matmul / T) * T_half / eta_max + G_attention / eta_att
 
-with G = FLOPs / datasheet peak. Groups with too few rows borrow the engine-wide fit, then the default.
+with G = FLOPs / datasheet peak, eta_max and T_half each fitted apart for plain and block-quantized weights. Groups with too few rows borrow the engine-wide fit, then the default.
 """
 
 from __future__ import annotations
@@ -273,9 +273,10 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         [
             (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
             (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
-            f.half_tokens_column / f.t_measured_s,
+            (0.0 if f.quantized else f.half_tokens_column) / f.t_measured_s,
             f.attention_s / f.t_measured_s,
             f.score_s / f.t_measured_s,
+            (f.half_tokens_column if f.quantized else 0.0) / f.t_measured_s,
         ]
         for f in usable
     ]
@@ -283,22 +284,28 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
     u0 = 1.0 / prior.prefill_efficiency_max
     uq0 = 1.0 / (prior.quantized_prefill_efficiency_max or prior.prefill_efficiency_max)
     w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
-    # the T_half term is shared: eta(T) = eta_max * T / (T + T_half), with v = T_half / eta_max(plain);
+    half0 = prior.prefill_half_tokens
+    half_q0 = prior.prefill_half_for(True)
+    # eta(T) = eta_max * T / (T + T_half) per kind of weights: plain floats (dequantize-free GEMM) and block-
+    # quantized ones (dequantize + GEMM, MMQ) run different kernels with their own tiles, so each has its own
+    # T_half (v = T_half / eta_max, the coefficient of its half-tokens column), shrunk toward the parent's;
     # the score term's coefficient is the bytes moved per score (0 and held there for fused kernels)
     x = _bounded_lstsq(
         a,
         target,
-        [u0, uq0, prior.prefill_half_tokens * u0, w0, prior.attention_score_bytes],
-        [1.0, 1.0, 0.0, 1.0, 0.0],
-        [None, None, max(prior.prefill_half_tokens, HALF_TOKENS_SCALE) * u0, None, None],
+        [u0, uq0, half0 * u0, w0, prior.attention_score_bytes, half_q0 * uq0],
+        [1.0, 1.0, 0.0, 1.0, 0.0, 0.0],
+        [None, None, max(half0, HALF_TOKENS_SCALE) * u0, None, None, max(half_q0, HALF_TOKENS_SCALE) * uq0],
         ridge=ridge,
     )
     eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
     eta_quant = 1.0 / x[1] if has_quant else eta_plain
+    half_plain = x[2] / x[0] if has_plain else half0
     return {
         "prefill_efficiency_max": eta_plain,
         "quantized_prefill_efficiency_max": eta_quant,
-        "prefill_half_tokens": x[2] / x[0],
+        "prefill_half_tokens": half_plain,
+        "quantized_prefill_half_tokens": x[5] / x[1] if has_quant else half_q0,  # no rows: the parent's kernels
         "prefill_attention_fraction": 1.0 / x[3],
         "attention_score_bytes": x[4],
     }
