@@ -40,10 +40,27 @@ def test_bf16_prefill_on_the_b70_is_slower_than_q8_0_as_measured() -> None:
 def test_a_build_without_matrix_engines_sees_every_peak_at_the_vector_rate() -> None:
     a770 = hardware_catalog().get("arc-a770-16gb")
     plain = without_matrix_engines(a770)
-    assert plain.fp16_tflops == a770.fp32_tflops == plain.fp32_tflops
-    assert plain.int8_tops is None and plain.fp8_tflops is None
+    q4 = quant_catalog().get("q4_0")
+    llama = engine_catalog().get("llama-cpp")
+    assert format_peak(plain, q4, llama).tflops == a770.fp32_tflops
+    assert format_peak(a770, q4, llama).tflops == a770.fp16_tflops
     assert plain.memory_bandwidth_gb_per_s == a770.memory_bandwidth_gb_per_s
     assert plain.id == a770.id  # the same device, its group and fit unchanged
+
+
+def test_quantized_weights_in_a_vector_gemm_take_the_plain_kernels_efficiency() -> None:
+    """Dequantized to FP32 and multiplied by a plain FP32 GEMM: eta_max and T_half are the plain weights'."""
+    from dataclasses import replace
+
+    a770 = hardware_catalog().get("arc-a770-16gb")
+    shipped = estimate("llama-2-7b", a770, quant="q4_0", prompt_tokens=512).efficiency
+    eff = replace(shipped, prefill_efficiency_max=0.7, quantized_prefill_efficiency_max=0.2,
+                  prefill_half_tokens=50.0, quantized_prefill_half_tokens=400.0)
+    vector = estimate("llama-2-7b", without_matrix_engines(a770), quant="q4_0", prompt_tokens=512, efficiency=eff).prefill
+    xmx = estimate("llama-2-7b", a770, quant="q4_0", prompt_tokens=512, efficiency=eff).prefill
+    assert vector is not None and xmx is not None
+    assert vector.efficiency == pytest.approx(0.7 * 512 / (512 + 50.0), rel=0.02)
+    assert xmx.efficiency == pytest.approx(0.2 * 512 / (512 + 400.0), rel=0.02)
 
 
 def test_neoz_sycl_ci_rows_are_predicted_at_the_a770_vector_rate() -> None:
@@ -55,7 +72,7 @@ def test_neoz_sycl_ci_rows_are_predicted_at_the_a770_vector_rate() -> None:
     a770 = hardware_catalog().get("arc-a770-16gb")
     request = case_request(case, a770)
     assert isinstance(request.hw, type(a770))
-    assert request.hw.fp16_tflops == pytest.approx(17.2)
+    assert not request.hw.matrix_gemm
     est = estimate(request)
     assert est.peak.tflops == pytest.approx(17.2)
     # the measured 917 tok/s is 12.3 TFLOPS: under the vector rate, where the XMX rate would put it at 9 %

@@ -17,7 +17,7 @@ from tokometer.catalog import (
     quant_catalog,
 )
 from tokometer.costmodel.layout import Layout, Setup
-from tokometer.costmodel.roofline import Peak, compute_peak
+from tokometer.costmodel.roofline import VECTOR_DTYPE, Peak, compute_peak
 from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
 from tokometer.errors import InputError, UnknownEntryError, require_positive
 from tokometer.usecases.policy import DEFAULT_HARDWARE, FAMILY_VARIANTS
@@ -201,7 +201,7 @@ def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineS
     MXFP4 path (PR #17906, December 2025) read 1.27x its previous one on an RTX PRO 6000, where the FP4
     datasheet rate is 4x the FP16 one (docs/PHYSICS.md section 5). Such a format runs at the fp16 peak.
     """
-    if bf16_on_vector_alus(hardware, fmt, engine):
+    if not hardware.matrix_gemm or bf16_on_vector_alus(hardware, fmt, engine):
         return vector_peak(hardware)
     dtype = fmt.compute_dtype if fmt else "fp16"
     if dtype == "fp4" and engine.fp16_accumulate and fmt is not None and fmt.kind == "block" and hardware.fp4_tflops:
@@ -227,7 +227,7 @@ def bf16_on_vector_alus(hardware: HardwareSpec, fmt: QuantFormat | None, engine:
 
 def vector_peak(hardware: HardwareSpec) -> Peak:
     """The FP32 vector (shader) rate, for matmuls that run without the matrix engines."""
-    return Peak(hardware.fp32_tflops, "fp32-vector", derived=hardware.compute_peak_derived)
+    return Peak(hardware.fp32_tflops, VECTOR_DTYPE, derived=hardware.compute_peak_derived)
 
 
 def without_matrix_engines(hardware: HardwareSpec) -> HardwareSpec:
@@ -240,12 +240,7 @@ def without_matrix_engines(hardware: HardwareSpec) -> HardwareSpec:
     Arc's XMX engines do not execute (docs/PHYSICS.md section 5). Which rows ran such a build is a reading
     of their source (RESOLVE.toml `[[fp32_gemm_build]]`, `fitting.aliases.fp32_gemm_build_for`).
     """
-    if not hardware.fp32_tflops:
-        return hardware
-    return replace(
-        hardware, fp16_tflops=hardware.fp32_tflops, fp16_acc16_tflops=None, fp16_mma_sync_tflops=None,
-        fp8_tflops=None, int8_tops=None, fp4_tflops=None,
-    )
+    return replace(hardware, matrix_gemm=False) if hardware.fp32_tflops else hardware
 
 
 def setup_for_format(
