@@ -269,60 +269,56 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         return {}
     has_plain = any(not f.quantized for f in usable)
     has_quant = any(f.quantized for f in usable)
-    half0 = prior.prefill_half_tokens
-    half_q0 = prior.prefill_half_for(True)
-    # eta(T) = eta_max * T / (T + T_half) per kind of weights: plain floats and block-quantized ones (dequantize
-    # + GEMM, MMQ) run different kernels with their own tiles, so each has its own T_half (v = T_half / eta_max,
-    # the coefficient of its half-tokens column), shrunk toward the parent's. T_half shows only in how the rate
-    # changes with the tokens a matmul sees: a kind whose rows all see one length cannot tell it from eta_max,
-    # so its T_half stays the parent's (its half term moves into the eta_max column, in tokens)
-    free_plain = _spans_lengths([f for f in usable if not f.quantized])
-    free_quant = _spans_lengths([f for f in usable if f.quantized])
-
-    def columns(f: Features) -> list[float]:
-        """[u_plain, u_quant, v_plain, w_att, b_score, v_quant] coefficients' columns for one row."""
-        free, half_held = (free_quant, half_q0) if f.quantized else (free_plain, half0)
-        eta_col = f.matmul_s + (0.0 if free else half_held * f.half_tokens_column)
-        own_half = f.half_tokens_column if free else 0.0
-        if f.quantized:
-            return [0.0, eta_col, 0.0, f.attention_s, f.score_s, own_half]
-        return [eta_col, 0.0, own_half, f.attention_s, f.score_s, 0.0]
-
-    a = [[c / f.t_measured_s for c in columns(f)] for f in usable]
-    target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
     u0 = 1.0 / prior.prefill_efficiency_max
     uq0 = 1.0 / (prior.quantized_prefill_efficiency_max or prior.prefill_efficiency_max)
     w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
-    # the score term's coefficient is the bytes moved per score (0 and held there for fused kernels)
-    x = _bounded_lstsq(
-        a,
-        target,
-        [u0, uq0, half0 * u0, w0, prior.attention_score_bytes, half_q0 * uq0],
-        [1.0, 1.0, 0.0, 1.0, 0.0, 0.0],
-        [None, None, max(half0, HALF_TOKENS_SCALE) * u0, None, None, max(half_q0, HALF_TOKENS_SCALE) * uq0],
-        ridge=ridge,
-    )
+    half0 = prior.prefill_half_tokens
+    target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
+    # eta(T) = eta_max * T / (T + T_half) with one T_half (in tokens) for plain and block-quantized weights, as
+    # the estimate reads it (`roofline.prefill_matmul_time`): a quantized row's half term is T_half / eta_quant,
+    # so with v = T_half / eta_plain (the coefficient of the half-tokens column) its column carries
+    # r = eta_plain / eta_quant, taken from the previous pass (bilinear in T_half and 1/eta: passes until r settles).
+    # A shared v read as T_half / eta_plain for every row had quantized prompts charged T_half / eta_plain in the
+    # fit and T_half / eta_quant in the estimate (an Arc BF16 row moving eta_plain 8x moved every quantized
+    # prompt's predicted time with it). The score term's coefficient is the bytes moved per score.
+    ratio = uq0 / u0
+    x: list[float] = []
+    for _ in range(HALF_TOKENS_PASSES):
+        a = [
+            [
+                (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
+                (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
+                f.half_tokens_column * (ratio if f.quantized else 1.0) / f.t_measured_s,
+                f.attention_s / f.t_measured_s,
+                f.score_s / f.t_measured_s,
+            ]
+            for f in usable
+        ]
+        x = _bounded_lstsq(
+            a,
+            target,
+            [u0, uq0, half0 * u0, w0, prior.attention_score_bytes],
+            [1.0, 1.0, 0.0, 1.0, 0.0],
+            [None, None, max(half0, HALF_TOKENS_SCALE) * u0, None, None],
+            ridge=ridge,
+        )
+        settled = abs(x[1] / x[0] - ratio) <= HALF_TOKENS_TOLERANCE * ratio
+        ratio = x[1] / x[0]
+        if settled:
+            break
     eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
     eta_quant = 1.0 / x[1] if has_quant else eta_plain
     return {
         "prefill_efficiency_max": eta_plain,
         "quantized_prefill_efficiency_max": eta_quant,
-        "prefill_half_tokens": x[2] / x[0] if free_plain else half0,
-        "quantized_prefill_half_tokens": x[5] / x[1] if free_quant else half_q0,  # no spread of lengths: the parent's
+        "prefill_half_tokens": x[2] / x[0],
         "prefill_attention_fraction": 1.0 / x[3],
         "attention_score_bytes": x[4],
     }
 
 
-# a half-saturation length is fitted only from rows whose matmuls see lengths at least this far apart
-HALF_TOKENS_MIN_SPAN = 2.0
-
-
-def _spans_lengths(rows: list[Features]) -> bool:
-    """Whether the rows' matmuls see token counts at least `HALF_TOKENS_MIN_SPAN` apart: only then does the
-    change of rate with length separate T_half from eta_max."""
-    lengths = [f.chunk_tokens for f in rows if f.chunk_tokens > 0]
-    return bool(lengths) and max(lengths) >= HALF_TOKENS_MIN_SPAN * min(lengths)
+HALF_TOKENS_PASSES = 20  # at most this many passes of the shared-T_half prefill fit (`fit_prefill`)
+HALF_TOKENS_TOLERANCE = 1e-3  # until eta_plain / eta_quant moves less than this share between passes
 
 
 def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:
