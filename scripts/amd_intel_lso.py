@@ -78,7 +78,7 @@ def main() -> None:
                 f"{case.row_id:20s} {hw.id[:22]:22s} {backend[:7]:7s} {case.text('quant')[:9]:9s} "
                 f"{case.text('engine_version')[:10]:10s} {case.text('model')[:24]:24s} T={case.prompt_tokens:5d} "
                 f"peak={est.peak.tflops or 0:6.1f}{est.peak.dtype or '':5s} q={int(q)} eta={eff.prefill_max_for(q):.2f} "
-                f"Th={eff.prefill_half_for(q):5.0f} meas={case.value:8.1f} pred={r.predicted:8.1f} err={err:+.0%} "
+                f"Th={eff.prefill_half_tokens:5.0f} meas={case.value:8.1f} pred={r.predicted:8.1f} err={err:+.0%} "
                 f"{r.group}"
             )
     for line in sorted(lines):

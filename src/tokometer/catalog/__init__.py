@@ -382,7 +382,6 @@ EFFICIENCY_SCHEMA: Schema = {
     "prefill_attention_fraction": Field(NUM),
     "prefill_residual_log_sd": Field(NUM),
     "quantized_prefill_efficiency_max": Field(NUM),
-    "quantized_prefill_half_tokens": Field(NUM),
     "attention_score_bytes": Field(NUM),
     "prefill_batch_tokens": Field(INT),
     "kv_bandwidth_fraction": Field(NUM),

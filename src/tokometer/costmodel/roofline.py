@@ -390,16 +390,16 @@ def prefill(
     flops = matmul_flops + attention_flops
     chunk = max(1, efficiency.prefill_chunk_tokens)
     per_chunk = min(t, chunk)
-    # block-quantized weights dequantized to FP32 for a vector-ALU GEMM run the plain GEMM kernel (its eta, T_half)
+    # block-quantized weights dequantized to FP32 for a vector-ALU GEMM run the plain GEMM kernel (its eta_max)
     gemm_quantized = quantized and peak.dtype != VECTOR_DTYPE
-    eta = efficiency.prefill_max_for(gemm_quantized) * per_chunk / (per_chunk + efficiency.prefill_half_for(gemm_quantized))
+    eta = efficiency.prefill_max_for(gemm_quantized) * per_chunk / (per_chunk + efficiency.prefill_half_tokens)
     eta_attention = efficiency.prefill_attention_fraction or efficiency.prefill_efficiency_max
     datasheet_bw = hardware.memory_bandwidth_gb_per_s * GB
     score_bytes = efficiency.attention_score_bytes * prefill_score_elements(model, t)
     score_time = score_bytes / datasheet_bw
     matmul_time = prefill_matmul_time(
         matmul_flops, routed_matmul_share(model), expert_token_share(model), per_chunk,
-        efficiency.prefill_max_for(gemm_quantized), efficiency.prefill_half_for(gemm_quantized),
+        efficiency.prefill_max_for(gemm_quantized), efficiency.prefill_half_tokens,
     )
     compute_time = (matmul_time + attention_flops / eta_attention) / (peak.tflops * TFLOP) + score_time
     n_chunks = math.ceil(t / chunk)

@@ -383,8 +383,6 @@ class Efficiency(_Plain):
     prefill_attention_fraction: float | None = None  # eta for prefill attention FLOPs (default: matmul's max)
     prefill_residual_log_sd: float = 0.3  # spread of log(measured/predicted) prefill, for intervals
     quantized_prefill_efficiency_max: float | None = None  # eta_prefill max for block-quantized weights
-    # T_half of the block-quantized kernels (dequantize + GEMM, MMQ), fitted apart from plain weights' (default: theirs)
-    quantized_prefill_half_tokens: float | None = None
     attention_score_bytes: float = 0.0  # bytes an unfused prefill attention moves per score (0: fused)
     prefill_batch_tokens: int | None = None  # tokens a pipeline keeps in flight per prefill batch (llama.cpp -b)
     kv_bandwidth_fraction: float | None = None  # eta_kv: share of datasheet bandwidth for KV-cache traffic (default eta_bw)
@@ -406,12 +404,6 @@ class Efficiency(_Plain):
         if quantized and self.quantized_prefill_efficiency_max is not None:
             return self.quantized_prefill_efficiency_max
         return self.prefill_efficiency_max
-
-    def prefill_half_for(self, quantized: bool) -> float:
-        """T_half of the kernels that multiply these weights: block-quantized ones tile differently (MMQ)."""
-        if quantized and self.quantized_prefill_half_tokens is not None:
-            return self.quantized_prefill_half_tokens
-        return self.prefill_half_tokens
 
     def bandwidth_fraction_for(self, quantized: bool) -> float:
         """Block-quantized matvec kernels (Q4_K, GPTQ...) stream bytes less efficiently than plain floats."""

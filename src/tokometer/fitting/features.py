@@ -206,7 +206,7 @@ def predicted_time(f: Features, eff: Efficiency) -> float:
             + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
         )
     matmul = prefill_matmul_time(
-        f.matmul_s, f.routed_share, f.expert_token_share, f.chunk_tokens, eff.prefill_max_for(f.quantized), eff.prefill_half_for(f.quantized)
+        f.matmul_s, f.routed_share, f.expert_token_share, f.chunk_tokens, eff.prefill_max_for(f.quantized), eff.prefill_half_tokens
     )
     eta_att = eff.prefill_attention_fraction or eff.prefill_efficiency_max
     score = f.score_s * eff.attention_score_bytes

@@ -526,11 +526,8 @@ def utilization_dict(report: UtilizationReport) -> dict[str, Any]:
 
 def _efficiency_dict(eff: Efficiency) -> dict[str, Any]:
     """The efficiency an estimate used, without the fit's bookkeeping of which engines trained it and the KV
-    stream cap, which `Efficiency.for_hardware` has already folded into kv_bandwidth_fraction; a quantized
-    T_half only where the table fitted one (absent, block-quantized weights read `prefill_half_tokens`)."""
+    stream cap, which `Efficiency.for_hardware` has already folded into kv_bandwidth_fraction."""
     out = eff.to_dict()
     out.pop("engines_seen", None)
     out.pop("kv_stream_gb_per_s", None)
-    if out.get("quantized_prefill_half_tokens") is None:
-        out.pop("quantized_prefill_half_tokens", None)
     return out

@@ -297,7 +297,7 @@ def step_cost(
         compute_fraction_max=serving.compute_fraction_max,
         compute_half_tokens=serving.compute_half_tokens,
         prefill_fraction_max=serving.prefill_fraction_max or eff.prefill_max_for(setup.quantized),
-        prefill_half_tokens=eff.prefill_half_for(setup.quantized),
+        prefill_half_tokens=eff.prefill_half_tokens,
         overhead_s=model.n_layers * (eff.layer_overhead_us + serving.layer_step_overhead_us) * US,
         sequence_overhead_s=serving.sequence_overhead_us * US,
         comm_fixed_s=comm[0],
