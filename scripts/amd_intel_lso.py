@@ -2,7 +2,9 @@
 row predicted by a fit without its publication, printed with its backend, quant, build, prompt length, the
 peak the estimate used, and the fitted eta_max and T_half that apply.
 
-    PYTHONPATH=src python scripts/amd_intel_lso.py [--rows] [--vendors amd,intel] [--metric pp]
+    PYTHONPATH=src python scripts/amd_intel_lso.py [--rows] [--vendors amd,intel] [--metric pp] [--sources A,B]
+
+`--sources`: those publications' rows instead (any device kind).
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ def _arg(name: str, default: str) -> str:
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
-def wanted(case: Case, vendors: set[str], metrics: set[str]) -> bool:
+def wanted(case: Case, vendors: set[str], metrics: set[str], sources: set[str]) -> bool:
     if case.n_devices != 1 or case.metric not in metrics:
         return False
+    if sources:
+        return case_source(case) in sources
     try:
         hw = resolve_case_hardware(case)
     except TokometerError:
@@ -47,7 +51,8 @@ def main() -> None:
     vendors = set(_arg("--vendors", "amd,intel").split(","))
     metrics = set(_arg("--metric", "pp,tg").split(","))
     cases = read_evidence()
-    only = [c for c in cases if wanted(c, vendors, metrics)]
+    sources = set(filter(None, _arg("--sources", "").split(",")))
+    only = [c for c in cases if wanted(c, vendors, metrics, sources)]
     only_ids = {id(c) for c in only}
     feats = {id(c): features(c) for c in cases}
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
