@@ -47,6 +47,11 @@ def bound(memory_time_s: float, compute_time_s: float, overhead_time_s: float) -
     return "memory" if memory_time_s >= compute_time_s else "compute"
 
 
+# the dtype of a peak that is the FP32 vector (shader) rate of a GEMM run without the matrix engines
+# (`usecases.resolve.vector_peak`): weights dequantized to FP32 and multiplied by a plain FP32 GEMM
+VECTOR_DTYPE = "fp32-vector"
+
+
 @dataclass(frozen=True, slots=True)
 class Peak(_Plain):
     """The compute peak used, and which datasheet figure it came from."""
@@ -385,14 +390,16 @@ def prefill(
     flops = matmul_flops + attention_flops
     chunk = max(1, efficiency.prefill_chunk_tokens)
     per_chunk = min(t, chunk)
-    eta = efficiency.prefill_max_for(quantized) * per_chunk / (per_chunk + efficiency.prefill_half_tokens)
+    # block-quantized weights dequantized to FP32 for a vector-ALU GEMM run the plain GEMM kernel (its eta_max)
+    gemm_quantized = quantized and peak.dtype != VECTOR_DTYPE
+    eta = efficiency.prefill_max_for(gemm_quantized) * per_chunk / (per_chunk + efficiency.prefill_half_tokens)
     eta_attention = efficiency.prefill_attention_fraction or efficiency.prefill_efficiency_max
     datasheet_bw = hardware.memory_bandwidth_gb_per_s * GB
     score_bytes = efficiency.attention_score_bytes * prefill_score_elements(model, t)
     score_time = score_bytes / datasheet_bw
     matmul_time = prefill_matmul_time(
         matmul_flops, routed_matmul_share(model), expert_token_share(model), per_chunk,
-        efficiency.prefill_max_for(quantized), efficiency.prefill_half_tokens,
+        efficiency.prefill_max_for(gemm_quantized), efficiency.prefill_half_tokens,
     )
     compute_time = (matmul_time + attention_flops / eta_attention) / (peak.tflops * TFLOP) + score_time
     n_chunks = math.ceil(t / chunk)

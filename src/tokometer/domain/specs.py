@@ -91,6 +91,9 @@ class HardwareSpec(_Plain):
     gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
     architecture: str | None = None  # GPU architecture family (ARCH_CLASSES), where it sets the fit's class
     architecture_source: str | None = None
+    # False: the device as a build without a matrix-engine GEMM path sees it, every GEMM on the vector ALUs at
+    # fp32_tflops (`usecases.resolve.without_matrix_engines`: a SYCL build without GGML_SYCL_F16)
+    matrix_gemm: bool = True
 
     @property
     def compute_peak_unverified(self) -> bool:

@@ -8,7 +8,8 @@ conservative (a wrong match is worse than an unscored row):
 - `calibration_data/published/RESOLVE.toml`: one entry per (source id or "*", as-stated string) naming the
   catalog id it resolves to and why; a source-specific entry wins over "*". It also lists sources whose rows
   cannot be scored at all, with the reason (`unscorable`), and rows of a source that measured something
-  else than their metric says (`unscorable_rows`: a client-side "prefill" of a few tokens that is latency).
+  else than their metric says (`unscorable_rows`: a client-side "prefill" of a few tokens that is latency),
+  and sources whose build multiplied in FP32 without the matrix engines (`fp32_gemm_build`).
 - general rules (`model_candidates`, `quant_from_text`, `backend_from_text`): strip what a name carries
   besides the model (hub organisation, file path and extension, Ollama tag separator, quantization and
   packaging suffixes) and look the rest up exactly in the catalog; a model found this way must agree with the
@@ -73,6 +74,8 @@ class ResolveTable:
     undecided_hardware: dict[tuple[str, str], str] = field(default_factory=dict)
     # (source id or "*", normalised as-stated model) -> what of its architecture the accounting lacks
     unmodelled_models: dict[tuple[str, str], str] = field(default_factory=dict)
+    # source id -> why its llama.cpp build multiplied every GEMM in FP32 (no matrix-engine path)
+    fp32_gemm_builds: dict[str, str] = field(default_factory=dict)
 
     def unmodelled(self, source: str, as_stated: str) -> str | None:
         key = normalise(as_stated)
@@ -143,7 +146,12 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         if named in unmodelled:
             raise CatalogError(f"{path.name}: [[unmodelled_model]] #{index + 1}: {item['as_stated']!r} is listed twice for {named[0]}")
         unmodelled[named] = str(item["reason"])
-    return ResolveTable(entries, unscorable, tuple(rules), broken, undecided, unmodelled)
+    fp32_gemm: dict[str, str] = {}
+    for index, item in enumerate(raw.get("fp32_gemm_build", [])):
+        if not str(item.get("source", "")).strip() or not str(item.get("reason", "")).strip():
+            raise CatalogError(f"{path.name}: [[fp32_gemm_build]] #{index + 1}: needs source and reason")
+        fp32_gemm[str(item["source"])] = str(item["reason"])
+    return ResolveTable(entries, unscorable, tuple(rules), broken, undecided, unmodelled_models=unmodelled, fp32_gemm_builds=fp32_gemm)
 
 
 # ---------------------------------------------------------------- models
@@ -409,6 +417,12 @@ def source_hardware_for(case: Any) -> Any | None:
     text, source = case.text("hardware_as_stated"), _source(case)
     listed = resolve_table().entries.get(("hardware", source, normalise(text))) if text and source != "*" else None
     return hardware_catalog().get(listed.target) if listed is not None else None
+
+
+def fp32_gemm_build_for(case: Any) -> str | None:
+    """Why the row's build ran its prefill GEMMs in FP32, on the vector ALUs (RESOLVE.toml `[[fp32_gemm_build]]`:
+    a SYCL build without `GGML_SYCL_F16`, as its own log prints it), or None."""
+    return resolve_table().fp32_gemm_builds.get(_source(case))
 
 
 def unscorable_for(case: Any) -> str | None:

@@ -14,7 +14,7 @@ documented defaults so small groups stay sane, and bounds eta <= 1, tau >= 0. Pr
 
     t_prefill - overheads = G_matmul / eta_max + (G_matmul / T) * T_half / eta_max + G_attention / eta_att
 
-with G = FLOPs / datasheet peak. Groups with too few rows borrow the engine-wide fit, then the default.
+with G = FLOPs / datasheet peak, eta_max and T_half each fitted apart for plain and block-quantized weights. Groups with too few rows borrow the engine-wide fit, then the default.
 """
 
 from __future__ import annotations
@@ -269,30 +269,43 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         return {}
     has_plain = any(not f.quantized for f in usable)
     has_quant = any(f.quantized for f in usable)
-    a = [
-        [
-            (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
-            (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
-            f.half_tokens_column / f.t_measured_s,
-            f.attention_s / f.t_measured_s,
-            f.score_s / f.t_measured_s,
-        ]
-        for f in usable
-    ]
-    target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
     u0 = 1.0 / prior.prefill_efficiency_max
     uq0 = 1.0 / (prior.quantized_prefill_efficiency_max or prior.prefill_efficiency_max)
     w0 = 1.0 / (prior.prefill_attention_fraction or prior.prefill_efficiency_max)
-    # the T_half term is shared: eta(T) = eta_max * T / (T + T_half), with v = T_half / eta_max(plain);
-    # the score term's coefficient is the bytes moved per score (0 and held there for fused kernels)
-    x = _bounded_lstsq(
-        a,
-        target,
-        [u0, uq0, prior.prefill_half_tokens * u0, w0, prior.attention_score_bytes],
-        [1.0, 1.0, 0.0, 1.0, 0.0],
-        [None, None, max(prior.prefill_half_tokens, HALF_TOKENS_SCALE) * u0, None, None],
-        ridge=ridge,
-    )
+    half0 = prior.prefill_half_tokens
+    target = [(f.t_measured_s - overhead(f)) / f.t_measured_s for f in usable]
+    # eta(T) = eta_max * T / (T + T_half) with one T_half (in tokens) for plain and block-quantized weights, as
+    # the estimate reads it (`roofline.prefill_matmul_time`): a quantized row's half term is T_half / eta_quant,
+    # so with v = T_half / eta_plain (the coefficient of the half-tokens column) its column carries
+    # r = eta_plain / eta_quant, taken from the previous pass (bilinear in T_half and 1/eta: passes until r settles).
+    # A shared v read as T_half / eta_plain for every row had quantized prompts charged T_half / eta_plain in the
+    # fit and T_half / eta_quant in the estimate (an Arc BF16 row moving eta_plain 8x moved every quantized
+    # prompt's predicted time with it). The score term's coefficient is the bytes moved per score.
+    ratio = uq0 / u0
+    x: list[float] = []
+    for _ in range(HALF_TOKENS_PASSES):
+        a = [
+            [
+                (0.0 if f.quantized else f.matmul_s) / f.t_measured_s,
+                (f.matmul_s if f.quantized else 0.0) / f.t_measured_s,
+                f.half_tokens_column * (ratio if f.quantized else 1.0) / f.t_measured_s,
+                f.attention_s / f.t_measured_s,
+                f.score_s / f.t_measured_s,
+            ]
+            for f in usable
+        ]
+        x = _bounded_lstsq(
+            a,
+            target,
+            [u0, uq0, half0 * u0, w0, prior.attention_score_bytes],
+            [1.0, 1.0, 0.0, 1.0, 0.0],
+            [None, None, max(half0, HALF_TOKENS_SCALE) * u0, None, None],
+            ridge=ridge,
+        )
+        settled = abs(x[1] / x[0] - ratio) <= HALF_TOKENS_TOLERANCE * ratio
+        ratio = x[1] / x[0]
+        if settled:
+            break
     eta_plain = 1.0 / x[0] if has_plain else prior.prefill_efficiency_max
     eta_quant = 1.0 / x[1] if has_quant else eta_plain
     return {
@@ -302,6 +315,10 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         "prefill_attention_fraction": 1.0 / x[3],
         "attention_score_bytes": x[4],
     }
+
+
+HALF_TOKENS_PASSES = 20  # at most this many passes of the shared-T_half prefill fit (`fit_prefill`)
+HALF_TOKENS_TOLERANCE = 1e-3  # until eta_plain / eta_quant moves less than this share between passes
 
 
 def _log_sd(rows: list[Features], eff: Efficiency) -> float | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import (
+    VECTOR_DTYPE,
     alu_peak_tflops,
     decode_score_elements,
     expert_token_share,
@@ -139,6 +140,8 @@ def features(case: Case) -> Features | None:
     if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
         return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
     peak = est.peak.tflops * 1e12
+    # weights dequantized to FP32 for a vector-ALU GEMM run the plain GEMM kernel (`roofline.prefill`)
+    base["quantized"] = est.quantized and est.peak.dtype != VECTOR_DTYPE
     return Features(
         routed_share=routed_matmul_share(est.model),
         expert_token_share=expert_token_share(est.model),

@@ -242,6 +242,10 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
 def case_request(case: Case, hardware: HardwareSpec, efficiency: Efficiency | None = None) -> EstimateRequest:
     """A measured row as the `EstimateRequest` that predicts it: its setup and its workload."""
     fields: dict[str, Any] = {**estimate_kwargs(case), **workload_kwargs(case)}
+    if aliases.fp32_gemm_build_for(case) is not None:  # its build had no matrix-engine GEMM (RESOLVE.toml)
+        from tokometer.usecases.resolve import without_matrix_engines
+
+        hardware = without_matrix_engines(hardware)
     return EstimateRequest(hw=hardware, efficiency=efficiency, **fields)
 
 

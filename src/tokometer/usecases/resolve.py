@@ -17,7 +17,7 @@ from tokometer.catalog import (
     quant_catalog,
 )
 from tokometer.costmodel.layout import Layout, Setup
-from tokometer.costmodel.roofline import Peak, compute_peak
+from tokometer.costmodel.roofline import VECTOR_DTYPE, Peak, compute_peak
 from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
 from tokometer.errors import InputError, UnknownEntryError, require_positive
 from tokometer.usecases.policy import DEFAULT_HARDWARE, FAMILY_VARIANTS
@@ -201,10 +201,46 @@ def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineS
     types; its native MXFP4 path, PR #17906, read 1.27x its previous one on an RTX PRO 6000, where the FP4
     datasheet rate is 4x the FP16 one; docs/PHYSICS.md section 5) runs such a format at the fp16 peak.
     """
+    if not hardware.matrix_gemm or bf16_on_vector_alus(hardware, fmt, engine):
+        return vector_peak(hardware)
     dtype = fmt.compute_dtype if fmt else "fp16"
     if dtype == "fp4" and not engine.fp4_block_tensor_rate and fmt is not None and fmt.kind == "block" and hardware.fp4_tflops:
         dtype = "fp16"
     return compute_peak(hardware, dtype, fp16_accumulate=engine.fp16_accumulate, wgmma=engine.tensor_wgmma)
+
+
+def bf16_on_vector_alus(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> bool:
+    """BF16 weights under llama.cpp on an Intel GPU: no BF16 matrix (XMX) path in its SYCL or Vulkan backend.
+
+    SYCL's generic `ggml_sycl_op_mul_mat_sycl` takes its FP16 (XMX) branch only for F16 and block-quantized
+    weights; BF16 is converted to FP32 and multiplied in FP32 (llama.cpp PR #21580,
+    https://github.com/ggml-org/llama.cpp/pull/21580), and FP32 has no XMX rate. Measured: an Arc Pro B70
+    prefills 8-14B BF16 models at 460-910 tok/s (KYUZ0-B70, SYCL and Vulkan), 11-15 TFLOPS, half of its
+    23 TFLOPS vector rate and 6-8 % of its 183 TFLOPS FP16 XMX figure (docs/PHYSICS.md section 5).
+    """
+    family = {engine.id, engine.based_on or ""}
+    return (
+        fmt is not None and fmt.id == "bf16" and hardware.vendor == "intel" and hardware.kind == "gpu"
+        and "llama-cpp" in family and bool(hardware.fp32_tflops)
+    )
+
+
+def vector_peak(hardware: HardwareSpec) -> Peak:
+    """The FP32 vector (shader) rate, for matmuls that run without the matrix engines."""
+    return Peak(hardware.fp32_tflops, VECTOR_DTYPE, derived=hardware.compute_peak_derived)
+
+
+def without_matrix_engines(hardware: HardwareSpec) -> HardwareSpec:
+    """The device as a build without a matrix-engine GEMM path sees it: every GEMM at its FP32 vector rate.
+
+    llama.cpp's SYCL backend multiplies F16 and block-quantized weights in FP16 (on Intel's XMX engines,
+    through oneDNN/oneMKL) only when built with `GGML_SYCL_F16`; without it, its default (examples/sycl/
+    build.sh: "#for FP32", the FP16 line commented "faster for long-prompt inference"; the SYCL Dockerfile's
+    `ARG GGML_SYCL_F16=OFF`), `ggml_sycl_op_mul_mat_sycl` dequantizes to FP32 and runs an FP32 GEMM, which
+    Arc's XMX engines do not execute (docs/PHYSICS.md section 5). Which rows ran such a build is a reading
+    of their source (RESOLVE.toml `[[fp32_gemm_build]]`, `fitting.aliases.fp32_gemm_build_for`).
+    """
+    return replace(hardware, matrix_gemm=False) if hardware.fp32_tflops else hardware
 
 
 def setup_for_format(
