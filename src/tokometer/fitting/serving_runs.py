@@ -25,6 +25,12 @@ from tokometer.costmodel.serving import (
     fixed,
 )
 from tokometer.errors import InputError, TokometerError
+from tokometer.fitting.inferencex import (
+    INFERENCEX_PREFIX,
+    INFERENCEX_PROMPTS_PER_CLIENT,
+    INFERENCEX_RANGE_RATIO,
+    launch_flags,
+)
 from tokometer.fitting.parallelism import Parallelism, parse_parallelism
 from tokometer.fitting.rows import MAX_BATCH, Cells
 from tokometer.fitting.spec_words import read_speculation
@@ -82,38 +88,6 @@ TURBOMIND_V01_CONFIG = {
     "Llama-2-7B": (128, 1000), "Llama-2-13B": (128, 500), "Llama-2-70B": (256, 4000), "InternLM-chat-20B": (128, 700),
 }
 
-
-# InferenceX's sweeps (sources IX-*), as its harness runs them (github:SemiAnalysisAI/InferenceX:
-# .github/workflows/benchmark-tmpl.yml sets RANDOM_RANGE_RATIO 0.8; the benchmark scripts pass
-# --random-range-ratio "$RANDOM_RANGE_RATIO" --num-prompts $((CONC * 10)) --max-concurrency "$CONC";
-# utils/bench_serving/benchmark_serving.py draws each input and output length uniformly from
-# [int(L * ratio), L]). The rows print neither, so these are the harness's values, not the row's.
-INFERENCEX_PREFIX = "IX-"
-INFERENCEX_RANGE_RATIO = 0.8
-INFERENCEX_PROMPTS_PER_CLIENT = 10
-# InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
-# extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
-INFERENCEX_TRTLLM_STREAM_TOKENS = 10
-# InferenceX's DeepSeek-R1 SGLang scripts for Blackwell launch with --scheduler-recv-interval 10, or 30 from
-# 16 clients ("recv every ~10 requests; if CONC >= 16, relax to ~30"): B200 (benchmarks/dsr1_fp8_b200.sh,
-# dsr1_fp4_b200_docker.sh; since the 2026-02 reorganisation single_node/fixed_seq_len/dsr1_fp{8,4}_b200.sh),
-# B300 (single_node/fixed_seq_len/dsr1_fp8_b300.sh, dsr1_fp4_b300.sh: "reuses the DSR1 FP8 B200 SGLang
-# recipe"), and their MTP variants (dsr1_fp8_b200_mtp.sh, dsr1_fp8_b300_mtp.sh, dsr1_fp4_b200_mtp.sh); the
-# FP8 scripts' TP 4 branch keeps 10, and the FP4 B200 scripts reset it to 1 under attention DP
-# ("if DP_ATTENTION == true: SCHEDULER_RECV_INTERVAL=1"). The H200 scripts (dsr1_fp8_h200.sh,
-# dsr1_fp8_h200_mtp.sh) and the disaggregated launches set none: SGLang's default of 1.
-INFERENCEX_SGLANG_RECV = {"b200": (10, 30), "b300": (10, 30)}
-INFERENCEX_SGLANG_RECV_FROM_CLIENTS = 16
-# The same SGLang scripts' --stream-interval (a chunk every N decode passes; the first token at once), per
-# device and checkpoint format: dsr1_fp8_b200.sh, dsr1_fp8_b300.sh and their _mtp variants 30;
-# dsr1_fp4_b200.sh, dsr1_fp4_b300.sh, dsr1_fp4_b200_mtp.sh, dsr1_fp8_h200.sh, dsr1_fp8_h200_mtp.sh 10;
-# the MI300X/MI325X/MI355X scripts set none (1)
-INFERENCEX_SGLANG_STREAM = {("b200", "fp8"): 30, ("b300", "fp8"): 30, ("b200", "fp4"): 10, ("b300", "fp4"): 10,
-                            ("h200", "fp8"): 10}
-# InferenceX's DeepSeek-R1 TensorRT-LLM scripts (single_node/fixed_seq_len/dsr1_fp{4,8}_b200_trt{,_mtp}.sh,
-# dsr1_fp8_h200_trt{,_mtp}.sh; benchmarks/*_trt_slurm.sh before 2026-01) write, with DP_ATTENTION=true,
-# `attention_dp_config: {batching_wait_iters: 0, enable_balance: true, timeout_iters: 60}`
-INFERENCEX_TRTLLM_ADP_TIMEOUT_STEPS = 60
 
 # SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_speculative_decoding): with EAGLE, EAGLE3,
 # NEXTN, STANDALONE or NGRAM and no --max-running-requests, "Max running requests is reset to 48 for
@@ -469,21 +443,10 @@ def plan_run(rows: list[Row]) -> Run:
         if config is not None and row.scenario == "online-concurrency":
             kwargs["max_num_seqs"] = config[0]
             run.kv_cache_tokens = float(config[1] * TURBOMIND_V01_BLOCK_TOKENS)
-    if engine == "tensorrt-llm" and row.source.startswith(INFERENCEX_PREFIX):
-        run.stream_tokens = INFERENCEX_TRTLLM_STREAM_TOKENS
-    stream = INFERENCEX_SGLANG_STREAM.get((row.text("hardware_id"), row.text("quant").lower()))
-    if (engine == "sglang" and stream and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
-            and "DeepSeek-R1" in row.text("model")):
-        run.stream_tokens = stream
-    recv = INFERENCEX_SGLANG_RECV.get(row.text("hardware_id"))
-    if (engine == "sglang" and recv and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
-            and dp == 1 and "DeepSeek-R1" in row.text("model")):
-        clients = row.positive("concurrency") or 0
-        fp8_tp4 = tp == 4 and row.text("quant").lower() == "fp8"
-        run.recv_interval = recv[1] if clients >= INFERENCEX_SGLANG_RECV_FROM_CLIENTS and not fp8_tp4 else recv[0]
-    if (engine == "tensorrt-llm" and dp > 1 and row.source.startswith(INFERENCEX_PREFIX) and run.disagg is None
-            and "DeepSeek-R1" in row.text("model")):
-        run.adp_balance_timeout = INFERENCEX_TRTLLM_ADP_TIMEOUT_STEPS
+    if row.source.startswith(INFERENCEX_PREFIX):
+        flags = launch_flags(engine, row.text("hardware_id"), row.text("quant"), row.text("model"),
+                             row.positive("concurrency") or 0, tp=tp, dp=dp, disaggregated=run.disagg is not None)
+        run.stream_tokens, run.recv_interval, run.adp_balance_timeout = flags
     if "speculative_decoding" in row.text("flag").lower().split(";"):
         spec = read_speculation(row.text("backend") + " ; " + row.text("notes"))
         if spec.reason is not None:

@@ -21,6 +21,19 @@ from tokometer.domain.specs import (
     ParamGroups,
 )
 from tokometer.errors import IngestError, InputError
+from tokometer.ingest.dialects import (
+    ARCH_ALIASES,
+    MAX_CONFIG_COUNT,
+    MAX_LAYERS,
+    ernie4_5_moe_fields,
+    gemma4_global,
+    gemma4_per_layer_embedding,
+    gemma4_per_layer_projections,
+    glm4_moe_fields,
+    step3p5_fields,
+    step3p5_sliding,
+)
+from tokometer.ingest.dialects import config_int as _int
 
 KNOWN_ARCHITECTURES = (
     "llama",
@@ -51,12 +64,6 @@ KNOWN_ARCHITECTURES = (
 )
 
 
-# Plausibility of a config's counts. The accounting loops over layers (and the offload curves over
-# layer counts), so a billion layers would hang it; the deepest published model has 126 layers.
-MAX_LAYERS = 100_000
-# Any other size or count (hidden size, vocabulary, experts, heads): the largest published is about
-# 10^6 (a vocabulary); 10^12 is far beyond any, and products of two such stay exact in a float.
-MAX_CONFIG_COUNT = 10**12
 # the fields the accounting reads as whole numbers: anything else there (a list, a string) is refused up front
 _COUNT_KEYS = frozenset({
     "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
@@ -68,18 +75,6 @@ _COUNT_KEYS = frozenset({
 })
 _EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 _EXPERTS_PER_TOKEN_KEYS = ("num_experts_per_tok", "experts_per_token", "top_k_experts")
-
-
-def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = cfg.get(key)
-    if value is None:  # absent or JSON null: the default
-        value = default
-    if value is None:
-        raise IngestError(f"config is missing {key!r}")
-    limit = MAX_LAYERS if key in ("num_hidden_layers", "n_layer") else MAX_CONFIG_COUNT
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= limit:
-        raise IngestError(f"config field {key!r} must be a whole number from 0 to {limit:,}, got {repr(value)[:40]}")
-    return int(value)
 
 
 def check_config_numbers(cfg: Mapping[str, Any]) -> None:
@@ -202,7 +197,7 @@ def _spec_from_config(
     cfg = language_config(config)
     check_config_numbers(cfg)
     arch = str(cfg.get("model_type") or "").lower()
-    arch = _ARCH_ALIASES.get(arch, arch)
+    arch = ARCH_ALIASES.get(arch, arch)
     if arch in HYBRID_ARCHITECTURES:
         try:
             return _hybrid_spec(cfg, arch, name, source=source, tokenizer=tokenizer, default_quant=default_quant, model_id=model_id)
@@ -210,11 +205,11 @@ def _spec_from_config(
             raise IngestError(str(exc)) from None
     warnings: list[str] = []
     if arch == "glm4_moe":
-        cfg = _glm4_moe_fields(cfg)
+        cfg = glm4_moe_fields(cfg)
     if arch == "ernie4_5_moe":
-        cfg = _ernie4_5_moe_fields(cfg)
+        cfg = ernie4_5_moe_fields(cfg)
     if arch == "step3p5":
-        cfg = _step3p5_fields(cfg)
+        cfg = step3p5_fields(cfg)
     if arch not in KNOWN_ARCHITECTURES:
         warnings.append(
             f"architecture {arch or '(none)'!r} is not modelled exactly; generic dense transformer estimate"
@@ -319,10 +314,10 @@ def _spec_from_config(
         kinds = _layer_types(cfg, arch, n_layers)
         full_attn, full_kv, full_dim = attn, 2 * n_kv * head_dim, n_heads * head_dim
         if arch == "gemma4":
-            full_attn, full_kv, full_dim = _gemma4_global(cfg, hidden, n_heads, n_kv, head_dim)
+            full_attn, full_kv, full_dim = gemma4_global(cfg, hidden, n_heads, n_kv, head_dim)
         sliding_attn, sliding_dim = attn, n_heads * head_dim
         if arch == "step3p5":
-            sliding_attn, sliding_dim = _step3p5_sliding(cfg, attn, hidden, n_heads, head_dim)
+            sliding_attn, sliding_dim = step3p5_sliding(cfg, attn, hidden, n_heads, head_dim)
         # per-layer attention weights beyond the uniform `attn` (Gemma 4's global layers and Step 3.5's
         # sliding layers differ)
         attn_extra = kinds.count("full") * (full_attn - attn) + kinds.count("sliding") * (sliding_attn - attn)
@@ -371,8 +366,8 @@ def _spec_from_config(
         dense_layers_params += attn_extra
         if arch == "gemma4":
             # a second table read one 256-wide row per layer per token: memory, not bytes per token
-            resident += _gemma4_per_layer_embedding(cfg, n_layers)
-            dense_layers_params += _gemma4_per_layer_projections(cfg, hidden, n_layers)
+            resident += gemma4_per_layer_embedding(cfg, n_layers)
+            dense_layers_params += gemma4_per_layer_projections(cfg, hidden, n_layers)
 
         window = cfg.get("attention_chunk_size") if arch == "llama4" else cfg.get("sliding_window")
         attention_groups = []
@@ -424,117 +419,6 @@ def _spec_from_config(
         source=source,
         warnings=tuple(warnings),
     )
-
-
-def _gemma4_global(cfg: Mapping[str, Any], hidden: int, n_heads: int, n_kv: int, head_dim: int) -> tuple[int, int, int]:
-    """Gemma 4 global (full) layers: (attention weights, KV elements per token, n_heads * head_dim).
-
-    Global layers use `global_head_dim` and `num_global_key_value_heads`; with `attention_k_eq_v`
-    they have no v_proj (V is K), though the cache still holds a K and a V tensor per token.
-    """
-    g_dim = _int(cfg, "global_head_dim", head_dim) or head_dim
-    g_kv = _int(cfg, "num_global_key_value_heads", n_kv) or n_kv
-    k_eq_v = bool(cfg.get("attention_k_eq_v"))
-    params = hidden * n_heads * g_dim + (1 if k_eq_v else 2) * hidden * g_kv * g_dim + n_heads * g_dim * hidden + 2 * g_dim
-    return params, 2 * g_kv * g_dim, n_heads * g_dim
-
-
-def _gemma4_per_layer_embedding(cfg: Mapping[str, Any], n_layers: int) -> float:
-    """Gemma 3n/4 per-layer embeddings (E2B/E4B): a second table of which a token reads one small row."""
-    width = _int(cfg, "hidden_size_per_layer_input", 0)
-    if not width:
-        return 0.0
-    return float(_int(cfg, "vocab_size_per_layer_input", _int(cfg, "vocab_size")) * n_layers * width)
-
-
-def _gemma4_per_layer_projections(cfg: Mapping[str, Any], hidden: int, n_layers: int) -> float:
-    """The per-layer-input gate and projection of each layer plus the model-level projection."""
-    width = _int(cfg, "hidden_size_per_layer_input", 0)
-    if not width:
-        return 0.0
-    return float(n_layers * (2 * hidden * width + hidden) + hidden * n_layers * width + width)
-
-
-_ARCH_ALIASES = {
-    "gemma3_text": "gemma3",
-    "gemma4_text": "gemma4",
-    "gemma4_unified": "gemma4",
-    "llama4_text": "llama4",
-    "qwen3_5_text": "qwen3_5",
-    "qwen3_5_moe_text": "qwen3_5_moe",
-    "kimi_k2": "deepseek_v3",  # Kimi K2: DeepseekV3ForCausalLM with 384 experts and 64 heads
-    # GLM-4.7-Flash (Glm4MoeLite) and GLM-5 (GlmMoeDsa): DeepSeek-V3's and V3.2's tensors (MLA with a
-    # q latent, kv_a_proj_with_mqa, routed + shared experts with a score-correction bias; GLM-5 adds
-    # V3.2's lightning indexer) at GLM widths, in the same config fields (transformers' configs)
-    "glm4_moe_lite": "deepseek_v3",
-    "glm_moe_dsa": "deepseek_v32",
-    # Ministral 3 (Ministral3Config): Mistral's decoder tensors (GQA without bias, SwiGLU, RMSNorm)
-    "ministral3": "mistral",
-}
-
-
-def _glm4_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """GLM-4.5/4.6 (`glm4_moe`) in the fields the GQA MoE accounting reads: the first
-    `first_k_dense_replace` layers dense, `n_routed_experts` routed and `n_shared_experts` shared
-    experts of `moe_intermediate_size` (transformers `Glm4MoeConfig`)."""
-    out = dict(cfg)
-    first = _int(cfg, "first_k_dense_replace", 0)
-    out["num_experts"] = _int(cfg, "n_routed_experts")
-    out["mlp_only_layers"] = list(range(first))
-    out["shared_expert_intermediate_size"] = _int(cfg, "n_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
-    return out
-
-
-def _ernie4_5_moe_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """ERNIE 4.5 MoE (`ernie4_5_moe`) in the fields the GQA MoE accounting reads (transformers
-    `Ernie4_5_MoeConfig` and its decoder layer): `moe_num_experts` experts of `moe_intermediate_size`,
-    `moe_k` per token, `moe_num_shared_experts` shared experts as one MLP of their summed width, and
-    MoE on layer i when moe_layer_start_index <= i <= moe_layer_end_index and (i + 1) is a multiple of
-    `moe_layer_interval`; the other layers carry the dense `intermediate_size` MLP."""
-    out = dict(cfg)
-    n_layers = _int(cfg, "num_hidden_layers")
-    start = _int(cfg, "moe_layer_start_index", 1)
-    end_raw = cfg.get("moe_layer_end_index", -1)
-    end = n_layers - 1 if end_raw is None or end_raw == -1 else _int(cfg, "moe_layer_end_index")
-    interval = _int(cfg, "moe_layer_interval", 1) or 1
-    out["num_experts"] = _int(cfg, "moe_num_experts")
-    out["num_experts_per_tok"] = _int(cfg, "moe_k")
-    out["mlp_only_layers"] = [i for i in range(n_layers) if not (start <= i <= end and (i + 1) % interval == 0)]
-    out["shared_expert_intermediate_size"] = _int(cfg, "moe_num_shared_experts", 0) * _int(cfg, "moe_intermediate_size")
-    return out
-
-
-def _step3p5_fields(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Step 3.5 (`step3p5`, Step3p5Config) in the fields the GQA MoE accounting reads: `num_attention_groups`
-    KV heads, `moe_num_experts` experts of `moe_intermediate_size`, `moe_top_k` per token, MoE on the layers
-    `moe_layers_enum` lists (every layer from 3 when it lists none) with a shared expert of `share_expert_dim`;
-    the other layers carry the dense `intermediate_size` MLP."""
-    out = dict(cfg)
-    n_layers = _int(cfg, "num_hidden_layers")
-    if cfg.get("num_key_value_heads") is None and cfg.get("num_attention_groups") is not None:
-        out["num_key_value_heads"] = _int(cfg, "num_attention_groups")
-    out["num_experts"] = _int(cfg, "moe_num_experts", _int(cfg, "n_routed_experts", 0))
-    out["num_experts_per_tok"] = _int(cfg, "moe_top_k", _int(cfg, "num_experts_per_tok", 0))
-    listed = cfg.get("moe_layers_enum")
-    items = listed.split(",") if isinstance(listed, str) else list(listed or [])
-    moe = {int(i) for i in items if str(i).strip()} or set(range(3, n_layers))
-    out["mlp_only_layers"] = [i for i in range(n_layers) if i not in moe]
-    out["shared_expert_intermediate_size"] = _int(cfg, "share_expert_dim", 0)
-    return out
-
-
-def _step3p5_sliding(cfg: Mapping[str, Any], attn: int, hidden: int, n_heads: int, head_dim: int) -> tuple[int, int]:
-    """Step 3.5's sliding-window layers project their own head count (`attention_other_setting`), over
-    the same KV heads as the full layers: (attention weights of one sliding layer, its n_heads * head_dim)."""
-    other = cfg.get("attention_other_setting")
-    if not isinstance(other, Mapping):
-        return attn, n_heads * head_dim
-    heads = _int(other, "num_attention_heads", n_heads)
-    dim = _int(other, "head_dim", head_dim)
-    if dim != head_dim or _int(other, "num_attention_groups", 0) not in (0, _int(cfg, "num_key_value_heads")):
-        raise IngestError("step3p5 sliding layers with their own head_dim or KV heads are not modelled")
-    per_head = 2 * hidden * head_dim + (hidden if cfg.get("use_head_wise_attn_gate") else 0)  # q and o rows, gate
-    return attn + (heads - n_heads) * per_head, heads * head_dim
 
 
 def _feed_forward_params(cfg: Mapping[str, Any], arch: str, hidden: int) -> tuple[float, float, float, int, int]:

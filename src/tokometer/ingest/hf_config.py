@@ -29,7 +29,8 @@ from typing import Any
 
 from tokometer.domain.specs import ModelSpec
 from tokometer.errors import IngestError
-from tokometer.ingest.architecture import MAX_LAYERS, spec_from_config, typical_layer_count
+from tokometer.ingest.architecture import spec_from_config, typical_layer_count
+from tokometer.ingest.dialects import MAX_LAYERS
 from tokometer.ingest.safetensors_header import FLOAT_DTYPES, TensorEntry, read_json_file
 from tokometer.ingest.weights import READ_CLASSES, RESIDENT, Tally, disagreement
 

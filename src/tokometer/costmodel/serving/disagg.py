@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from tokometer.costmodel.serving.cost import StepCost
-from tokometer.costmodel.serving.engine import Replica, Request
+from tokometer.costmodel.serving.engine import Replica
 from tokometer.costmodel.serving.prefix_cache import Content
+from tokometer.costmodel.serving.request import Request
 from tokometer.costmodel.serving.simulate import (
     CHECK_EVERY,
     MAX_REQUESTS,

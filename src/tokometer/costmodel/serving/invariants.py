@@ -23,9 +23,10 @@ the bound every step must respect (each carries a prompt or an output token):
 
 from __future__ import annotations
 
-from tokometer.costmodel.serving.engine import Replica, Request
+from tokometer.costmodel.serving.engine import Replica
 from tokometer.costmodel.serving.policies import UNSERVABLE
 from tokometer.costmodel.serving.prefix_cache import BlockPrefixCache, SlotPromptCache
+from tokometer.costmodel.serving.request import Request
 from tokometer.costmodel.serving.simulate import ServingResult
 
 TOL = 1e-6

@@ -42,7 +42,7 @@ from tokometer.domain.serving_specs import SchedulerPolicy
 
 
 class Request(Protocol):
-    """What a rule reads of a request (`engine.Request`)."""
+    """What a rule reads of a request (`request.Request`)."""
 
     prompt: int  # tokens to (re)compute before its next token
     output: int

@@ -58,7 +58,7 @@ class Content:
 
 
 class Request(Protocol):
-    """What a cache reads of and writes on a request (`engine.Request`)."""
+    """What a cache reads of and writes on a request (`request.Request`)."""
 
     prompt: int
     output: int

@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 from tokometer.costmodel.serving.conversations import Book
 from tokometer.costmodel.serving.cost import StepCost
-from tokometer.costmodel.serving.engine import Replica, Request, StepRecord
+from tokometer.costmodel.serving.engine import Replica, StepRecord
 from tokometer.costmodel.serving.policies import TOO_LONG_FOR_MODEL, kv_rule
 from tokometer.costmodel.serving.prefix_cache import Content
+from tokometer.costmodel.serving.request import Request
 from tokometer.costmodel.serving.speculation import Speculation
 from tokometer.costmodel.serving.stats import StreamStat, Summary
 from tokometer.costmodel.serving.workload import Workload, open_loop
