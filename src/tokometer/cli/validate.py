@@ -37,32 +37,29 @@ def render_report(rep: dict[str, Any], title: str) -> str:
         )
     unscored: dict[str, int] = rep["not_scored"]
     lines = [title, "", table(rows, ["metric", "rows", "scored", "median err", "p90 err", "within 15%", "80% band holds"])]
-    families = rep.get("families") or {}
-    if families:
-        fam_rows = [
-            [name, metric, str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _fmt(m["interval_coverage"]), _signed(m["median_signed_error"])]
-            for name, metrics in families.items()
-            for metric, m in metrics.items()
-            if m["scored"]
-        ]
-        lines += ["", "single device, per hardware family:"]
-        lines.append(table(fam_rows, ["family", "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"]))
-    sources = rep.get("sources") or {}
+    if rep.get("families"):
+        lines += ["", "single device, per hardware family:", _grouped_table(rep["families"], "family")]
     mode = rep.get("mode") or {}
-    if sources and (mode.get("held_out") or mode.get("only") or mode.get("family")):
-        src_rows = [
-            [name, metric, str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _fmt(m["interval_coverage"]), _signed(m["median_signed_error"])]
-            for name, metrics in sources.items()
-            for metric, m in metrics.items()
-            if m["scored"]
-        ]
-        lines += ["", "single device, per publication:"]
-        lines.append(table(src_rows, ["publication", "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"]))
+    if rep.get("sources") and (mode.get("held_out") or mode.get("only") or mode.get("family")):
+        lines += ["", "single device, per publication:", _grouped_table(rep["sources"], "publication")]
     lines += ["", f"{rep['rows_scored']} of {rep['rows_total']} rows scored"]
     if unscored:
         lines += ["", "not scored:"]
         lines += [f"  {count:4d}  {reason}" for reason, count in unscored.items()]
     return "\n".join(lines)
+
+
+def _grouped_table(groups: dict[str, dict[str, Any]], label: str) -> str:
+    """One row per group and metric with scored rows (`family_report` / `source_report` output)."""
+    from tokometer.report.text import table
+
+    rows = [
+        [name, metric, str(m["scored"]), _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _fmt(m["interval_coverage"]), _signed(m["median_signed_error"])]
+        for name, metrics in groups.items()
+        for metric, m in metrics.items()
+        if m["scored"]
+    ]
+    return table(rows, [label, "metric", "scored", "median err", "p90 err", "80% band holds", "median bias"])
 
 
 def _signed(value: float | None) -> str:

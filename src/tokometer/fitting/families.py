@@ -7,7 +7,7 @@ fast); the band must hold where the user is, not only on the mix of devices the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tokometer.fitting.features import case_source
@@ -38,25 +38,28 @@ def hardware_family(hardware_id: str | None) -> str:
 
 def family_report(results: Iterable[CaseResult], single_device: bool = True) -> dict[str, dict[str, Any]]:
     """`summarise` per family and metric (tg, pp), single-device rows by default; empty families left out."""
-    rows = [r for r in results if r.case.n_devices == 1 or not single_device]
-    out: dict[str, dict[str, Any]] = {}
-    for name in FAMILIES:
-        mine = [r for r in rows if hardware_family(r.hardware_id) == name]
-        metrics = {m: summarise(mine, m) for m in FAMILY_METRICS}
-        if any(v["n"] for v in metrics.values()):
-            out[name] = metrics
-    return out
+    return _grouped(results, lambda r: hardware_family(r.hardware_id), FAMILIES, single_device, "n")
 
 
 def source_report(results: Iterable[CaseResult], single_device: bool = True) -> dict[str, dict[str, Any]]:
     """`summarise` per publication (`source_id`) and metric (tg, pp), single-device rows by default;
     under leave-one-source-out each publication's figures are its own held-out error."""
+    return _grouped(results, lambda r: case_source(r.case), None, single_device, "scored")
+
+
+def _grouped(
+    results: Iterable[CaseResult], key: Callable[[CaseResult], str], names: Iterable[str] | None, single_device: bool, kept_if: str
+) -> dict[str, dict[str, Any]]:
+    """`summarise` per group (`names` in that order, else the groups present, sorted) and metric; a
+    group is kept when one of its metrics has `kept_if` (rows `n`, or `scored`) above zero."""
     rows = [r for r in results if r.case.n_devices == 1 or not single_device]
+    by: dict[str, list[CaseResult]] = {}
+    for r in rows:
+        by.setdefault(key(r), []).append(r)
     out: dict[str, dict[str, Any]] = {}
-    for name in sorted({case_source(r.case) for r in rows}):
-        mine = [r for r in rows if case_source(r.case) == name]
-        metrics = {m: summarise(mine, m) for m in FAMILY_METRICS}
-        if any(v["scored"] for v in metrics.values()):
+    for name in names if names is not None else sorted(by):
+        metrics = {m: summarise(by.get(name, []), m) for m in FAMILY_METRICS}
+        if any(v[kept_if] for v in metrics.values()):
             out[name] = metrics
     return out
 
