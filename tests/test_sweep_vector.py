@@ -56,6 +56,7 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             inline_ecc_overhead=rng.choice([0.0, rng.uniform(0, 0.3)]),
             host_sampling_ns_per_vocab=rng.choice([0.0, rng.uniform(0, 10)]),
             expert_overhead_us=rng.choice([0.0, rng.uniform(0, 20)]),
+            grouped_experts=rng.random() < 0.5,
         )
         quantized = rng.random() < 0.5
         peak = Peak(rng.uniform(1, 2500), "fp16") if rng.random() < 0.8 else Peak(None, None)
@@ -87,6 +88,7 @@ def test_vector_step_matches_the_scalar_step_on_random_points() -> None:
             ecc_overhead=eff.ecc_overhead_for(hw),
             host_sampling_ns_per_vocab=eff.host_sampling_ns_per_vocab,
             expert_overhead_us=eff.expert_overhead_us,
+            grouped_experts=float(eff.grouped_experts),
         )
         for name in FIELDS:
             want = getattr(scalar, name)

@@ -232,7 +232,6 @@ def efficiency_for(
     `entries` / `meta`: look up in this fit instead of the shipped one (a fit being checked).
     """
     table = fitted_table() if entries is None else FittedTable(meta or {}, entries)
-    sampling = engine.efficiency.host_sampling_ns_per_vocab
     for key in lookup_keys(engine, backend or hardware.backend, hardware.hardware_class):
         found = table.entries.get(key)
         if found is not None:
@@ -247,11 +246,22 @@ def efficiency_for(
                 unseen = ("engine", *unseen)
             found = _widened(found, table.meta, unseen)
             found = _attention_as_run(found, unfused_decode_attention)
-            return replace(found, host_sampling_ns_per_vocab=sampling) if sampling else found
+            return _engine_own(found, engine)
     default = engine.efficiency
     if engine.based_on:
         base = engine_catalog().find(engine.based_on)
         if base is not None and base.efficiency.source != "engine default":
             default = base.efficiency
     default = _attention_as_run(_widened(default, table.meta, ("engine",)), unfused_decode_attention)
-    return replace(default, host_sampling_ns_per_vocab=sampling) if sampling else default
+    return _engine_own(default, engine)
+
+
+def _engine_own(eff: Efficiency, engine: EngineSpec) -> Efficiency:
+    """The entry with what the engine itself documents, never fitted: its host sampling cost, and whether its
+    MoE layers run every touched expert in one grouped kernel (`Efficiency.grouped_experts`)."""
+    sampling = engine.efficiency.host_sampling_ns_per_vocab
+    if sampling:
+        eff = replace(eff, host_sampling_ns_per_vocab=sampling)
+    if engine.grouped_moe_kernel != eff.grouped_experts:
+        eff = replace(eff, grouped_experts=engine.grouped_moe_kernel)
+    return eff

@@ -239,7 +239,7 @@ def host_sampling_time_s(model: ModelSpec, efficiency: Efficiency) -> float:
     return efficiency.host_sampling_ns_per_vocab * model.vocab_size * NS
 
 
-def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: float = 1.0) -> float:
+def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: float = 1.0, *, chunk: bool = False) -> float:
     """t_exp = tau_expert * n_layers * E * (share of experts `tokens` touch) (s): k * n_layers * tau_expert at batch 1.
 
     A routed expert's slice is small (Qwen3.5-35B-A3B: 3 x 2048 x 512 weights, about 1.8 MB at 4.5
@@ -247,11 +247,16 @@ def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: flo
     that pays its own ramp: the router's index read, the gather of its rows, and a memory pipeline
     that never fills before the slice is done. That fixed cost per expert is not in tau_layer (fitted on
     dense layers) nor in the stream term; tau_expert is fitted per engine/backend/class with prior 0
-    (docs/PHYSICS.md section 4, "Routed-expert dispatch").
+    (docs/PHYSICS.md section 4, "Routed-expert dispatch"). An engine whose MoE projections are one grouped
+    kernel over every touched expert (`Efficiency.grouped_experts`: vLLM/SGLang fused_moe, TensorRT-LLM's
+    grouped GEMM) runs those ramps side by side on different SMs: a decode step of any batch pays a batch-1
+    step's, per MoE layer. A prefill `chunk` keeps the per-expert charge on every engine: there the fitted
+    term also stands for the grouped GEMM's per-expert tile padding, which does grow with the experts touched.
     """
     if not efficiency.expert_overhead_us:
         return 0.0
-    return efficiency.expert_overhead_us * model.expert_slots(tokens) * US
+    grouped = efficiency.grouped_experts and not chunk
+    return efficiency.expert_overhead_us * model.expert_slots(1.0 if grouped else tokens) * US
 
 
 def decode_step(
@@ -407,7 +412,7 @@ def prefill(
     memory_time = n_chunks * weight_bytes_read(model, weights, per_chunk) / bw
     overhead = n_chunks * (
         (model.n_layers * efficiency.layer_overhead_us + efficiency.step_overhead_us) * US
-        + expert_dispatch_time_s(model, efficiency, per_chunk)
+        + expert_dispatch_time_s(model, efficiency, per_chunk, chunk=True)
     )
     time_s = max(compute_time, memory_time) + overhead
     return Prefill(

@@ -177,6 +177,7 @@ def decode_grid(
     ecc_overhead: ArrayLike = 0.0,
     host_sampling_ns_per_vocab: ArrayLike = 0.0,
     expert_overhead_us: ArrayLike = 0.0,
+    grouped_experts: ArrayLike = 0.0,
 ) -> GridStep:
     """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
 
@@ -184,7 +185,8 @@ def decode_grid(
     `alu_peak_tflops` (fp32 shader peak, 0: none) is the unhidden matvec ALU time of `roofline.decode_step`;
     `decode_score_bytes` its unfused attention's traffic per score; `ecc_overhead` its e_ecc (0 without inline ECC).
     `host_sampling_ns_per_vocab` is c_samp, a server engine's host sampling per vocabulary entry per token.
-    `expert_overhead_us` is tau_expert, the fixed cost per routed expert a step runs (`roofline.expert_dispatch_time_s`).
+    `expert_overhead_us` is tau_expert, the fixed cost per routed expert a step runs (`roofline.expert_dispatch_time_s`);
+    where `grouped_experts` is 1 (one grouped kernel over the touched experts) it is charged at one token's experts.
 
     `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
     separately, for formats that keep those tables unquantized.
@@ -218,7 +220,8 @@ def decode_grid(
     compute = np.where(has_peak, flops / (_f(compute_fraction) * safe_peak), 0.0)
     overhead = m.n_layers * _f(layer_overhead_us) * US + _f(step_overhead_us) * US
     overhead = overhead + tokens * _f(host_sampling_ns_per_vocab) * m.vocab * NS
-    overhead = overhead + _f(expert_overhead_us) * US * m.experts * (1.0 - m.expert_keep**tokens)
+    dispatched = np.where(_f(grouped_experts) > 0, 1.0, tokens)
+    overhead = overhead + _f(expert_overhead_us) * US * m.experts * (1.0 - m.expert_keep**dispatched)
     time = np.maximum(memory, compute) + overhead
     ceiling = np.maximum(w_read / bw, np.where(has_peak, flops / safe_peak, 0.0))
     return GridStep(

@@ -394,6 +394,9 @@ class Efficiency(_Plain):
     applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
     host_sampling_ns_per_vocab: float = 0.0  # c_samp: host ns per vocabulary entry per sampled token (server engines)
     expert_overhead_us: float = 0.0  # tau_expert: fixed cost per routed expert a step runs, per MoE layer
+    # the engine runs all of a step's experts in one grouped kernel (EngineSpec.grouped_moe_kernel): tau_expert
+    # is charged for the k experts of one token, whatever the batch (`roofline.expert_dispatch_time_s`)
+    grouped_experts: bool = False
     # engines (engines.toml ids) whose measured rows trained this entry; () where the table did not record them.
     # Another engine reading the entry (a pooled child such as oMLX under mlx) was never measured here.
     engines_seen: tuple[str, ...] = ()
@@ -470,6 +473,9 @@ class EngineSpec(_Plain):
     fp16_accumulate: bool = False  # fp16 GEMMs accumulate in fp16 (llama.cpp's cuBLAS path)
     tensor_wgmma: bool = True  # its prefill kernels reach Hopper's wgmma-only peak (llama.cpp: mma.sync, no)
     fp4_block_tensor_rate: bool = True  # block FP4 weights run at the FP4 tensor peak (llama.cpp: no, the fp16 one)
+    # one grouped kernel per MoE projection runs every touched expert at once (vLLM/SGLang fused_moe, TRT-LLM's
+    # CUTLASS grouped GEMM): tau_expert is a per-MoE-layer cost that does not grow with the experts a batch touches
+    grouped_moe_kernel: bool = False
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None

@@ -152,7 +152,7 @@ def sweep(
     if not (specs and devices and formats and contexts and batches):
         raise InputError("a sweep needs at least one model, hardware, quant, context and batch")
     n_h, n_q = len(devices), len(formats)
-    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "ecc", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "samp", "tau_x", "kv", "runtime", "usable")}
+    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "ecc", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "samp", "tau_x", "grouped", "kv", "runtime", "usable")}
     engines: list[list[str]] = []
     forced = engine_catalog().get(engine) if engine else None
     for i, hw in enumerate(devices):
@@ -177,6 +177,7 @@ def sweep(
             per["tau_s"][i, j] = eff.step_overhead_us
             per["samp"][i, j] = eff.host_sampling_ns_per_vocab
             per["tau_x"][i, j] = eff.expert_overhead_us
+            per["grouped"][i, j] = float(eff.grouped_experts)
             per["kv"][i, j] = kv_fmt.bytes_per_weight
             per["runtime"][i, j] = eng.runtime_overhead_gb
             per["usable"][i, j] = eng.usable_memory_fraction
@@ -212,6 +213,7 @@ def sweep(
         step_overhead_us=hq("tau_s"),
         host_sampling_ns_per_vocab=hq("samp"),
         expert_overhead_us=hq("tau_x"),
+        grouped_experts=hq("grouped"),
         batch=batch,
         depth_tokens=depth,
         kv_bytes_per_element=kv_el,
