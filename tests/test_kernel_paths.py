@@ -46,8 +46,8 @@ def _bf16_sycl_rows() -> list[Case]:
 def test_the_gemm_fallback_is_read_from_backend_weights_and_build(
     version: str, engine: str, backend: str, weights: str, expected: float
 ) -> None:
-    case = _row(engine_version=version)
-    assert kernel_paths.decode_weight_traffic(case, engine, backend, weights) == expected
+    build = validation.engine_build(_row(engine_version=version))
+    assert kernel_paths.decode_weight_traffic(build, engine, backend, weights) == expected
 
 
 def test_as_built_divides_the_weight_shares_only() -> None:

@@ -29,6 +29,7 @@ from tokometer.fitting.suites import suite_of
 from tokometer.fitting.validation import (
     above_ceiling,
     case_request,
+    engine_build,
     pages_past_working_set,
     resolve_case_hardware,
     unfused_decode_attention,
@@ -128,7 +129,7 @@ def features(case: Case) -> Features | None:
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
         alu_peak = alu_peak_tflops(hardware)
-        traffic = decode_weight_traffic(case, fit_engine_id(engine), backend, request.quant)  # a build's GEMM fallback
+        traffic = decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant)  # GEMM fallback
         return Features(
             t_measured_s=1.0 / case.value,
             memory_s=traffic * est.step.weight_bytes / bw,

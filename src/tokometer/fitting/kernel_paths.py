@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tokometer.domain.specs import Efficiency
-from tokometer.fitting.rows import Case
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +50,12 @@ GEMM_FALLBACKS = (
 LLAMA_CPP = "llama-cpp"  # the fit's engine id for llama.cpp and the engines pooled with it (llama-server, LM Studio)
 
 
-def decode_weight_traffic(case: Case, engine_id: str, backend: str, weights: str | None) -> float:
-    """How many times its stored weight bytes the row's decode step streamed: the fallback's factor when
-    its stated llama.cpp build routed these weights through the generic GEMM, else 1. `engine_id`: the
-    fit's engine id (`catalog.efficiency.fit_engine_id`); `weights`: the row's quant catalog id."""
-    from tokometer.fitting.validation import engine_build
-
-    if weights is None or engine_id != LLAMA_CPP:
-        return 1.0
-    build = engine_build(case)
-    if build is None:
+def decode_weight_traffic(build: int | None, engine_id: str, backend: str, weights: str | None) -> float:
+    """How many times its stored weight bytes a row's decode step streamed: the fallback's factor when its
+    stated llama.cpp build (`validation.engine_build`; None: not stated, read as today's) routed these
+    weights through the generic GEMM, else 1. `engine_id`: the fit's engine id
+    (`catalog.efficiency.fit_engine_id`); `weights`: the row's quant catalog id."""
+    if build is None or weights is None or engine_id != LLAMA_CPP:
         return 1.0
     for rule in GEMM_FALLBACKS:
         if rule.backend == backend.lower() and rule.weights == weights and build < rule.first_build:

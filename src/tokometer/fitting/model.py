@@ -42,6 +42,7 @@ class Model:
         from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
         from tokometer.fitting.validation import (
             case_request,
+            engine_build,
             resolve_case_hardware,
             unfused_decode_attention,
         )
@@ -58,7 +59,7 @@ class Model:
                 eff = efficiency_for(
                     engine, hardware, backend, unfused_decode_attention=unfused, entries=self.table, meta=self.meta
                 )
-                eff = as_built(eff, decode_weight_traffic(case, fit_engine_id(engine), backend, request.quant))
+                eff = as_built(eff, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
             except TokometerError:
                 pass  # predict_case records why the row cannot be predicted
             results.append(predict_case(case, efficiency=eff, strict=True))

@@ -348,7 +348,7 @@ def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
     unfused = unfused_decode_attention(case)
     backend = request.backend or hardware.backend
     efficiency = efficiency_for(engine, hardware, backend, unfused_decode_attention=unfused)
-    return as_built(efficiency, decode_weight_traffic(case, fit_engine_id(engine), backend, request.quant))
+    return as_built(efficiency, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
 
 
 CEILING_SLACK = 1.5  # a measurement this many times the physical ceiling is not what the row says it is
