@@ -120,7 +120,9 @@ def test_resolve_table_entries_name_catalog_entries() -> None:
     table = aliases.resolve_table()
     assert table.entries
     for (kind, _source, _key), resolution in table.entries.items():
-        if kind in catalogs:
+        if kind == "quant" and resolution.target.startswith("bits:"):  # a file's measured bits per weight
+            assert 1.0 < float(resolution.target[5:]) < 33.0, resolution.target
+        elif kind in catalogs:
             assert catalogs[kind].find(resolution.target) is not None, resolution.target
         assert resolution.reason
 
@@ -258,3 +260,16 @@ def test_an_unscorable_rows_rule_needs_its_fields(tmp_path: Path) -> None:
     bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "pp"\nheading = "h"\nmax_prompt_tokens = -1\nreason = "why"\n', encoding="utf-8")
     with pytest.raises(CatalogError, match="max_prompt_tokens"):
         aliases.resolve_table(bad)
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "B70-COOKBOOK.csv").is_file(), reason="published evidence not shipped")
+def test_b70_cookbook_q4_k_xl_rows_are_read_at_the_size_the_same_file_prints_elsewhere() -> None:
+    """Qwen3.6-35B-A3B-UD-Q4_K_XL.gguf: 20.81 GiB for 34.66 B parameters in KYUZ0-B70's llama-bench log."""
+    xl = [c for c in _rows("B70-COOKBOOK.csv") if c.text("quant") == "Q4_K_XL"]
+    assert xl and all(c.text("model") == "Qwen3.6-35B-A3B" for c in xl)
+    fmt, bits = aliases.quant_for(xl[0])
+    assert fmt is None and bits == pytest.approx(20.81 * 2**30 * 8 / 34.66e9, rel=1e-3)
+    decode = [validation.predict_case(c) for c in xl if c.metric == "tg"]
+    assert len(decode) == 24 and all(r.scored for r in decode), [r.reason for r in decode if not r.scored][:2]
+    # the other publications' quantizations named Q4_K_XL stay unread by this entry
+    assert aliases.quant_from_text("Q4_K_XL", "KYUZ0-B70") is None

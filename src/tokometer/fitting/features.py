@@ -23,11 +23,13 @@ from tokometer.costmodel.roofline import (
 from tokometer.domain.specs import Efficiency, stream_bandwidth_share
 from tokometer.domain.units import GB
 from tokometer.errors import TokometerError
+from tokometer.fitting.kernel_paths import decode_weight_traffic
 from tokometer.fitting.rows import Case
 from tokometer.fitting.suites import suite_of
 from tokometer.fitting.validation import (
     above_ceiling,
     case_request,
+    engine_build,
     pages_past_working_set,
     resolve_case_hardware,
     unfused_decode_attention,
@@ -127,9 +129,10 @@ def features(case: Case) -> Features | None:
     if case.metric == "tg":
         bw = hardware.memory_bandwidth_gb_per_s * GB
         alu_peak = alu_peak_tflops(hardware)
+        traffic = decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant)  # GEMM fallback
         return Features(
             t_measured_s=1.0 / case.value,
-            memory_s=est.step.weight_bytes / bw,
+            memory_s=traffic * est.step.weight_bytes / bw,
             kv_s=(est.step.kv_read_bytes + est.step.kv_write_bytes) / bw,
             alu_s=est.model.matmul_params_per_token() / (alu_peak * 1e12) if alu_peak else 0.0,
             decode_score_s=decode_score_elements(est.model, est.step.depth_tokens) / bw if unfused_decode_attention(case) else 0.0,

@@ -37,10 +37,12 @@ class Model:
     def predict(self, cases: list[Case]) -> list[CaseResult]:
         """Each row predicted with this table (its engine's default where no key covers it)."""
         from tokometer.catalog import engine_catalog
-        from tokometer.catalog.efficiency import efficiency_for
+        from tokometer.catalog.efficiency import efficiency_for, fit_engine_id
         from tokometer.errors import TokometerError
+        from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
         from tokometer.fitting.validation import (
             case_request,
+            engine_build,
             resolve_case_hardware,
             unfused_decode_attention,
         )
@@ -57,6 +59,7 @@ class Model:
                 eff = efficiency_for(
                     engine, hardware, backend, unfused_decode_attention=unfused, entries=self.table, meta=self.meta
                 )
+                eff = as_built(eff, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
             except TokometerError:
                 pass  # predict_case records why the row cannot be predicted
             results.append(predict_case(case, efficiency=eff, strict=True))

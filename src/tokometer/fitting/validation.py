@@ -336,14 +336,19 @@ def unfused_decode_attention(case: Case) -> bool:
 
 def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
     """The shipped fit as the row ran: rows measured with unfused decode attention (llama.cpp builds
-    before flash attention became their default, `unfused_decode_attention`) pay its per-score term."""
+    before flash attention became their default, `unfused_decode_attention`) pay its per-score term, and
+    rows of a build without a matrix-vector kernel for their weights their GEMM path's traffic
+    (`kernel_paths`)."""
     from tokometer.catalog import engine_catalog
-    from tokometer.catalog.efficiency import efficiency_for
+    from tokometer.catalog.efficiency import efficiency_for, fit_engine_id
+    from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
 
     request = case_request(case, hardware)
     engine = engine_catalog().get(request.engine or "llama-cpp")
     unfused = unfused_decode_attention(case)
-    return efficiency_for(engine, hardware, request.backend or hardware.backend, unfused_decode_attention=unfused)
+    backend = request.backend or hardware.backend
+    efficiency = efficiency_for(engine, hardware, backend, unfused_decode_attention=unfused)
+    return as_built(efficiency, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
 
 
 CEILING_SLACK = 1.5  # a measurement this many times the physical ceiling is not what the row says it is
