@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from tokometer.domain.units import BITS_PER_BYTE
 
 APPLE_ALUS_PER_CORE: Final = 128  # fp32 ALUs per Apple GPU core (M1-M5), as the catalog's derived peaks count them
+NVIDIA_SOC_FP32_LANES_PER_SM: Final = 128  # FP32 lanes per SM on NVIDIA SoC GPUs (Orin GA10B, GB10, Thor)
 REFERENCE_UNIT_CLOCK_GHZ: Final = 1.278  # M1's GPU clock: Apple's b_unit is GB/s per core at this clock
 
 ComputeDtype = Literal["fp32", "fp16", "fp8", "int8", "fp4"]
@@ -122,9 +123,13 @@ class HardwareSpec(_Plain):
         differ by architecture, so their peaks do not give the clock.
         """
         alu_tflops = self.fp32_tflops or self.fp16_tflops
-        if self.vendor != "apple" or not self.compute_units or not alu_tflops:
+        if not self.compute_units or not alu_tflops:
             return None
-        return alu_tflops * 1e3 / (self.compute_units * APPLE_ALUS_PER_CORE * 2)
+        if self.vendor == "apple":
+            return alu_tflops * 1e3 / (self.compute_units * APPLE_ALUS_PER_CORE * 2)
+        if self.vendor == "nvidia" and self.kind == "apu" and self.fp32_tflops:
+            return self.fp32_tflops * 1e3 / (self.compute_units * NVIDIA_SOC_FP32_LANES_PER_SM * 2)
+        return None
 
     @property
     def stream_units(self) -> float | None:

@@ -398,6 +398,15 @@ def engine_for(case: Any) -> str | None:
     return resolve_engine(case.text("engine"), _source(case)) if case.text("engine") else None
 
 
+def source_engine_for(case: Any) -> str | None:
+    """The engine RESOLVE.toml lists for this very publication and printed name (not "*" entries): a
+    reading of that source (how its harness drove the engine) that outranks the catalog's match on the
+    name's first word, as `source_hardware_for` does for devices."""
+    text, source = case.text("engine"), _source(case)
+    listed = resolve_table().entries.get(("engine", source, normalise(text))) if text and source != "*" else None
+    return listed.target if listed is not None else None
+
+
 def backend_for(case: Any) -> str | None:
     found = backend_from_text(case.text("backend"), _source(case)) if case.text("backend") else None
     return found.target if found else None

@@ -123,6 +123,8 @@ def _engine_id(case: Case) -> str | None:
     name = case.text("engine")
     if not name:
         return None
+    if (own := aliases.source_engine_for(case)) is not None:  # this publication's reading (RESOLVE.toml)
+        return own
     inside = re.findall(r"\(([^)]*)\)", name)
     candidates = [name, name.split("(")[0].strip(), *inside, *(p.strip() for i in inside for p in i.split("/"))]
     for candidate in candidates:
