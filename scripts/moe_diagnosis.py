@@ -2,7 +2,11 @@
 per row, its setup, predicted / measured and the step-cost breakdown of a representative decode step
 (batch = the run's concurrency or its steady offline batch) and of a 1k-token prefill chunk.
 
-    PYTHONPATH=src python scripts/moe_diagnosis.py [--sources A,B] [--moe] [--json out.json]
+    PYTHONPATH=src python scripts/moe_diagnosis.py [--sources A,B] [--moe | --family WORDS] [--json out.json]
+
+`--sources` and `--family` select as `tokometer validate --serving --only/--family` does
+(`fitting/serving_select.py`: an unknown publication or family word stops with the known list); for the
+held-out error alone, `tokometer validate --serving --only SOURCE` is the tool.
 
 Columns: the time of one decode step split into weights memory, expert bytes (their share of it),
 GEMM compute, KV memory, attention compute, TP all-reduce, MoE all-to-all and the fixed overheads.
@@ -19,6 +23,7 @@ from collections import defaultdict
 from tokometer.catalog.serving import serving_efficiency
 from tokometer.fitting.serving_families import family, metric_class, published_paths
 from tokometer.fitting.serving_runs import group_runs, read_rows
+from tokometer.fitting.serving_select import family_words, matches, resolve_sources
 from tokometer.fitting.serving_validate import deploy_run, predict
 
 TIME_LIMIT_S = 120.0  # per simulated run, as scripts/serving_accuracy.py: a limit only against a hang, so a
@@ -70,21 +75,21 @@ def print_worst(records: list[dict], n: int) -> None:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sources", default="")
-    ap.add_argument("--moe", action="store_true")
+    ap.add_argument("--moe", action="store_true", help="only MoE runs (--family MoE)")
+    ap.add_argument("--family", default=None, help="serving-family words, as validate --serving --family ('MoE Hopper')")
     ap.add_argument("--json", default="")
     ap.add_argument("--no-breakdown", action="store_true")
     ap.add_argument("--worst", type=int, default=0, help="print the N setups with the largest median error")
     a = ap.parse_args(argv)
-    wanted = set(filter(None, a.sources.split(",")))
+    wanted = set(resolve_sources(a.sources.split(","), [p.stem for p in published_paths()]))
+    words = family_words(" ".join(w for w in ("MoE" if a.moe else "", a.family or "") if w) or None)
     out = []
     by_group: dict[str, list[float]] = defaultdict(list)
     for path in published_paths():
         if wanted and path.stem not in wanted:
             continue
         rows, bad = read_rows(path)
-        runs = group_runs(rows)
-        if a.moe:
-            runs = [r for r in runs if r.deploy_kwargs and r.deploy_kwargs["model"].is_moe]
+        runs = [r for r in group_runs(rows) if matches(family(r), words)]
         results = predict(runs, serving_efficiency, naive=False, time_limit_s=TIME_LIMIT_S)
         by_id = {res.row.row_id: res for res in results}
         for run in runs:
@@ -126,4 +131,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from tokometer.errors import InputError
+
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except InputError as exc:  # an unknown publication or family word: the message names the known ones
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -17,6 +17,9 @@ Then the misses are grouped by sign (`ratio` = predicted / measured), engine, de
 concurrency band and aggregated/disaggregated.
 
     PYTHONPATH=src python scripts/ttft_diagnosis.py [--source IX-DSR1-API] [--rows] [--json out.json]
+
+`--source` names publications as `tokometer validate --serving --only` does (`fitting/serving_select.py`,
+case-insensitive; an unknown one stops with the known list); that command gives the held-out error alone.
 """
 
 from __future__ import annotations
@@ -45,12 +48,14 @@ def diagnose(sources: list[str] | None = None) -> list[dict[str, Any]]:
     from tokometer.errors import TokometerError
     from tokometer.fitting.serving_families import family, metric_class, published_paths
     from tokometer.fitting.serving_runs import group_runs, read_rows
+    from tokometer.fitting.serving_select import resolve_sources
     from tokometer.fitting.serving_validate import deploy_run, read_metric, simulate_run
     from tokometer.fitting.time_limit import TimeLimitError
 
+    wanted = set(resolve_sources(sources or (), [p.stem for p in published_paths()]))  # as validate --serving --only
     out: list[dict[str, Any]] = []
     for path in published_paths():
-        if sources and path.stem not in sources:
+        if wanted and path.stem not in wanted:
             continue
         rows, _ = read_rows(path)
         for run in group_runs(rows):
@@ -137,4 +142,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from tokometer.errors import InputError
+
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except InputError as exc:  # an unknown publication or family word: the message names the known ones
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

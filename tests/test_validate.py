@@ -330,7 +330,8 @@ def test_only_a_source_is_its_held_out_error_and_nothing_else(tmp_path: Path) ->
     [
         (("--only", "NO-SUCH-SOURCE"), "known: "),
         (("--family", "martian"), "one of: Apple"),
-        (("--serving", "--only", "X"), "single-stream"),
+        (("--serving", "--only", "X"), "no serving rows from publication(s) X; known: "),
+        (("--serving", "--family", "martian"), "unknown serving family word"),
     ],
 )
 def test_only_and_family_refuse_what_matches_nothing(args: tuple[str, ...], message: str) -> None:

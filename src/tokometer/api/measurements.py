@@ -70,7 +70,9 @@ def validate(
     past `time_limit_s` leaves its rows unscored with that reason; `progress=True` draws a bar on a terminal.
     `only` (publications' `source_id`) and `family` (a hardware family) restrict the rows predicted
     and reported; a hold-out still fits on every other row, so `lso=True, only=["X"]` is X's
-    held-out error at the cost of one fit.
+    held-out error at the cost of one fit. For serving rows (`serving=True`) `only` also names the
+    compiled 2025-26 publications (`calibration_data/serving_published/`, held out by construction) and
+    `family` is serving-family words ("MoE", "MoE Hopper", "FP8": `fitting.serving_select`).
     """
     from tokometer.fitting.serving_runs import is_serving_file
     from tokometer.report.progress import wrapper
@@ -82,13 +84,17 @@ def validate(
     if is_serving_file(path):
         from tokometer.fitting.serving_fit import validate_serving
 
-        if only or family:
-            raise InputError("--only and --family select single-stream rows; serving rows are scored whole")
         if baseline or loho:
             raise InputError(
                 f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {path.name} has serving columns "
                 "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
             )
+        if only or family:
+            from tokometer.fitting.serving_select import validate_selected
+
+            rep = validate_selected(only, family, fit_file=None if serving or cases is None else path, lso=lso, time_limit_s=time_limit_s,
+                                    progress=lambda label: wrapper(label, as_json=not progress))
+            return ValidateResult(rep, True, path, tuple(rep.pop("results")), rows)
         rep = validate_serving(path, loso=lso, time_limit_s=time_limit_s, progress=lambda label: wrapper(label, as_json=not progress))
         rep["mode"] = {"serving": True, "baseline": None, "loho": False, "lso": lso, "held_out": "source" if lso else None, "file": str(path),
                        "time_limit_s": time_limit_s}

@@ -66,6 +66,26 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
 
 
+def _source_table(sources: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """One row per publication and metric class (`serving_select.source_summary`)."""
+    from tokometer.report.text import table
+
+    rows = [
+        [name, cls, f"{m['scored']} of {m['n']}", _fmt(m["median_ape"]), _fmt(m["p90_ape"]), _signed(m["median_signed_error"])]
+        for name, classes in sources.items()
+        for cls, m in classes.items()
+    ]
+    return table(rows, ["publication", "metric class", "scored", "median err", "p90 err", "median bias"])
+
+
+def _family_table(groups: dict[str, dict[str, Any]]) -> str:
+    """One row per serving family and metric class (`serving_families.family_report` groups)."""
+    from tokometer.report.text import table
+
+    rows = [[*key.split("|", 1), str(m["n"]), _fmt(m["median_ape"])] for key, m in groups.items()]
+    return table(rows, ["family", "metric class", "scored", "median err"])
+
+
 def render_serving_report(rep: dict[str, Any], title: str) -> str:
     """Per scenario and metric: rows, scored, fitted error (median, p90, within 15 %), LOSO and naive medians."""
     from tokometer.report.text import table
@@ -88,7 +108,8 @@ def render_serving_report(rep: dict[str, Any], title: str) -> str:
 
 
 def _validate_serving(
-    cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool, time_limit_s: float
+    cases: Path, baseline: str | None, loho: bool, lso: bool, show_rows: bool, as_json: bool, time_limit_s: float,
+    only: tuple[str, ...] = (), family: str | None = None, *, shipped: bool = True,
 ) -> None:
     from tokometer.api.measurements import validate as run_validate
     from tokometer.report.text import num, table
@@ -98,13 +119,25 @@ def _validate_serving(
             f"{'--baseline' if baseline else '--loho'} applies to single-stream rows; {cases.name} has serving columns "
             "(its report carries the naive one-step predictor as naive_median_ape; --lso leaves each source out)"
         )
-    scored = run_validate(cases, lso=lso, rows=show_rows, time_limit_s=time_limit_s, progress=not as_json)
+    scored = run_validate(None if shipped else cases, serving=shipped, lso=lso, rows=show_rows, time_limit_s=time_limit_s,
+                          progress=not as_json, only=only, family=family)
     rep, rows = dict(scored.report), scored.rows
     if as_json:
         click.echo(scored.to_json())
         return
-    title = f"{cases}: serving rows through the simulator" + (" (with leave-one-source-out)" if lso else "")
-    click.echo(render_serving_report(rep, title))
+    if only or family:
+        chosen = "; ".join(x for x in (f"only {', '.join(rep['mode']['only'])}" if rep["mode"]["only"] else "",
+                                       f"family {family}" if family else "") if x)
+        title = f"serving rows through the simulator ({chosen}; " + ("fit-file sources held out" if lso else "fit-file sources in-sample") + ")"
+        click.echo(render_serving_report(rep, title))
+        click.echo("\nper publication (held out: " + ", ".join(f"{s} {h}" for s, h in rep["mode"]["held_out"].items()) + "):")
+        click.echo(_source_table(rep["sources"]))
+        if rep.get("families"):
+            click.echo("\nper serving family:")
+            click.echo(_family_table(rep["families"]))
+    else:
+        title = f"{cases}: serving rows through the simulator" + (" (with leave-one-source-out)" if lso else "")
+        click.echo(render_serving_report(rep, title))
     if show_rows:
         click.echo("")
         click.echo(table(
@@ -129,11 +162,13 @@ def _validate_serving(
 @click.option("--rows", "show_rows", is_flag=True, help="Also print every row with its prediction or the reason it was not scored.")
 @click.option(
     "--only", "only", multiple=True, metavar="SOURCE",
-    help="Predict and report only this publication's rows (source_id; repeat for several); --lso/--loho still fit on every other row.",
+    help="Predict and report only this publication's rows (source_id; repeat for several); --lso/--loho still fit on every other row. "
+    "With --serving: serving.csv's sources or a compiled 2025-26 publication (calibration_data/serving_published/).",
 )
 @click.option(
     "--family", metavar="FAMILY",
-    help="Predict and report only rows on this hardware family (Apple, 'NVIDIA consumer', datacenter, 'AMD and Intel GPUs', 'APUs and CPUs').",
+    help="Predict and report only rows on this hardware family (Apple, 'NVIDIA consumer', datacenter, 'AMD and Intel GPUs', 'APUs and CPUs'). "
+    "With --serving: serving-family words, at most one each of dense/MoE, BF16/FP8/FP4/INT4, Ampere/Hopper/Blackwell/Instinct ('MoE Hopper').",
 )
 @click.option(
     "--time-limit", "time_limit_s", type=float, default=DEFAULT_TIME_LIMIT_S, show_default=True, metavar="SECONDS",
@@ -171,9 +206,7 @@ def validate(
     shipped = cases is None and not serving  # the shipped evidence: measurements.csv + published/*.csv
     cases, serving_rows = evidence_file(cases, serving)
     if serving_rows:
-        if only or family:
-            raise click.UsageError("--only and --family select single-stream rows; serving rows are scored whole")
-        _validate_serving(cases, baseline, loho, lso, show_rows, as_json, time_limit_s)
+        _validate_serving(cases, baseline, loho, lso, show_rows, as_json, time_limit_s, only, family, shipped=serving)
         return
     if baseline and (loho or lso):
         raise click.UsageError("--baseline does not combine with --loho or --lso: a peer formula has nothing to fit")

@@ -117,10 +117,12 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     value = getattr(summary, STATISTIC.get(stat, stat) or "mean")
     if value is None:
         return None, f"no {kind} observed in the simulated run"
-    if kind == "itl" and run is not None:
+    if kind == "itl" and run is not None and not run.itl_per_token:
         # the client sees a chunk of `stream_tokens` tokens at a time; under speculation each verify pass
-        # streams its accepted tokens as one chunk, and the benchmark clients (vLLM's and SGLang's
-        # bench_serving) time ITL per chunk: the pass interval, E(a, k) per-token gaps
+        # streams its accepted tokens as one chunk, and the OpenAI-endpoint benchmark clients (vLLM's
+        # benchmark_serving, InferenceX's copy) time ITL per chunk: the pass interval, E(a, k) per-token
+        # gaps. SGLang's bench_serving on its native endpoint divides a chunk's gap by its tokens
+        # (`serving_runs.per_token_itl_client`): its ITL stays per token.
         value *= run.stream_tokens * run.tokens_per_pass
     return value / UNIT_S[unit], None
 
