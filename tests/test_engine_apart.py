@@ -36,7 +36,7 @@ HW = hardware_catalog().get("m3-max-40c-64gb")
 
 class _Apart:
     """The engine catalog with `ids` fitted apart (`own_fit`), whatever engines.toml ships: the mechanism is
-    tested on its own; whether the shipped fit uses it is a measured choice (notes_mlxvlm.md)."""
+    tested on its own; whether the shipped fit uses it is a measured choice (docs/notes/notes_mlxvlm.md)."""
 
     def __init__(self, ids: tuple[str, ...]) -> None:
         self.ids = ids

@@ -51,7 +51,7 @@ def _cases(name: str) -> list[rows.Case]:
 @pytest.mark.skipif(not (PUBLISHED_DIR / "KEVINHE-ORIN.csv").is_file(), reason="published evidence not shipped")
 def test_kevinhe_rows_stay_on_the_production_module_with_the_reason() -> None:
     """The developer-kit reading is right by the source's pages but fails the keep rule on prefill until the
-    apu prefill efficiency is split per architecture (notes_jetson.md): the RESOLVE entry must say so."""
+    apu prefill efficiency is split per architecture (docs/notes/notes_jetson.md): the RESOLVE entry must say so."""
     from tokometer.fitting.aliases import normalise, resolve_table
 
     case = next(c for c in _cases("KEVINHE-ORIN.csv") if c.metric == "tg")

@@ -1,4 +1,4 @@
-"""Presets added for the published 2025-26 serving rows whose model had none (issue 29, notes_presets.md).
+"""Presets added for the published 2025-26 serving rows whose model had none (issue 29, docs/notes/notes_presets.md).
 
 Each preset's parameter count is checked against the figure its publisher states (model card or the Hub's
 safetensors total); the printed names of the serving rows resolve to it; a model whose architecture has a
