@@ -440,11 +440,11 @@ def unscorable_for(case: Any) -> str | None:
     listed = unscorable_reason(_source(case))
     if listed is not None:
         return listed
+    if (broken := resolve_table().broken_rows.get(str(getattr(case, "row_id", "")))) is not None:
+        return broken  # a run listed by its id says more than a rule over its source's rows
     for rule in resolve_table().row_rules:
         if rule.matches(case):
             return rule.reason
-    if (broken := resolve_table().broken_rows.get(str(getattr(case, "row_id", "")))) is not None:
-        return broken
     device = case.text("hardware_as_stated")
     if device and (undecided := resolve_table().undecided_hardware.get((_source(case), normalise(device)))) is not None:
         return f"device variant not stated: {undecided}"
