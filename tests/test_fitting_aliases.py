@@ -273,3 +273,42 @@ def test_b70_cookbook_q4_k_xl_rows_are_read_at_the_size_the_same_file_prints_els
     assert len(decode) == 24 and all(r.scored for r in decode), [r.reason for r in decode if not r.scored][:2]
     # the other publications' quantizations named Q4_K_XL stay unread by this entry
     assert aliases.quant_from_text("Q4_K_XL", "KYUZ0-B70") is None
+
+
+def test_an_unscorable_rows_rule_engine_must_be_a_string(tmp_path: Path) -> None:
+    from tokometer.errors import CatalogError
+
+    bad = tmp_path / "RESOLVE.toml"
+    bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "tg"\nheading = "h"\nengine = 3\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="engine"):
+        aliases.resolve_table(bad)
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "ASLB-M3MAX.csv").is_file(), reason="published evidence not shipped")
+def test_an_unscorable_rows_rule_with_an_engine_matches_only_that_engines_rows(tmp_path: Path) -> None:
+    table = tmp_path / "RESOLVE.toml"
+    table.write_text(
+        '[[unscorable_rows]]\nsource = "ASLB-M3MAX"\nmetric = "tg"\nheading = "decode_tps"\nengine = "MLX (mlx-vlm)"\nreason = "words"\n',
+        encoding="utf-8",
+    )
+    (rule,) = aliases.resolve_table(table).row_rules
+    decode = [c for c in _rows("ASLB-M3MAX.csv") if c.metric == "tg"]
+    vlm = [c for c in decode if c.text("engine") == "MLX (mlx-vlm)"]
+    others = [c for c in decode if c.text("engine") != "MLX (mlx-vlm)"]
+    assert vlm and others
+    assert all(rule.matches(c) for c in vlm)
+    assert not any(rule.matches(c) for c in others)
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "ASLB-M3MAX.csv").is_file(), reason="published evidence not shipped")
+def test_aslb_mlx_vlm_decode_counted_words_so_it_is_unscored_but_its_prefill_and_other_engines_stay() -> None:
+    cases = _rows("ASLB-M3MAX.csv")
+    vlm_tg = [c for c in cases if c.metric == "tg" and c.text("engine") == "MLX (mlx-vlm)"]
+    # the evidence for the rule: no mlx-vlm run reaches the harness's 512 max_tokens, other engines do
+    assert vlm_tg and max(c.number("gen_tokens") or 0 for c in vlm_tg) < 500
+    assert any((c.number("gen_tokens") or 0) >= 500 for c in cases if c.text("engine") == "MLX (mlx-lm)")
+    assert all("not tokens" in (validation.predict_case(c).reason or "") for c in vlm_tg[:20])
+    vlm_pp = [c for c in cases if c.metric == "pp" and c.text("engine") == "MLX (mlx-vlm)"][:20]
+    assert vlm_pp and all("not tokens" not in (validation.predict_case(c).reason or "") for c in vlm_pp)
+    lm_tg = [c for c in cases if c.metric == "tg" and c.text("engine") == "MLX (mlx-lm)"][:20]
+    assert lm_tg and all("not tokens" not in (validation.predict_case(c).reason or "") for c in lm_tg)

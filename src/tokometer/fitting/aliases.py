@@ -46,14 +46,16 @@ class Resolution:
 @dataclass(frozen=True)
 class RowRule:
     """Rows of one source that measured something else than their metric says (RESOLVE.toml
-    `[[unscorable_rows]]`): the source's rows of `metric` whose table_heading contains `heading`
-    and whose prompt is at most `max_prompt_tokens` (0: any length)."""
+    `[[unscorable_rows]]`): the source's rows of `metric` whose table_heading contains `heading`,
+    whose prompt is at most `max_prompt_tokens` (0: any length) and, where `engine` is given, whose
+    engine column is that engine (one harness timing several servers miscounts only some of them)."""
 
     source: str
     metric: str
     heading: str
     max_prompt_tokens: int
     reason: str
+    engine: str = ""
 
     def matches(self, case: Any) -> bool:
         return (
@@ -61,6 +63,7 @@ class RowRule:
             and case.metric == self.metric
             and self.heading in case.text("table_heading")
             and (self.max_prompt_tokens <= 0 or case.prompt_tokens <= self.max_prompt_tokens)
+            and (not self.engine or case.text("engine") == self.engine)
         )
 
 
@@ -121,7 +124,10 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         limit = item.get("max_prompt_tokens", 0)
         if not isinstance(limit, int) or limit < 0:
             raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: max_prompt_tokens must be a whole number >= 0")
-        rules.append(RowRule(str(item["source"]), str(item["metric"]), str(item["heading"]), limit, str(item["reason"])))
+        engine = item.get("engine", "")
+        if not isinstance(engine, str):
+            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: engine must be a string")
+        rules.append(RowRule(str(item["source"]), str(item["metric"]), str(item["heading"]), limit, str(item["reason"]), engine.strip()))
     broken: dict[str, str] = {}
     for index, item in enumerate(raw.get("broken_run", [])):
         rows = item.get("rows")
@@ -443,11 +449,11 @@ def unscorable_for(case: Any) -> str | None:
     listed = unscorable_reason(_source(case))
     if listed is not None:
         return listed
+    if (broken := resolve_table().broken_rows.get(str(getattr(case, "row_id", "")))) is not None:
+        return broken  # a run listed by its id says more than a rule over its source's rows
     for rule in resolve_table().row_rules:
         if rule.matches(case):
             return rule.reason
-    if (broken := resolve_table().broken_rows.get(str(getattr(case, "row_id", "")))) is not None:
-        return broken
     device = case.text("hardware_as_stated")
     if device and (undecided := resolve_table().undecided_hardware.get((_source(case), normalise(device)))) is not None:
         return f"device variant not stated: {undecided}"
