@@ -45,3 +45,27 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def shipped_serving_rows(keep: tuple[str, ...]) -> tuple[list[str], list[dict[str, str]]]:
+    """The header of the shipped serving.csv and its rows whose row_id is in `keep`, in file order."""
+    import csv
+
+    from tokometer.fitting.serving_runs import default_data_path
+
+    with default_data_path().open(encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        return list(reader.fieldnames or []), [r for r in reader if r["row_id"] in keep]
+
+
+def write_rows_csv(path: Any, header: list[str], rows: list[dict[str, str]]) -> Any:
+    """Write `rows` under `header` to `path` (a pathlib.Path) as a measurements CSV and return the path."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=header)
+    writer.writeheader()
+    writer.writerows(rows)
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    return path

@@ -3,13 +3,11 @@ cookbook's GLM-5 rows, SGLang's per-token ITL client, and what a TP 8 step charg
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.helpers import cli, shipped_serving_rows, write_rows_csv
 
 from tokometer.errors import InputError
 from tokometer.fitting.serving_families import published_paths
@@ -27,17 +25,8 @@ KEEP = ("s0145", "s0878", "s0879", "s1444", "s1445", "s1446", "s1447")
 
 @pytest.fixture(scope="module")
 def small_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with default_data_path().open(encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        header = list(reader.fieldnames or [])
-        rows = [r for r in reader if r["row_id"] in KEEP]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=header)
-    writer.writeheader()
-    writer.writerows(rows)
-    path = tmp_path_factory.mktemp("select") / "rows.csv"
-    path.write_text(buf.getvalue(), encoding="utf-8")
-    return path
+    header, rows = shipped_serving_rows(KEEP)
+    return write_rows_csv(tmp_path_factory.mktemp("select") / "rows.csv", header, rows)
 
 
 def test_publications_list_the_fit_file_and_the_compiled_sources() -> None:

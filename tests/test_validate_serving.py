@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers import cli
+from tests.helpers import cli, shipped_serving_rows, write_rows_csv
 
 from tokometer.fitting.parallelism import parse_parallelism
 from tokometer.fitting.serving_runs import default_data_path, is_serving_file
@@ -20,10 +20,7 @@ KEEP = ("s0145", "s0878", "s0879", "s0880", "s0881", "s1444", "s1445", "s1446", 
 @pytest.fixture(scope="module")
 def serving_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Nine published rows (offline, static batch, online rate) and four that cannot be scored."""
-    with default_data_path().open(encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        header = list(reader.fieldnames or [])
-        rows = [r for r in reader if r["row_id"] in KEEP]
+    header, rows = shipped_serving_rows(KEEP)
     base = next(r for r in rows if r["row_id"] == "s0145")
     rows += [
         {**base, "row_id": "x-single", "scenario": "", "metric": "tg"},
@@ -31,13 +28,7 @@ def serving_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         {**base, "row_id": "x-value", "value": "fast"},
         {**base, "row_id": "x-metric", "metric": "ttft_ms_p75"},
     ]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=header)
-    writer.writeheader()
-    writer.writerows(rows)
-    path = tmp_path_factory.mktemp("serving") / "rows.csv"
-    path.write_text(buf.getvalue(), encoding="utf-8")
-    return path
+    return write_rows_csv(tmp_path_factory.mktemp("serving") / "rows.csv", header, rows)
 
 
 def test_serving_columns_are_detected(serving_csv: Path, tmp_path: Path) -> None:
