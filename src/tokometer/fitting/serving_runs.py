@@ -221,6 +221,9 @@ class Run:
     itl_per_token: bool = False  # the client divides each chunk's gap by its tokens (`per_token_itl_client`)
     decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
     gpus: int | None = None  # every GPU of the run when its replicas differ (both pools), else None
+    # (prefill, decode) pool GPUs that a per-GPU input / output figure divides by, where the source divides
+    # each by its own pool (InferenceX's disaggregated runs, `serving_validate.POOL_KINDS`); None: by `gpus`
+    pool_gpus: tuple[int, int] | None = None
 
     @property
     def source(self) -> str:
@@ -417,6 +420,8 @@ def plan_run(rows: list[Row]) -> Run:
             run.disagg = (int(pools.group(2)), int(pools.group(4)))
             run.decode_layout = _layout_kwargs(dec, hw)
             run.gpus = run.disagg[0] * par.n_gpus + run.disagg[1] * dec.n_gpus
+            if row.source.startswith(INFERENCEX_PREFIX):
+                run.pool_gpus = (run.disagg[0] * par.n_gpus, run.disagg[1] * dec.n_gpus)
             n_devices = 0
         else:
             par = parse_parallelism(row.text("parallelism"), n_devices or None)

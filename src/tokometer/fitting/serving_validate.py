@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
 
 
+POOL_KINDS = {"input_tokens": 0, "output_tokens": 1}  # the pool (`Run.pool_gpus`) each per-GPU figure divides by
 
 
 def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | None]) -> tuple[float | None, str | None]:
@@ -86,7 +87,11 @@ def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | N
         return None, None
     par = run.parallelism if run is not None else Parallelism()
     replicas = run.replicas if run is not None else 1
-    if run is not None and run.gpus is not None:  # two pools of different layouts: all their GPUs
+    if run is not None and run.pool_gpus is not None and quantity.per == "gpu" and quantity.kind in POOL_KINDS:
+        # InferenceX divides a disaggregated run's input tokens/s by its prefill pool's GPUs and its output
+        # tokens/s by its decode pool's (utils/process_result.py); total tokens/s by both pools' GPUs
+        value /= run.pool_gpus[POOL_KINDS[quantity.kind]]
+    elif run is not None and run.gpus is not None:  # two pools of different layouts: all their GPUs
         value /= run.gpus if quantity.per == "gpu" else (max(1, -(-run.gpus // GPUS_PER_NODE)) if quantity.per == "node" else 1)
     elif quantity.per == "gpu":
         value /= par.n_gpus * replicas
