@@ -48,3 +48,30 @@ def test_published_inferencex_rows_add_up_per_pool() -> None:
         assert (values["tput_in"] + values["tput_out"]) * (prefill + decode) != pytest.approx(total, rel=0.02)
     assert checked >= 100
     assert consistent >= 0.95 * checked
+
+
+class _NoResult:
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"an unscored ITL row read the simulated result ({name})")
+
+
+def test_disaggregated_inferencex_itl_is_unscored_with_its_reason() -> None:
+    from tokometer.fitting.serving_runs import INFERENCEX_DISAGG_ITL
+    from tokometer.fitting.serving_validate import read_metric
+
+    path = next(p for p in published_paths() if p.stem == "IX-DSR1-API")
+    rows, _ = read_rows(path)
+    runs = [run for run in group_runs(rows) if run.reason is None]
+    disagg = [run for run in runs if run.disagg is not None]
+    assert disagg and all(run.itl_reason == INFERENCEX_DISAGG_ITL for run in disagg)
+    assert all(run.itl_reason is None for run in runs if run.disagg is None)
+    # the measured ITL / TPOT of these runs is a chunk size: far from 1 in most of them
+    ratios = []
+    for run in disagg:
+        values = {r.metric: r.value for r in run.rows}
+        if values.get("itl_s_mean") and values.get("tpot_s_mean"):
+            ratios.append(values["itl_s_mean"] / values["tpot_s_mean"])
+    assert len(ratios) >= 100 and sum(r > 5 for r in ratios) > 0.5 * len(ratios)
+    itl_row = next(r for run in disagg for r in run.rows if r.metric.startswith("itl"))
+    run = next(run for run in disagg if itl_row in run.rows)
+    assert read_metric(_NoResult(), itl_row, run) == (None, INFERENCEX_DISAGG_ITL)  # type: ignore[arg-type]

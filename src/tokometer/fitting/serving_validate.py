@@ -118,6 +118,8 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
     kind, unit, stat = m.groups()
     if unit is None and row.text("unit").lower() in UNIT_S:
         unit = row.text("unit").lower()  # a latency metric without a unit suffix: the unit column says
+    if kind == "itl" and run is not None and run.itl_reason is not None:
+        return None, run.itl_reason
     summary = getattr(result, f"{kind}_s")
     value = getattr(summary, STATISTIC.get(stat, stat) or "mean")
     if value is None:
