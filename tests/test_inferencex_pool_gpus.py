@@ -75,3 +75,19 @@ def test_disaggregated_inferencex_itl_is_unscored_with_its_reason() -> None:
     itl_row = next(r for run in disagg for r in run.rows if r.metric.startswith("itl"))
     run = next(run for run in disagg if itl_row in run.rows)
     assert read_metric(_NoResult(), itl_row, run) == (None, INFERENCEX_DISAGG_ITL)  # type: ignore[arg-type]
+
+
+def test_median_interactivity_is_one_over_the_median_tpot() -> None:
+    """InferenceX's "median interactivity" is 1000 / median TPOT (ms); a per-user figure without the word
+    stays 1 / the mean TPOT."""
+    from types import SimpleNamespace
+
+    from tokometer.fitting.serving_runs import Row
+    from tokometer.fitting.serving_validate import read_metric
+
+    result = SimpleNamespace(tput_out_tok_s=1.0, tput_total_tok_s=2.0, tput_in_tok_s=1.0, req_per_s=0.1,
+                             tpot_s=SimpleNamespace(mean=0.025, p50=0.020))
+    median = Row("m", {"unit": "tokens/s/user (median interactivity)"}, "tput_out_per_user", 50.0)
+    plain = Row("p", {"unit": "tokens/s/user"}, "tput_out_per_user", 40.0)
+    assert read_metric(result, median) == (pytest.approx(50.0), None)  # type: ignore[arg-type]
+    assert read_metric(result, plain) == (pytest.approx(40.0), None)  # type: ignore[arg-type]
