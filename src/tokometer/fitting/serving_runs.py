@@ -221,6 +221,11 @@ class Run:
     itl_per_token: bool = False  # the client divides each chunk's gap by its tokens (`per_token_itl_client`)
     decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
     gpus: int | None = None  # every GPU of the run when its replicas differ (both pools), else None
+    # (prefill, decode) pool GPUs that a per-GPU input / output figure divides by, where the source divides
+    # each by its own pool (InferenceX's disaggregated runs, `serving_validate.POOL_KINDS`); None: by `gpus`
+    pool_gpus: tuple[int, int] | None = None
+    # why the run's ITL rows are not scored, when the client's chunk size is a launch setting the row does not state
+    itl_reason: str | None = None
 
     @property
     def source(self) -> str:
@@ -267,6 +272,12 @@ def batch_cell(row: Row) -> int | str | None:
     return None
 
 
+# InferenceX's client times ITL per streamed chunk; a disaggregated run's recipe sets the chunk (the decode
+# workers' stream interval) and the API row does not carry it: measured mean ITL / mean TPOT takes a handful of values,
+# 1, 10, 20, 30, 49 and 95-99 without MTP (2-290 with it), across IX-DSR1-API's Dynamo and MoRI runs, each repeated
+# over many concurrencies: a chunk size, not a step cost
+INFERENCEX_DISAGG_ITL = ("ITL timed per streamed chunk whose size the disaggregated recipe sets and the row does not state "
+                         "(measured ITL / TPOT 10-99 without MTP); TPOT and tokens/s per user are scored")
 # InferenceX's disaggregated rows: "disaggregated: prefill tp=4,ep=4 (dp-attention) x3 workers; decode ... x5 workers"
 _POOLS = re.compile(r"\s*disaggregated:\s*prefill\s+(.+?)\s+x(\d+)\s+workers?\s*;\s*decode\s+(.+?)\s+x(\d+)\s+workers?\s*$",
                     re.IGNORECASE)
@@ -417,6 +428,8 @@ def plan_run(rows: list[Row]) -> Run:
             run.disagg = (int(pools.group(2)), int(pools.group(4)))
             run.decode_layout = _layout_kwargs(dec, hw)
             run.gpus = run.disagg[0] * par.n_gpus + run.disagg[1] * dec.n_gpus
+            if row.source.startswith(INFERENCEX_PREFIX):
+                run.pool_gpus = (run.disagg[0] * par.n_gpus, run.disagg[1] * dec.n_gpus)
             n_devices = 0
         else:
             par = parse_parallelism(row.text("parallelism"), n_devices or None)
@@ -463,6 +476,8 @@ def plan_run(rows: list[Row]) -> Run:
         flags = launch_flags(engine, row.text("hardware_id"), row.text("quant"), row.text("model"),
                              row.positive("concurrency") or 0, tp=tp, dp=dp, disaggregated=run.disagg is not None)
         run.stream_tokens, run.recv_interval, run.adp_balance_timeout = flags
+        if run.disagg is not None:
+            run.itl_reason = INFERENCEX_DISAGG_ITL
     if "speculative_decoding" in row.text("flag").lower().split(";"):
         spec = read_speculation(row.text("backend") + " ; " + row.text("notes"))
         if spec.reason is not None:

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from tokometer.usecases.simulate import Deployment
 
 
+POOL_KINDS = {"input_tokens": 0, "output_tokens": 1}  # the pool (`Run.pool_gpus`) each per-GPU figure divides by
 
 
 def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | None]) -> tuple[float | None, str | None]:
@@ -86,7 +87,11 @@ def as_quantity(quantity: Quantity, run: Run | None, totals: dict[str, float | N
         return None, None
     par = run.parallelism if run is not None else Parallelism()
     replicas = run.replicas if run is not None else 1
-    if run is not None and run.gpus is not None:  # two pools of different layouts: all their GPUs
+    if run is not None and run.pool_gpus is not None and quantity.per == "gpu" and quantity.kind in POOL_KINDS:
+        # InferenceX divides a disaggregated run's input tokens/s by its prefill pool's GPUs and its output
+        # tokens/s by its decode pool's (utils/process_result.py); total tokens/s by both pools' GPUs
+        value /= run.pool_gpus[POOL_KINDS[quantity.kind]]
+    elif run is not None and run.gpus is not None:  # two pools of different layouts: all their GPUs
         value /= run.gpus if quantity.per == "gpu" else (max(1, -(-run.gpus // GPUS_PER_NODE)) if quantity.per == "node" else 1)
     elif quantity.per == "gpu":
         value /= par.n_gpus * replicas
@@ -104,15 +109,20 @@ def read_metric(result: ServingResult, row: Row, run: Run | None = None) -> tupl
             quantity = read_quantity(metric, row.text("unit"), row.text("flag"))
         except InputError as exc:
             return None, str(exc)
+        # tokens/s per user is 1 / TPOT: InferenceX's "median interactivity" is 1 / the median TPOT
+        # (utils/process_result.py: every `*tpot*` key x becomes `*intvty*` = 1000 / x), others 1 / the mean
+        tpot = result.tpot_s.p50 if "median" in row.text("unit").lower() else result.tpot_s.mean
         return as_quantity(quantity, run, {
             "tput_out": result.tput_out_tok_s, "tput_total": result.tput_total_tok_s, "tput_in": result.tput_in_tok_s,
-            "req_per_s": result.req_per_s, "tpot": result.tpot_s.mean})
+            "req_per_s": result.req_per_s, "tpot": tpot})
     m = METRIC.match(metric)
     if m is None:
         return None, f"metric {metric!r} is not one the simulator produces"
     kind, unit, stat = m.groups()
     if unit is None and row.text("unit").lower() in UNIT_S:
         unit = row.text("unit").lower()  # a latency metric without a unit suffix: the unit column says
+    if kind == "itl" and run is not None and run.itl_reason is not None:
+        return None, run.itl_reason
     summary = getattr(result, f"{kind}_s")
     value = getattr(summary, STATISTIC.get(stat, stat) or "mean")
     if value is None:
