@@ -481,6 +481,9 @@ class EngineSpec(_Plain):
     # one grouped kernel per MoE projection runs every touched expert at once (vLLM/SGLang fused_moe, TRT-LLM's
     # CUTLASS grouped GEMM): tau_expert is a per-MoE-layer cost that does not grow with the experts a batch touches
     grouped_moe_kernel: bool = False
+    # us per layer its CUDA build pays on top of the fitted tau_layer: a build with CUDA graphs compiled out launches
+    # every op of a decode step from the host (llamafile's GPU modules); 0: graphs on, as llama.cpp builds them
+    ungraphed_layer_us: float = 0.0
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None
