@@ -264,7 +264,7 @@ def _engine_own(eff: Efficiency, engine: EngineSpec, backend: str | None = None)
     if sampling:
         eff = replace(eff, host_sampling_ns_per_vocab=sampling)
     if engine.ungraphed_layer_us and backend == "cuda":
-        eff = replace(eff, layer_overhead_us=eff.layer_overhead_us + engine.ungraphed_layer_us)
+        eff = replace(eff, launch_layer_us=engine.ungraphed_layer_us)
     if engine.grouped_moe_kernel != eff.grouped_experts:
         eff = replace(eff, grouped_experts=engine.grouped_moe_kernel)
     return eff
