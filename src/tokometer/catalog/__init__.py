@@ -433,6 +433,7 @@ ENGINE_SCHEMA: Schema = {
     "tensor_wgmma": Field(BOOL),
     "fp4_block_tensor_rate": Field(BOOL),
     "grouped_moe_kernel": Field(BOOL),
+    "ungraphed_layer_us": Field(NUM),
     "notes": Field(STR),
     "efficiency": Field(TABLE, True),
     "weight_formats": Field(LIST),
@@ -450,6 +451,8 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         raise CatalogError("own_fit needs based_on: the engine whose fit it is kept apart from")
     if (raw.get("weight_formats") or raw.get("experimental_formats")) and not raw.get("formats_source"):
         raise CatalogError("weight_formats needs a formats_source saying where the list comes from")
+    if not raw.get("ungraphed_layer_us", 0.0) >= 0:
+        raise CatalogError("ungraphed_layer_us must be >= 0")
     return EngineSpec(
         id=entry_id,
         name=raw["name"],
@@ -465,6 +468,7 @@ def _make_engine(entry_id: str, raw: dict[str, Any], path: str) -> EngineSpec:
         tensor_wgmma=bool(raw.get("tensor_wgmma", True)),
         fp4_block_tensor_rate=bool(raw.get("fp4_block_tensor_rate", True)),
         grouped_moe_kernel=bool(raw.get("grouped_moe_kernel", False)),
+        ungraphed_layer_us=float(raw.get("ungraphed_layer_us", 0.0)),
         backends=tuple(raw.get("backends", [])),
         aliases=tuple(raw.get("aliases", [])),
         notes=raw.get("notes"),

@@ -246,22 +246,25 @@ def efficiency_for(
                 unseen = ("engine", *unseen)
             found = _widened(found, table.meta, unseen)
             found = _attention_as_run(found, unfused_decode_attention)
-            return _engine_own(found, engine)
+            return _engine_own(found, engine, backend or hardware.backend)
     default = engine.efficiency
     if engine.based_on:
         base = engine_catalog().find(engine.based_on)
         if base is not None and base.efficiency.source != "engine default":
             default = base.efficiency
     default = _attention_as_run(_widened(default, table.meta, ("engine",)), unfused_decode_attention)
-    return _engine_own(default, engine)
+    return _engine_own(default, engine, backend or hardware.backend)
 
 
-def _engine_own(eff: Efficiency, engine: EngineSpec) -> Efficiency:
-    """The entry with what the engine itself documents, never fitted: its host sampling cost, and whether its
-    MoE layers run every touched expert in one grouped kernel (`Efficiency.grouped_experts`)."""
+def _engine_own(eff: Efficiency, engine: EngineSpec, backend: str | None = None) -> Efficiency:
+    """The entry with what the engine itself documents, never fitted: its host sampling cost, the per-layer
+    launches of a CUDA build without CUDA graphs (`EngineSpec.ungraphed_layer_us`, on `cuda` only), and whether
+    its MoE layers run every touched expert in one grouped kernel (`Efficiency.grouped_experts`)."""
     sampling = engine.efficiency.host_sampling_ns_per_vocab
     if sampling:
         eff = replace(eff, host_sampling_ns_per_vocab=sampling)
+    if engine.ungraphed_layer_us and backend == "cuda":
+        eff = replace(eff, launch_layer_us=engine.ungraphed_layer_us)
     if engine.grouped_moe_kernel != eff.grouped_experts:
         eff = replace(eff, grouped_experts=engine.grouped_moe_kernel)
     return eff

@@ -396,7 +396,7 @@ def _offloaded(setup: Setup, single: Step, off: Offload, tokens: int) -> LeverSt
     bw = setup.hardware.memory_bandwidth_gb_per_s * GB
     eta = eff.bandwidth_fraction_for(setup.quantized)
     peak = setup.peak.tflops * TFLOP if setup.peak.tflops else None
-    tau_gpu = off.gpu_layers * eff.layer_overhead_us * US
+    tau_gpu = off.gpu_layers * (eff.layer_overhead_us + eff.launch_layer_us) * US
 
     if off.mode == "stream":
         streamed = (1.0 - share) * layer_weights

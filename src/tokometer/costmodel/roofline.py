@@ -298,7 +298,7 @@ def decode_step(
     )
     compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
     overhead = (
-        model.n_layers * efficiency.layer_overhead_us * US
+        model.n_layers * (efficiency.layer_overhead_us + efficiency.launch_layer_us) * US
         + efficiency.step_overhead_us * US
         + tokens * host_sampling_time_s(model, efficiency)
         + expert_dispatch_time_s(model, efficiency, tokens)

@@ -399,6 +399,9 @@ class Efficiency(_Plain):
     applied_stream_share: float = 1.0  # min(1, N_units * b_unit / BW) that `for_hardware` folded into the eta's
     host_sampling_ns_per_vocab: float = 0.0  # c_samp: host ns per vocabulary entry per sampled token (server engines)
     expert_overhead_us: float = 0.0  # tau_expert: fixed cost per routed expert a step runs, per MoE layer
+    # tau_launch: us per layer a decode step pays launching each op from the host, in a CUDA build without CUDA
+    # graphs (EngineSpec.ungraphed_layer_us, never fitted); prefill's long kernels hide it, so only decode pays
+    launch_layer_us: float = 0.0
     # the engine runs all of a step's experts in one grouped kernel (EngineSpec.grouped_moe_kernel): tau_expert
     # is charged for the k experts of one token, whatever the batch (`roofline.expert_dispatch_time_s`)
     grouped_experts: bool = False
@@ -481,6 +484,9 @@ class EngineSpec(_Plain):
     # one grouped kernel per MoE projection runs every touched expert at once (vLLM/SGLang fused_moe, TRT-LLM's
     # CUTLASS grouped GEMM): tau_expert is a per-MoE-layer cost that does not grow with the experts a batch touches
     grouped_moe_kernel: bool = False
+    # us per layer its CUDA build pays on top of the fitted tau_layer: a build with CUDA graphs compiled out launches
+    # every op of a decode step from the host (llamafile's GPU modules); 0: graphs on, as llama.cpp builds them
+    ungraphed_layer_us: float = 0.0
     backends: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str | None = None
