@@ -320,15 +320,29 @@ def engine_build(case: Case) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _ollama_flash_attention(case: Case) -> bool | None:
+    """Whether an Ollama row ran flash attention (`ollama_engine.ollama_flash_attention`); None for other engines."""
+    from tokometer.catalog import model_catalog
+
+    engine = _engine_id(case)
+    if engine not in (ollama_engine.OLLAMA, ollama_engine.OLLAMA_ENGINE):
+        return None
+    name = case.text("model")
+    preset = (model_catalog().find(name) or aliases.model_for(case)) if name else None
+    return ollama_engine.flash_attention_for_case(case, engine, preset)
+
+
 def unfused_decode_attention(case: Case) -> bool:
     """Whether the row ran decode attention unfused (scores through memory): its flags or notes when
-    they say (-fa 1 / flash attention on, or off), else its build, else its date against llama.cpp's
-    switch to flash attention by default."""
+    they say (-fa 1 / flash attention on, or off), else Ollama's default for its release and model, else
+    its build, else its date against llama.cpp's switch to flash attention by default."""
     said = f"{case.text('notes')} {case.text('flag')} {case.text('table_heading')}".lower()
     if any(k in said for k in ("-fa 1", "fa=1", "flash attention on", "flash-attn on", "with flash attention")):
         return False
     if any(k in said for k in ("-fa 0", "fa=0", "no flash attention", "flash attention off")):
         return True
+    if (ollama_fa := _ollama_flash_attention(case)) is not None:  # Ollama's own default, per release and model
+        return not ollama_fa
     build = engine_build(case)
     if build is not None:
         return build < FA_DEFAULT_BUILD
