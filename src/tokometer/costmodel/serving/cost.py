@@ -126,7 +126,8 @@ class StepCost(_Plain):
         if not r:
             return tokens * 0.0 + 1.0
         m = tokens * self.expert_tokens_per_token
-        return (1.0 - r) + r * (m + self.prefill_half_tokens) * tokens / (m * (tokens + self.prefill_half_tokens))
+        scale: Tokens = (1.0 - r) + r * (m + self.prefill_half_tokens) * tokens / (m * (tokens + self.prefill_half_tokens))
+        return scale
 
     def attention_flops(self, pairs: float, decode_pairs: float) -> float:
         """FLOPs of a step's attention over `pairs` query-key pairs, `decode_pairs` of them decoded tokens'."""
