@@ -13,7 +13,9 @@ One step carries T tokens: one per decoding sequence plus the prefill chunks sch
 with D decode tokens and Q prompt tokens (T = D + Q): each token kind has its own efficiency curve
 `f * T / (T + half)` over the step's tokens, eta_c for decodes and the prefill curve (q_max,
 Q_half) for prompt tokens, so a prefill-only step of c tokens costs what the single-stream prefill
-physics says, `2 P c / (q_max c / (c + Q_half) * peak)` (docs/PHYSICS.md section 5).
+physics says, `2 P c / (q_max c / (c + Q_half) * peak)` (docs/PHYSICS.md section 5). For a MoE model
+the prompt tokens' routed-expert share of those FLOPs runs at the tokens each expert receives,
+`T k / E`, not at T (`StepCost.prefill_gemm_scale`, the single-stream `roofline.prefill_matmul_time`).
 
 Two rooflines, summed, not one over the whole step: in every layer the GEMMs (QKV, output, MLP)
 and the attention kernel run one after the other, each bound by its own resource, so a
