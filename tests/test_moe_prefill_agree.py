@@ -18,7 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokometer.costmodel.roofline import expert_dispatch_time_s, prefill_matmul_time
+from tokometer.costmodel.roofline import expert_dispatch_time_s, prefill, prefill_matmul_time
+from tokometer.costmodel.serving.cost import step_cost
+from tokometer.domain.serving_specs import ServingEfficiency
+from tokometer.domain.units import TFLOP
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.simulate import deploy
 
@@ -86,3 +89,18 @@ def test_a_moe_prompt_step_is_slower_than_its_dense_form_and_decode_is_untouched
     assert cost.gemm_s(64.0, 0.0) == dense.gemm_s(64.0, 0.0)  # a decode step keeps its own curve
     dense_model = deploy("llama-3.1-8b", "h100-sxm", engine="vllm").cost
     assert dense_model.prefill_routed_share == 0.0 and dense_model.prefill_gemm_scale(512.0) == 1.0
+
+
+@pytest.mark.parametrize(("model", "engine"), [("qwen3-30b-a3b", "vllm"), ("mixtral-8x7b", "vllm"), ("qwen3-30b-a3b", "sglang")])
+def test_a_moe_prompt_step_computes_its_gemms_as_single_stream_prefill_does(model: str, engine: str) -> None:
+    """Without a fitted prompt plateau, one prompt's GEMM seconds in the serving step are the single-stream
+    prefill's matmul time, experts at their own token count included: the same formula, not a tolerance."""
+    setup = deploy(model, "h100-sxm", engine=engine, check_fit=False).setup  # one device: the matmuls alone
+    eff = ServingEfficiency(compute_fraction_max=0.6, compute_half_tokens=64.0, layer_step_overhead_us=30.0)
+    cost = step_cost(setup, eff)
+    assert cost.prefill_routed_share > 0
+    for c in (256, 2048):
+        single = prefill(setup.model, setup.weights, setup.hardware, setup.efficiency, c, setup.peak, setup.quantized)
+        assert single is not None and single.n_chunks == 1
+        assert cost.gemm_s(float(c), prefill_tokens=float(c)) == pytest.approx(
+            single.matmul_flops / (single.efficiency * setup.peak.tflops * TFLOP), rel=1e-9)
