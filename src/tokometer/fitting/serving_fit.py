@@ -192,7 +192,7 @@ def record_run(run: Run) -> Recording | None:
     weights_s, kv_s = c.memory_s(c.weight_fixed_bytes + c.embedding_row_bytes * tokens + routed, a[:, 1], tokens)
     peak = c.peak_flops or math.inf
     decode_gemm_s = c.matmul_flops_per_token * a[:, 3] / peak
-    prefill_gemm_s = c.matmul_flops_per_token * prompt / peak
+    prefill_gemm_s = c.matmul_flops_per_token * prompt / peak * c.prefill_gemm_scale(tokens)  # MoE experts' share (cost.py)
     attention_s = c.attention_flops_per_pair * a[:, 2] / peak
     fixed = c.overhead_s + c.comm_s(tokens)  # the single-stream per-layer launches only (BARE)
     starts = _blocks(tokens, a[:, 4], prompt)

@@ -13,7 +13,9 @@ One step carries T tokens: one per decoding sequence plus the prefill chunks sch
 with D decode tokens and Q prompt tokens (T = D + Q): each token kind has its own efficiency curve
 `f * T / (T + half)` over the step's tokens, eta_c for decodes and the prefill curve (q_max,
 Q_half) for prompt tokens, so a prefill-only step of c tokens costs what the single-stream prefill
-physics says, `2 P c / (q_max c / (c + Q_half) * peak)` (docs/PHYSICS.md section 5).
+physics says, `2 P c / (q_max c / (c + Q_half) * peak)` (docs/PHYSICS.md section 5). For a MoE model
+the prompt tokens' routed-expert share of those FLOPs runs at the tokens each expert receives,
+`T k / E`, not at T (`StepCost.prefill_gemm_scale`, the single-stream `roofline.prefill_matmul_time`).
 
 Two rooflines, summed, not one over the whole step: in every layer the GEMMs (QKV, output, MLP)
 and the attention kernel run one after the other, each bound by its own resource, so a
@@ -110,6 +112,24 @@ class StepCost(_Plain):
     # host floor of a step that carries prompt tokens when the engine runs prefill eagerly (no CUDA
     # graph): n_layers x the engine's host time per layer of a MoE model (`eager_prefill_layer_us`); 0: none
     eager_prefill_s: float = 0.0
+    # MoE: the routed experts' share of `matmul_flops_per_token` (this device); prompt tokens' expert GEMMs run
+    # at the efficiency of the tokens each expert receives, `T * expert_tokens_per_token`, not of the step's T
+    prefill_routed_share: float = 0.0
+
+    def prefill_gemm_scale(self, tokens: Tokens) -> Tokens:
+        """Prompt tokens' GEMM seconds over the dense form `(T + Q_half) / T` (1 for a dense model): the
+        routed experts' share `r` runs at `m / (m + Q_half)` with `m = T * k / E` the tokens one expert gets,
+
+            (1 - r) + r * (m + Q_half) * T / (m * (T + Q_half)),
+
+        the single-stream prefill's per-matrix efficiency (`roofline.prefill_matmul_time`, one physics for
+        `estimate` and `simulate`). Works on numpy arrays of token counts too."""
+        r = self.prefill_routed_share
+        if not r:
+            return tokens * 0.0 + 1.0
+        m = tokens * self.expert_tokens_per_token
+        scale: Tokens = (1.0 - r) + r * (m + self.prefill_half_tokens) * tokens / (m * (tokens + self.prefill_half_tokens))
+        return scale
 
     def attention_flops(self, pairs: float, decode_pairs: float) -> float:
         """FLOPs of a step's attention over `pairs` query-key pairs, `decode_pairs` of them decoded tokens'."""
@@ -137,7 +157,9 @@ class StepCost(_Plain):
         touched: float = 1.0 - (1.0 - self.experts_k_over_e) ** tokens
         m = tokens * self.expert_tokens_per_token / touched
         waste = 0.5 * self.gemm_tile_tokens / m
-        fraction = (decode_tokens / self.compute_fraction_max + (tokens - decode_tokens) / self.prefill_fraction_max) / tokens
+        # prompt tokens' padding is inside their per-expert efficiency when it is charged (`prefill_gemm_scale`)
+        prompt = 0.0 if self.prefill_routed_share else tokens - decode_tokens
+        fraction = (decode_tokens / self.compute_fraction_max + prompt / self.prefill_fraction_max) / tokens
         return float(waste * self.expert_flops_per_token * tokens * fraction / self.peak_flops)
 
     def with_moe_comm(self, roof_s: float, tokens: float) -> float:
@@ -163,7 +185,8 @@ class StepCost(_Plain):
             return 0.0
         decode = tokens - prefill_tokens
         work = (decode * (tokens + self.compute_half_tokens) / self.compute_fraction_max
-                + prefill_tokens * (tokens + self.prefill_half_tokens) / self.prefill_fraction_max)
+                + prefill_tokens * (tokens + self.prefill_half_tokens) / self.prefill_fraction_max
+                * (self.prefill_gemm_scale(tokens) if self.prefill_routed_share and prefill_tokens else 1.0))
         return self.matmul_flops_per_token * work / (tokens * self.peak_flops)
 
     def split(
@@ -261,6 +284,13 @@ def step_cost(
         # serving rows were fitted with it), and the FLOPs are the same expression as before EP existed
         matmul_flops = 2.0 * model.matmul_params_per_token() / moe
         expert_flops = 0.0
+    # the routed experts' share of this device's GEMM FLOPs per token (`StepCost.prefill_gemm_scale`)
+    if not model.is_moe or not matmul_flops:
+        routed_share = 0.0
+    elif expert_flops:
+        routed_share = expert_flops / matmul_flops
+    else:
+        routed_share = expert_params / model.matmul_params_per_token()
     eff = setup.efficiency
     link = lay.link
     token_bytes = model.hidden_size * ACTIVATION_BYTES
@@ -310,6 +340,7 @@ def step_cost(
         expert_flops_per_token=expert_flops,
         expert_tokens_per_token=k_over_e * imbalance / pp,
         eager_prefill_s=model.n_layers * eager_prefill_layer_us * US if model.is_moe else 0.0,
+        prefill_routed_share=routed_share,
     )
 
 

@@ -430,6 +430,7 @@ class Replica:
             matmul = cost.matmul_flops_per_token * (
                 decode_tokens * (tokens + cost.compute_half_tokens) / cost.compute_fraction_max
                 + (tokens - decode_tokens) * (tokens + cost.prefill_half_tokens) / cost.prefill_fraction_max
+                * (cost.prefill_gemm_scale(tokens) if cost.prefill_routed_share and decode_tokens < tokens else 1.0)
             ) / (tokens * cost.peak_flops)
             attention = cost.attention_flops_per_pair * pairs
             if cost.decode_attention_flops_per_pair and decoded:  # MLA: decode attends in its absorbed form
