@@ -25,7 +25,12 @@ def diagnose(sources: list[str]) -> list[dict[str, Any]]:
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.features import case_source, features
     from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
-    from tokometer.fitting.validation import case_request, engine_build, resolve_case_hardware, unfused_decode_attention
+    from tokometer.fitting.validation import (
+        case_request,
+        engine_build,
+        resolve_case_hardware,
+        unfused_decode_attention,
+    )
     from tokometer.usecases.estimate import estimate
 
     cases = read_evidence()
