@@ -56,7 +56,7 @@ class _NoResult:
 
 
 def test_disaggregated_inferencex_itl_is_unscored_with_its_reason() -> None:
-    from tokometer.fitting.serving_runs import INFERENCEX_DISAGG_ITL
+    from tokometer.fitting.inferencex import INFERENCEX_DISAGG_ITL
     from tokometer.fitting.serving_validate import read_metric
 
     path = next(p for p in published_paths() if p.stem == "IX-DSR1-API")

@@ -18,6 +18,14 @@ from typing import NamedTuple
 INFERENCEX_PREFIX = "IX-"
 INFERENCEX_RANGE_RATIO = 0.8
 INFERENCEX_PROMPTS_PER_CLIENT = 10
+# InferenceX's client times ITL per streamed chunk; a disaggregated run's recipe sets the chunk (the decode
+# workers' stream interval) and the API row does not carry it: measured mean ITL / mean TPOT takes a handful of
+# values, 1, 10, 20, 30, 49 and 95-99 without MTP (2-290 with it), across IX-DSR1-API's Dynamo and MoRI runs,
+# each repeated over many concurrencies: a chunk size, not a step cost (`serving_runs.plan_run` sets it)
+INFERENCEX_DISAGG_ITL = (
+    "ITL timed per streamed chunk whose size the disaggregated recipe sets and the row does not state "
+    "(measured ITL / TPOT 10-99 without MTP); TPOT and tokens/s per user are scored"
+)
 # InferenceX's TensorRT-LLM servers stream every 10th token (`stream_interval: 10` in the
 # extra-llm-api-config its benchmarks/*trt*.sh scripts write), so its clients' ITL is 10 tokens' time
 INFERENCEX_TRTLLM_STREAM_TOKENS = 10

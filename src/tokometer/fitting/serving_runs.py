@@ -26,6 +26,7 @@ from tokometer.costmodel.serving import (
 )
 from tokometer.errors import InputError, TokometerError
 from tokometer.fitting.inferencex import (
+    INFERENCEX_DISAGG_ITL,
     INFERENCEX_PREFIX,
     INFERENCEX_PROMPTS_PER_CLIENT,
     INFERENCEX_RANGE_RATIO,
@@ -221,8 +222,7 @@ class Run:
     itl_per_token: bool = False  # the client divides each chunk's gap by its tokens (`per_token_itl_client`)
     decode_layout: dict[str, Any] = field(default_factory=dict)  # the decode workers' layout (`deploy` keywords)
     gpus: int | None = None  # every GPU of the run when its replicas differ (both pools), else None
-    # (prefill, decode) pool GPUs that a per-GPU input / output figure divides by, where the source divides
-    # each by its own pool (InferenceX's disaggregated runs, `serving_validate.POOL_KINDS`); None: by `gpus`
+    # (prefill, decode) GPUs a per-GPU input / output figure divides by (InferenceX disagg); None: `gpus`
     pool_gpus: tuple[int, int] | None = None
     # why the run's ITL rows are not scored, when the client's chunk size is a launch setting the row does not state
     itl_reason: str | None = None
@@ -272,12 +272,6 @@ def batch_cell(row: Row) -> int | str | None:
     return None
 
 
-# InferenceX's client times ITL per streamed chunk; a disaggregated run's recipe sets the chunk (the decode
-# workers' stream interval) and the API row does not carry it: measured mean ITL / mean TPOT takes a handful of values,
-# 1, 10, 20, 30, 49 and 95-99 without MTP (2-290 with it), across IX-DSR1-API's Dynamo and MoRI runs, each repeated
-# over many concurrencies: a chunk size, not a step cost
-INFERENCEX_DISAGG_ITL = ("ITL timed per streamed chunk whose size the disaggregated recipe sets and the row does not state "
-                         "(measured ITL / TPOT 10-99 without MTP); TPOT and tokens/s per user are scored")
 # InferenceX's disaggregated rows: "disaggregated: prefill tp=4,ep=4 (dp-attention) x3 workers; decode ... x5 workers"
 _POOLS = re.compile(r"\s*disaggregated:\s*prefill\s+(.+?)\s+x(\d+)\s+workers?\s*;\s*decode\s+(.+?)\s+x(\d+)\s+workers?\s*$",
                     re.IGNORECASE)
