@@ -14,18 +14,11 @@ from collections import defaultdict
 from dataclasses import replace
 
 from tokometer.catalog import engine_catalog
-from tokometer.catalog.efficiency import efficiency_for
 from tokometer.errors import TokometerError
-from tokometer.fitting.calibration import fit_with_bands
 from tokometer.fitting.evidence import read_evidence
-from tokometer.fitting.features import case_group, case_source, features
-from tokometer.fitting.model import Model
-from tokometer.fitting.splits import leave_one_group_out
-from tokometer.fitting.validation import (
-    case_request,
-    resolve_case_hardware,
-    unfused_decode_attention,
-)
+from tokometer.fitting.features import case_source
+from tokometer.fitting.model import held_out_fits
+from tokometer.fitting.validation import case_efficiency, case_request, resolve_case_hardware
 from tokometer.usecases.estimate import estimate
 
 
@@ -44,18 +37,11 @@ def main() -> None:
     metric = _arg("--metric", "tg")
     keys = _arg("--by", "hw,model,quant,engine").split(",")
     cases = read_evidence()
-    wanted = {id(c) for c in cases if c.n_devices == 1 and c.metric == metric and case_source(c) in sources}
-    feats = {id(c): features(c) for c in cases}
+    wanted = [c for c in cases if c.n_devices == 1 and c.metric == metric and case_source(c) in sources]
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     lines: list[str] = []
-    for fold in leave_one_group_out(cases, case_source):
-        test = [c for c in fold.test if id(c) in wanted and case_group(c) is not None]
-        if not test:
-            continue
-        spreads: dict[str, float] = {}
-        train = [f for c in fold.train if (f := feats.get(id(c))) is not None]
-        model = Model(fit_with_bands(train, spreads=spreads), meta=dict(spreads))
-        for case, r in zip(test, model.predict(test), strict=True):
+    for model, pairs in held_out_fits(cases, case_source, only=wanted):
+        for case, r in pairs:
             if not (r.scored and r.predicted):
                 continue
             err = r.predicted / case.value - 1.0
@@ -64,8 +50,7 @@ def main() -> None:
                 request = case_request(case, hw)
                 engine = engine_catalog().get(request.engine or "llama-cpp")
                 backend = request.backend or hw.backend
-                eff = efficiency_for(engine, hw, backend, unfused_decode_attention=unfused_decode_attention(case),
-                                     entries=model.table, meta=model.meta)
+                eff = case_efficiency(case, hw, entries=model.table, meta=model.meta)
                 est = estimate(replace(request, efficiency=eff))
             except TokometerError as exc:
                 print(f"{case.row_id}: {exc}")

@@ -19,18 +19,11 @@ from typing import Any
 
 def diagnose(sources: list[str]) -> list[dict[str, Any]]:
     from tokometer.catalog import engine_catalog
-    from tokometer.catalog.efficiency import efficiency_for, fit_engine_id
     from tokometer.errors import TokometerError
     from tokometer.fitting.calibration import fit_with_bands
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.features import case_source, features
-    from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
-    from tokometer.fitting.validation import (
-        case_request,
-        engine_build,
-        resolve_case_hardware,
-        unfused_decode_attention,
-    )
+    from tokometer.fitting.validation import case_efficiency, case_request, resolve_case_hardware
     from tokometer.usecases.estimate import estimate
 
     cases = read_evidence()
@@ -54,9 +47,7 @@ def diagnose(sources: list[str]) -> list[dict[str, Any]]:
                 request = case_request(case, hw)
                 engine = engine_catalog().get(request.engine or "llama-cpp")
                 backend = request.backend or hw.backend
-                eff = efficiency_for(engine, hw, backend, unfused_decode_attention=unfused_decode_attention(case),
-                                     entries=table, meta=spreads)
-                eff = as_built(eff, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
+                eff = case_efficiency(case, hw, entries=table, meta=spreads)
                 est = estimate(case_request(case, hw, efficiency=eff))
             except TokometerError as exc:
                 row["error"] = str(exc)

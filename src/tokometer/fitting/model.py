@@ -8,7 +8,7 @@ table fitted on the training fold of its group, which holds none of that group's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -36,30 +36,14 @@ class Model:
 
     def predict(self, cases: list[Case]) -> list[CaseResult]:
         """Each row predicted with this table (its engine's default where no key covers it)."""
-        from tokometer.catalog import engine_catalog
-        from tokometer.catalog.efficiency import efficiency_for, fit_engine_id
         from tokometer.errors import TokometerError
-        from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
-        from tokometer.fitting.validation import (
-            case_request,
-            engine_build,
-            resolve_case_hardware,
-            unfused_decode_attention,
-        )
+        from tokometer.fitting.validation import case_efficiency, resolve_case_hardware
 
         results = []
         for case in cases:
             eff: Efficiency | None = None
             try:  # as the shipped table is read (`efficiency_for`), with this table in its place
-                hardware = resolve_case_hardware(case)
-                request = case_request(case, hardware)
-                engine = engine_catalog().get(request.engine or "llama-cpp")
-                backend = request.backend or hardware.backend
-                unfused = unfused_decode_attention(case)
-                eff = efficiency_for(
-                    engine, hardware, backend, unfused_decode_attention=unfused, entries=self.table, meta=self.meta
-                )
-                eff = as_built(eff, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
+                eff = case_efficiency(case, resolve_case_hardware(case), entries=self.table, meta=self.meta)
             except TokometerError:
                 pass  # predict_case records why the row cannot be predicted
             results.append(predict_case(case, efficiency=eff, strict=True))
@@ -78,6 +62,27 @@ def fit(cases: list[Case], source: str = "fitted") -> Model:
     return Model(table, source=source, n_rows=len(feats), meta=dict(spreads))
 
 
+def held_out_fits(
+    cases: list[Case],
+    fold_of: Callable[[Case], str | None],
+    fit: Fitter = fit_with_bands,
+    only: list[Case] | None = None,
+) -> Iterator[tuple[Model, list[tuple[Case, CaseResult]]]]:
+    """Each fold's table fitted without any row of the fold, with its wanted rows (`only`, else all) that have
+    a group, each predicted by it: the one loop behind `cross_validate` and the diagnosis scripts."""
+    wanted = cases if only is None else only
+    wanted_ids = {id(c) for c in wanted}
+    feats = {id(c): features(c) for c in cases}
+    for fold in leave_one_group_out(list({id(c): c for c in [*cases, *wanted]}.values()), fold_of):
+        test = [c for c in fold.test if id(c) in wanted_ids and case_group(c) is not None]
+        if not test:
+            continue
+        train = [f for c in fold.train if (f := feats.get(id(c))) is not None]
+        spreads: dict[str, float] = {}
+        model = Model(fit(train, source=f"fit without {fold.group}", spreads=spreads), meta=dict(spreads))
+        yield model, list(zip(test, model.predict(test), strict=True))
+
+
 def cross_validate(
     cases: list[Case],
     fold_of: Callable[[Case], str | None],
@@ -91,21 +96,8 @@ def cross_validate(
     (the fits still use every usable row of `cases`). A row without a fold or a group gets the
     shipped table (there is nothing to hold out).
     """
-    wanted = cases if only is None else only
-    predicted: dict[int, CaseResult] = {}
-    feats = {id(c): features(c) for c in cases}
-    wanted_ids = {id(c) for c in wanted}
-    for fold in leave_one_group_out(list({id(c): c for c in [*cases, *wanted]}.values()), fold_of):
-        test = [c for c in fold.test if id(c) in wanted_ids]
-        if not test:
-            continue
-        train = [f for c in fold.train if (f := feats.get(id(c))) is not None]
-        spreads: dict[str, float] = {}
-        model = Model(fit(train, source=f"fit without {fold.group}", spreads=spreads), meta=dict(spreads))
-        grouped = [c for c in test if case_group(c) is not None]
-        for case, result in zip(grouped, model.predict(grouped), strict=True):
-            predicted[id(case)] = result
-    return [predicted.get(id(c)) or predict_case(c) for c in wanted]
+    predicted = {id(case): result for _, pairs in held_out_fits(cases, fold_of, fit, only) for case, result in pairs}
+    return [predicted.get(id(c)) or predict_case(c) for c in (cases if only is None else only)]
 
 
 def leave_one_hardware_out(

@@ -106,10 +106,14 @@ def ollama_runner(engine: str | None, model_type: str | None, version: str, meas
     return engine
 
 
+def _model_type(preset: Any | None) -> str | None:
+    """The HF model_type of a row's catalog preset, or None."""
+    return preset.config.get("model_type") if preset is not None else None
+
+
 def runner_for_case(case: Any, engine: str | None, preset: Any | None) -> str | None:
     """The engine a row ran on, once its model preset is known (`validation.estimate_kwargs`)."""
-    model_type = preset.config.get("model_type") if preset is not None else None
-    return ollama_runner(engine, model_type, case.text("engine_version"), case.text("measured_date"))
+    return ollama_runner(engine, _model_type(preset), case.text("engine_version"), case.text("measured_date"))
 
 
 def _at_least(version: tuple[int, int, int] | None, date: str, since: tuple[tuple[int, int, int], str]) -> bool | None:
@@ -139,5 +143,4 @@ def ollama_flash_attention(engine: str | None, model_type: str | None, version: 
 
 def flash_attention_for_case(case: Any, engine: str | None, preset: Any | None) -> bool | None:
     """`ollama_flash_attention` for a measured row, once its engine id and model preset are known."""
-    model_type = preset.config.get("model_type") if preset is not None else None
-    return ollama_flash_attention(engine, model_type, case.text("engine_version"), case.text("measured_date"))
+    return ollama_flash_attention(engine, _model_type(preset), case.text("engine_version"), case.text("measured_date"))

@@ -187,13 +187,21 @@ def model_size_unit_gb(unit: str) -> float:
     return MODEL_SIZE_UNITS_GB[word]
 
 
+def _preset(case: Case) -> Any | None:
+    """The catalog preset a row's model names (directly, or through RESOLVE.toml), or None."""
+    from tokometer.catalog import model_catalog
+
+    name = case.text("model")
+    return (model_catalog().find(name) or aliases.model_for(case)) if name else None
+
+
 def estimate_kwargs(case: Case) -> dict[str, Any]:
     """A row's setup as `EstimateRequest` fields (model, weights, engine, backend, parallelism)."""
-    from tokometer.catalog import model_catalog, quant_catalog
+    from tokometer.catalog import quant_catalog
 
     kwargs: dict[str, Any] = {}
+    preset = _preset(case)
     name = case.text("model")
-    preset = (model_catalog().find(name) or aliases.model_for(case)) if name else None
     total_b = case.number("total_params_b")
     if preset is not None:
         kwargs["model"] = preset.spec
@@ -322,14 +330,10 @@ def engine_build(case: Case) -> int | None:
 
 def _ollama_flash_attention(case: Case) -> bool | None:
     """Whether an Ollama row ran flash attention (`ollama_engine.ollama_flash_attention`); None for other engines."""
-    from tokometer.catalog import model_catalog
-
     engine = _engine_id(case)
     if engine not in (ollama_engine.OLLAMA, ollama_engine.OLLAMA_ENGINE):
         return None
-    name = case.text("model")
-    preset = (model_catalog().find(name) or aliases.model_for(case)) if name else None
-    return ollama_engine.flash_attention_for_case(case, engine, preset)
+    return ollama_engine.flash_attention_for_case(case, engine, _preset(case))
 
 
 def unfused_decode_attention(case: Case) -> bool:
@@ -350,11 +354,16 @@ def unfused_decode_attention(case: Case) -> bool:
     return not (date and date[:7] >= FA_DEFAULT_DATE)
 
 
-def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
-    """The shipped fit as the row ran: rows measured with unfused decode attention (llama.cpp builds
-    before flash attention became their default, `unfused_decode_attention`) pay its per-score term, and
-    rows of a build without a matrix-vector kernel for their weights their GEMM path's traffic
-    (`kernel_paths`)."""
+def case_efficiency(
+    case: Case,
+    hardware: HardwareSpec,
+    entries: dict[str, Efficiency] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Efficiency:
+    """A fit as the row ran (the shipped one, or `entries`/`meta` of a held-out fit, `model.Model`): rows
+    measured with unfused decode attention (llama.cpp builds before flash attention became their default,
+    `unfused_decode_attention`) pay its per-score term, and rows of a build without a matrix-vector kernel
+    for their weights their GEMM path's traffic (`kernel_paths`)."""
     from tokometer.catalog import engine_catalog
     from tokometer.catalog.efficiency import efficiency_for, fit_engine_id
     from tokometer.fitting.kernel_paths import as_built, decode_weight_traffic
@@ -363,7 +372,7 @@ def case_efficiency(case: Case, hardware: HardwareSpec) -> Efficiency:
     engine = engine_catalog().get(request.engine or "llama-cpp")
     unfused = unfused_decode_attention(case)
     backend = request.backend or hardware.backend
-    efficiency = efficiency_for(engine, hardware, backend, unfused_decode_attention=unfused)
+    efficiency = efficiency_for(engine, hardware, backend, unfused_decode_attention=unfused, entries=entries, meta=meta)
     return as_built(efficiency, decode_weight_traffic(engine_build(case), fit_engine_id(engine), backend, request.quant))
 
 
