@@ -151,3 +151,18 @@ def test_the_catalog_refuses_a_bad_latency(tmp_path) -> None:  # type: ignore[no
                     'memory_of = "total"\nrequest_latency_ms = "fast"\nsource = "test"\n', encoding="utf-8")
     with pytest.raises((CatalogError, InputError)):
         serving_engines.__wrapped__(path)
+
+
+def test_simulate_says_when_ttft_carries_the_stack_latency(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The text report names the term and its size for an engine that ships one (TensorRT-LLM) and stays
+    silent for one that does not (vLLM), so a TTFT is never padded without saying why."""
+    from helpers import cli
+
+    args = ["deepseek-r1", "--hw", "h200", "--tp", "8", "-q", "fp8", "--concurrency", "4", "--prompt", "1024",
+            "--output", "64", "--num-requests", "8"]
+    code, out, err = cli(capsys, "simulate", *args, "-e", "tensorrt-llm")
+    assert code == 0, err
+    assert "includes 92 ms of tensorrt-llm's serving stack" in out
+    code, out, err = cli(capsys, "simulate", *args, "-e", "vllm")
+    assert code == 0, err
+    assert "serving stack outside the forward passes" not in out

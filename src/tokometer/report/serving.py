@@ -69,6 +69,12 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
             f"why: step time went {r.time_prefill_s / busy:.0%} to prefill tokens and {r.time_decode_s / busy:.0%} "
             f"to decode tokens; mean queueing {_ms(r.queue_s.mean)} ms of a {_ms(r.e2e_s.mean)} ms mean request"
         )
+    lag_ms = dep.policy.request_latency_ms
+    if lag_ms > 0:
+        lines.append(
+            f"why: every time to first token includes {lag_ms:g} ms of {dep.serving.id}'s serving stack outside the "
+            "forward passes (request_latency_ms, a sourced prior: serving_engines.toml)"
+        )
     return "\n".join(lines)
 
 
