@@ -1,7 +1,7 @@
 """The CPU cores of an APU: optional `cpu_*` keys of a `kind = "apu"` hardware entry.
 
 An APU entry's compute peaks are its integrated GPU's. A run on its CPU cores (llama.cpp `--backend cpu`)
-is predicted against these instead (`usecases.resolve.cpu_view`, docs/PHYSICS.md "The CPU view of an
+is predicted against these instead (`usecases.resolve.cpu_view`, docs/PHYSICS.md section 5, "The CPU view of an
 APU"). They follow the `kind = "cpu"` entries: `cpu_fp32_tflops` the FP32 FMA rate, `cpu_fp16_tflops` the
 BF16/FP16 vector rate where the ISA has one (else the FP32 rate), `cpu_int8_tops` the integer dot-product
 rate, at base clock where the vendor gives one (the epyc-9655-ddr5-5600 convention). No vendor prints

@@ -246,7 +246,7 @@ def without_matrix_engines(hardware: HardwareSpec) -> HardwareSpec:
 IGPU_PEAK_NOTE = (
     "{name} is an APU and its catalog entry gives no CPU-core compute figure: a --backend cpu prefill is "
     "read against the integrated GPU's {peak:g} TFLOPS fp16 peak, likely several times too fast "
-    "(the entry has no cpu_fp32_tflops; docs/PHYSICS.md, 'The CPU view of an APU')"
+    "(the entry has no cpu_fp32_tflops; docs/PHYSICS.md section 5, 'The CPU view of an APU')"
 )
 
 
