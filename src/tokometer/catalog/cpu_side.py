@@ -4,8 +4,10 @@ An APU entry's compute peaks are its integrated GPU's. A run on its CPU cores (l
 is predicted against these instead (`usecases.resolve.cpu_view`, docs/PHYSICS.md section 5, "The CPU view of an
 APU"). They follow the `kind = "cpu"` entries: `cpu_fp32_tflops` the FP32 FMA rate, `cpu_fp16_tflops` the
 BF16/FP16 vector rate where the ISA has one (else the FP32 rate), `cpu_int8_tops` the integer dot-product
-rate, at base clock where the vendor gives one (the epyc-9655-ddr5-5600 convention). No vendor prints
-them: each is derived (cores x clock x FLOPs per cycle), and `cpu_compute_source` shows the arithmetic.
+rate, at the part's maximum clock (the Jetsons publish only that; a mobile x86 part under a many-thread
+llama.cpp load runs far above its base clock, and its base-clock reading measured worse:
+docs/notes/notes_apucpu2.md). No vendor prints them: each is derived (cores x clock x FLOPs per
+cycle), and `cpu_compute_source` shows the arithmetic and the base-clock figure.
 """
 
 from __future__ import annotations

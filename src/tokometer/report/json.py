@@ -147,7 +147,7 @@ def explanation(e: Estimate) -> list[str]:
         hw = e.hardware
         lines.append(
             f"CPU backend on an APU: read against its {hw.cpu_cores} CPU cores' peaks ({hw.fp16_tflops:g} TFLOPS fp16/bf16, "
-            f"{hw.fp32_tflops:g} fp32; derived, at base clock where the vendor gives one) and the CPU efficiency, "
+            f"{hw.fp32_tflops:g} fp32; derived, at the maximum clock) and the CPU efficiency, "
             "not its integrated GPU's; bandwidth is the shared bus's datasheet figure (no CPU-side figure is sourced)"
         )
     lines += _lever_lines(e)
