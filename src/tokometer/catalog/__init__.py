@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from tokometer.catalog.cpu_side import CPU_SCHEMA, cpu_side
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
 from tokometer.domain.specs import (
     HARDWARE_KINDS,
@@ -207,6 +208,7 @@ HARDWARE_SCHEMA: Schema = {
     "price_per_hour_usd": Field(NUM),
     "price_source": Field(STR),
     "price_date": Field(STR),
+    **CPU_SCHEMA,  # an APU's CPU cores (catalog/cpu_side.py)
 }
 
 # Plausibility of a device's datasheet figures: far above any real device (the largest in the shipped
@@ -279,6 +281,7 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         compute_units_source=raw.get("compute_units_source"),
         **_architecture(raw),
         **_price(raw),
+        **cpu_side(raw),
     )
 
 

@@ -95,6 +95,13 @@ class HardwareSpec(_Plain):
     # False: the device as a build without a matrix-engine GEMM path sees it, every GEMM on the vector ALUs at
     # fp32_tflops (`usecases.resolve.without_matrix_engines`: a SYCL build without GGML_SYCL_F16)
     matrix_gemm: bool = True
+    # an APU's CPU cores (`catalog.cpu_side`): the peaks a `--backend cpu` run is read against
+    # (`usecases.resolve.cpu_view`); derived, at base clock where the vendor gives one
+    cpu_cores: int | None = None
+    cpu_fp32_tflops: float | None = None
+    cpu_fp16_tflops: float | None = None
+    cpu_int8_tops: float | None = None
+    cpu_compute_source: str | None = None
 
     @property
     def compute_peak_unverified(self) -> bool:

@@ -418,6 +418,14 @@ def backend_for(case: Any) -> str | None:
     return found.target if found else None
 
 
+def case_backend(case: Any) -> str | None:
+    """The backend a row ran on: its `backend` column when that names one, else the source's reading."""
+    from tokometer.domain.specs import BACKENDS
+
+    backend = case.text("backend").lower()
+    return backend if backend in BACKENDS else backend_for(case)
+
+
 def hardware_for(case: Any) -> Any | None:
     text = case.text("hardware_as_stated")
     return resolve_hardware(text, _source(case)) if text else None

@@ -20,7 +20,7 @@ from typing import Any
 
 from tokometer.catalog.efficiency import multi_device_log_sd
 from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
-from tokometer.domain.specs import BACKENDS, Efficiency, HardwareSpec
+from tokometer.domain.specs import Efficiency, HardwareSpec
 from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
 from tokometer.fitting import aliases, ollama_engine, suites
@@ -78,8 +78,10 @@ def resolve_case_hardware(case: Case) -> HardwareSpec:
     A device the catalog does not know is built from the spec columns (`memory_type` read when given).
     """
     from tokometer.catalog import hardware_catalog
+    from tokometer.usecases.resolve import backend_view
 
-    found = _catalog_hardware(case)
+    # a CPU-backend row on an APU ran on its CPU cores: predicted and fitted on their view (class cpu)
+    found = None if (hit := _catalog_hardware(case)) is None else backend_view(hit, aliases.case_backend(case))[0]
     stated = {field: case.number(column) for column, field in SPEC_COLUMNS.items() if case.number(column)}
     memory_type = case.text("memory_type") or None
     if found is not None:
@@ -238,9 +240,7 @@ def estimate_kwargs(case: Case) -> dict[str, Any]:
     engine = ollama_engine.runner_for_case(case, _engine_id(case), preset)
     if engine:
         kwargs["engine"] = engine
-    backend = case.text("backend").lower()
-    resolved = backend if backend in BACKENDS else aliases.backend_for(case)
-    if resolved:
+    if resolved := aliases.case_backend(case):
         kwargs["backend"] = resolved
     kwargs.update(_parallelism(case, engine))
     return kwargs

@@ -143,8 +143,20 @@ def explanation(e: Estimate) -> list[str]:
         )
     if e.prefill is not None:
         lines.append(prefill_line(e, e.prefill))
+    if on_cpu_cores(e):
+        hw = e.hardware
+        lines.append(
+            f"CPU backend on an APU: read against its {hw.cpu_cores} CPU cores' peaks ({hw.fp16_tflops:g} TFLOPS fp16/bf16, "
+            f"{hw.fp32_tflops:g} fp32; derived, at the maximum clock) and the CPU efficiency, "
+            "not its integrated GPU's; bandwidth is the shared bus's datasheet figure (no CPU-side figure is sourced)"
+        )
     lines += _lever_lines(e)
     return lines
+
+
+def on_cpu_cores(e: Estimate) -> bool:
+    """An APU predicted on its CPU cores (`usecases.resolve.cpu_view`: class cpu, its `cpu_*` peaks)."""
+    return e.hardware.kind == "cpu" and e.hardware.cpu_fp32_tflops is not None
 
 
 def _decode_bound_words(s: Step) -> str:
@@ -181,7 +193,8 @@ def prefill_line(e: Estimate, pre: Prefill) -> str:
     the compute time after it."""
     lay = e.layout_setup.layout
     devices = f", split over {lay.tp} devices" if lay.tp > 1 else ""
-    compute = f"{pre.flops / 1e12:.1f} TFLOP at {pre.efficiency:.0%} of the {e.peak.tflops:g} TFLOPS {e.peak.dtype} peak{devices}"
+    cores = " of its CPU cores" if on_cpu_cores(e) else ""
+    compute = f"{pre.flops / 1e12:.1f} TFLOP at {pre.efficiency:.0%} of the {e.peak.tflops:g} TFLOPS {e.peak.dtype} peak{cores}{devices}"
     binding = pre.binding
     head = f"prefill of {pre.prompt_tokens:,} tokens is {PREFILL_BOUND_WORDS[binding]}-bound: "
     if binding == "compute":

@@ -79,6 +79,7 @@ from tokometer.usecases.policy import (
 )
 from tokometer.usecases.request import EstimateRequest
 from tokometer.usecases.resolve import (
+    backend_view,
     format_peak,
     is_quantized,
     resolve_hardware,
@@ -297,14 +298,19 @@ def _as_request(request: EstimateRequest | str | ModelSpec | None, hw: str | Har
 
 
 def _hardware(req: EstimateRequest, warnings: list[Notice | str]) -> HardwareSpec:
-    """The device: a spec as given, else a catalog name or bare numbers; an ambiguous name adds a note."""
+    """The device: a spec as given, else a catalog name or bare numbers; an ambiguous name adds a note; an
+    APU under the CPU backend is its CPU cores (`resolve.backend_view`)."""
     hw = req.hw
     if isinstance(hw, HardwareSpec):
-        return hw
-    hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
-    note = variant_note(hw, hardware) if isinstance(hw, str) and hw else None
-    if note:
-        warnings.append(note)
+        hardware = hw
+    else:
+        hardware = resolve_hardware(hw, bandwidth_gb_per_s=req.bandwidth_gb_per_s, memory_gb=req.memory_gb, tflops=req.tflops)
+        note = variant_note(hw, hardware) if isinstance(hw, str) and hw else None
+        if note:
+            warnings.append(note)
+    hardware, cpu_note = backend_view(hardware, req.backend)  # an APU under --backend cpu: its CPU cores
+    if cpu_note:
+        warnings.append(cpu_note)
     return hardware
 
 

@@ -243,6 +243,61 @@ def without_matrix_engines(hardware: HardwareSpec) -> HardwareSpec:
     return replace(hardware, matrix_gemm=False) if hardware.fp32_tflops else hardware
 
 
+IGPU_PEAK_NOTE = (
+    "{name} is an APU and its catalog entry gives no CPU-core compute figure: a --backend cpu prefill is "
+    "read against the integrated GPU's {peak:g} TFLOPS fp16 peak, likely several times too fast "
+    "(the entry has no cpu_fp32_tflops; docs/PHYSICS.md section 5, 'The CPU view of an APU')"
+)
+
+
+def cpu_view(hardware: HardwareSpec) -> HardwareSpec:
+    """An APU as a run on its CPU cores sees it (llama.cpp `--backend cpu`): the cores' peaks, the class `cpu`.
+
+    A `kind = "apu"` entry's peaks are its integrated GPU's; a CPU-backend run multiplies on the CPU cores,
+    several times slower (EW-IGPU's HX 370 prefills llama 8B Q4_K_M at 45.85 tok/s where the 890M's peak
+    would read about 300). The entry's `cpu_*` fields (catalog/cpu_side.py: cores x clock x FLOPs per
+    cycle, derived) replace the peaks, and `kind = "cpu"` makes the hardware class `cpu`, so the fit's
+    CPU efficiency (`llama-cpp/cpu/cpu`) applies, for prediction and for fitting such rows alike.
+    Memory: the entry's bandwidth is kept; no source gives what the CPU cluster alone reaches of the
+    shared bus (often less than the GPU's share). Its unit count is dropped: the iGPU's CUs are not the
+    CPU's memory-request issuers, and the CPU b_unit is fitted on server cores. Unchanged without
+    `cpu_*` fields, or on any other kind.
+    """
+    if hardware.kind != "apu" or not hardware.cpu_fp32_tflops:
+        return hardware
+    return replace(
+        hardware,
+        name=f"{hardware.name}, CPU cores",
+        kind="cpu",
+        backend="cpu",
+        fp32_tflops=hardware.cpu_fp32_tflops,
+        fp16_tflops=hardware.cpu_fp16_tflops or hardware.cpu_fp32_tflops,
+        fp16_acc16_tflops=None,
+        fp16_mma_sync_tflops=None,
+        fp8_tflops=None,
+        int8_tops=hardware.cpu_int8_tops,
+        fp4_tflops=None,
+        compute_source=hardware.cpu_compute_source,
+        compute_peak_derived=True,
+        compute_units=None,
+        compute_units_source=None,
+        architecture=None,
+        architecture_source=None,
+        matrix_gemm=True,
+    )
+
+
+def backend_view(hardware: HardwareSpec, backend: str | None) -> tuple[HardwareSpec, str | None]:
+    """The device as a run on `backend` sees it, and a note when that reading is doubtful: an APU under
+    the CPU backend is its `cpu_view`; one without CPU figures keeps its iGPU peaks, with a note saying so."""
+    if backend != "cpu" or hardware.kind != "apu":
+        return hardware, None
+    view = cpu_view(hardware)
+    if view is not hardware:
+        return view, None
+    return hardware, IGPU_PEAK_NOTE.format(name=hardware.name, peak=hardware.fp16_tflops or 0.0)
+
+
 def setup_for_format(
     spec: ModelSpec, fmt: QuantFormat | None, weights: ParamGroups, base: Setup, engine: EngineSpec, layout: Layout | None = None
 ) -> Setup:
