@@ -104,10 +104,34 @@ def test_the_disaggregated_decode_pool_is_not_floored(moe) -> None:  # type: ign
 def test_shipped_priors_sglang_sourced_and_graph_capturing_engines_zero() -> None:
     engines = serving_engines()
     sglang = engines["sglang"].policy
-    assert sglang.eager_prefill_layer_us > 0
+    assert sglang.eager_prefill_layer_us > 0 and sglang.graphed_step_tokens == 0  # every prefill eager
     assert "sglang/pull/12160" in sglang.source
-    for name in ("vllm", "lmdeploy", "llama-cpp", "static"):
+    vllm = engines["vllm"].policy  # eager only above its largest CUDA-graph capture size
+    assert vllm.eager_prefill_layer_us > 0 and vllm.graphed_step_tokens == 512
+    assert "tt-inference-server/issues/356" in vllm.source
+    for name in ("lmdeploy", "llama-cpp", "static"):
         assert engines[name].policy.eager_prefill_layer_us == 0.0, name
+
+
+def test_steps_inside_the_graph_size_are_not_floored(moe) -> None:  # type: ignore[no-untyped-def]
+    """vLLM V1 replays prompt-carrying steps of up to its largest capture size from CUDA graphs: a
+    400-token prompt costs its roofline, a 1,000-token one the eager floor; simulated TTFT follows."""
+    setup, base, _ = moe
+    graphed = step_cost(setup, EFF, eager_prefill_layer_us=HOST_US, graphed_step_tokens=512)
+    for n in (16, 400, 512):
+        assert graphed.time_s(n, 0.0, n * n / 2.0, 1, prefill_tokens=n) == base.time_s(n, 0.0, n * n / 2.0, 1, prefill_tokens=n)
+    assert base.time_s(1000, 0.0, 5e5, 1, prefill_tokens=1000) < graphed.eager_prefill_s
+    assert graphed.time_s(1000, 0.0, 5e5, 1, prefill_tokens=1000) == pytest.approx(graphed.eager_prefill_s)
+    policy = replace(EAGER, graphed_step_tokens=512)
+    short = simulate(graphed, policy, 1e6, users(1, prompt=400))
+    assert short.ttft_s.mean == pytest.approx(simulate(base, SGL, 1e6, users(1, prompt=400)).ttft_s.mean, rel=1e-9)
+    long = simulate(graphed, policy, 1e6, users(1, prompt=1000))
+    assert long.ttft_s.mean == pytest.approx(graphed.eager_prefill_s, rel=1e-9)
+
+
+def test_a_negative_graph_size_is_refused() -> None:
+    with pytest.raises(InputError, match="CUDA-graphed step"):
+        check_policy(replace(SGL, graphed_step_tokens=-1))
 
 
 def test_a_negative_host_time_is_refused() -> None:

@@ -28,7 +28,10 @@ def test_rows_carry_measured_predicted_and_the_simulated_parts(diag) -> None:  #
         assert r["ratio"] == pytest.approx(r["predicted"] / r["measured"])
         # the mean simulated TTFT holds its mean queue and at least one prefill step's worth beyond it
         assert r["ttft_mean_ms"] >= r["queue_ms"] > 0
-        assert r["lone_ms"] > 0 and r["eager_ms"] == 0.0  # vLLM has no eager floor
+        assert r["lone_ms"] > 0
+        # vLLM's eager floor (1,726 us a layer, above its 512-token graphs) is charged to MoE models only
+        assert (r["eager_ms"] > 0) == r["moe"]
+        assert r["lone_ms"] >= r["eager_ms"]  # the 20k-token prompts are past the graphs: floored
         assert r["recv"] == 1 and not r["disagg"]
 
 

@@ -54,6 +54,7 @@ POLICY_SCHEMA: Schema = {
     "scheduler_steps": Field(INT),
     "request_latency_ms": Field(NUM),
     "eager_prefill_layer_us": Field(NUM),
+    "graphed_step_tokens": Field(INT),
     "fp8_gemm_fraction": Field(NUM),
     "recv_interval_steps": Field(INT),
     "adp_balance_ranks": Field(INT),
@@ -98,6 +99,8 @@ def check_policy(policy: SchedulerPolicy) -> SchedulerPolicy:
         raise InputError(f"the request latency must be 0 ms or more, got {policy.request_latency_ms!r}")
     if not 0 <= policy.eager_prefill_layer_us < math.inf:
         raise InputError(f"the eager prefill host time per layer must be 0 us or more, got {policy.eager_prefill_layer_us!r}")
+    if policy.graphed_step_tokens < 0:
+        raise InputError(f"the largest CUDA-graphed step must be 0 tokens or more, got {policy.graphed_step_tokens!r}")
     if not 0 < policy.fp8_gemm_fraction <= 1:
         raise InputError(f"the FP8 GEMM fraction of the FP8 peak must be in (0, 1], got {policy.fp8_gemm_fraction!r}")
     return policy

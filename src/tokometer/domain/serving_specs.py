@@ -47,6 +47,10 @@ class SchedulerPolicy(_Plain):
       default): such a step takes at least `n_layers * eager_prefill_layer_us`, however few its
       tokens (the launches are asynchronous, so the GPU's own work hides under it, or it under the
       GPU's). 0 for engines that capture prefill, or where no measurement separates it.
+    - `graphed_step_tokens`: the largest step (tokens) the engine replays from a captured CUDA graph,
+      prompt tokens included (vLLM V1's piecewise graphs: its largest capture size); a step with
+      prompt tokens and more tokens than this runs eagerly and pays `eager_prefill_layer_us`, one with
+      fewer does not. 0 (the default): every step with prompt tokens runs eagerly (SGLang).
     - `fp8_gemm_fraction`: the share of the FP8 tensor peak the engine's FP8 (W8A8) GEMMs realise,
       relative to the share its BF16 GEMMs realise of the BF16 peak; below 1 where every linear layer
       first quantises its activations in a separate memory-bound kernel (dynamic per-token or
@@ -76,6 +80,7 @@ class SchedulerPolicy(_Plain):
     scheduler_steps: int = 1
     request_latency_ms: float = 0.0
     eager_prefill_layer_us: float = 0.0
+    graphed_step_tokens: int = 0
     fp8_gemm_fraction: float = 1.0
     recv_interval_steps: int = 1
     adp_balance_ranks: int = 1

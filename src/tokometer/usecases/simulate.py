@@ -224,7 +224,8 @@ def deploy(
         setup, memory_fraction=pol.memory_fraction, memory_of=pol.memory_of,
         runtime_overhead_gb=serving.engine.runtime_overhead_gb,
     )
-    cost = step_cost(setup, eff, eager_prefill_layer_us=pol.eager_prefill_layer_us, fp8_gemm_fraction=pol.fp8_gemm_fraction)
+    cost = step_cost(setup, eff, eager_prefill_layer_us=pol.eager_prefill_layer_us, fp8_gemm_fraction=pol.fp8_gemm_fraction,
+                     graphed_step_tokens=pol.graphed_step_tokens)
     spec = None
     if spec_method is not None or spec_tokens is not None or spec_acceptance is not None or draft_model is not None:
         if spec_method is None:

@@ -112,6 +112,9 @@ class StepCost(_Plain):
     # host floor of a step that carries prompt tokens when the engine runs prefill eagerly (no CUDA
     # graph): n_layers x the engine's host time per layer of a MoE model (`eager_prefill_layer_us`); 0: none
     eager_prefill_s: float = 0.0
+    # steps of at most this many tokens replay a captured graph, prompt tokens included, and are not floored
+    # (`SchedulerPolicy.graphed_step_tokens`, vLLM's largest capture size); 0: every step with prompt tokens is
+    graphed_step_tokens: float = 0.0
     # MoE: the routed experts' share of `matmul_flops_per_token` (this device); prompt tokens' expert GEMMs run
     # at the efficiency of the tokens each expert receives, `T * expert_tokens_per_token`, not of the step's T
     prefill_routed_share: float = 0.0
@@ -217,7 +220,7 @@ class StepCost(_Plain):
         roof = max(weights, matmul) + max(kv, attention)
         if self.moe_comm_fixed_s or self.moe_comm_per_token_s:
             roof = self.with_moe_comm(roof, tokens)
-        if prefill_tokens and roof + fixed < self.eager_prefill_s:  # an eager prefill's launches bound the step
+        if prefill_tokens and roof + fixed < self.eager_prefill_s and tokens > self.graphed_step_tokens:  # eager: host-bound
             return self.eager_prefill_s
         return roof + fixed
 
@@ -239,6 +242,7 @@ def attention_peak_scale(setup: Setup, gemm_fraction: float = 1.0) -> float:
 
 def step_cost(
     setup: Setup, serving: ServingEfficiency, *, eager_prefill_layer_us: float = 0.0, fp8_gemm_fraction: float = 1.0,
+    graphed_step_tokens: int = 0,
 ) -> StepCost:
     """Coefficients for `setup` (model, weights, hardware, single-stream efficiency, TP/DP/EP/PP layout).
     `eager_prefill_layer_us`: the engine's host time per layer of a MoE model in a prefill forward run
@@ -340,6 +344,7 @@ def step_cost(
         expert_flops_per_token=expert_flops,
         expert_tokens_per_token=k_over_e * imbalance / pp,
         eager_prefill_s=model.n_layers * eager_prefill_layer_us * US if model.is_moe else 0.0,
+        graphed_step_tokens=float(graphed_step_tokens),
         prefill_routed_share=routed_share,
     )
 

@@ -455,7 +455,7 @@ class Replica:
         if self.comm:  # comm_s is 0.0 without all-reduces or hops: skip the call
             fixed += cost.comm_s(tokens)
         dt = roof + fixed
-        if decode_tokens < tokens and dt < cost.eager_prefill_s:  # prompt tokens, run eagerly: host-bound (cost.py)
+        if decode_tokens < tokens and dt < cost.eager_prefill_s and tokens > cost.graphed_step_tokens:  # eager (cost.py)
             dt = cost.eager_prefill_s
             fixed = dt - roof
         if self.record is not None:
