@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
 from tokometer.domain.specs import Efficiency
@@ -36,8 +37,8 @@ MIN_PP_ROWS = 6
 RIDGE = 0.5  # weight of the prior: half of one row of relative error, whatever the row count
 
 def _active_set_lstsq(
-    rows: list[list[float]],
-    target: list[float],
+    rows: Any,  # a list of rows or an array
+    target: Any,
     prior: list[float],
     lower: list[float],
     scales: list[float | None] | None = None,
@@ -117,12 +118,12 @@ def _robust_lstsq(
     x: list[float] = list(prior)
     for _ in range(IRLS_STEPS):
         root = np.sqrt(w)
-        x = _active_set_lstsq((a * root[:, None]).tolist(), (b * root).tolist(), prior, lower, scales, ridge)
+        x = _active_set_lstsq(a * root[:, None], b * root, prior, lower, scales, ridge)  # arrays: no list round trip
         r = a @ np.asarray(x) - b
         spread = max(1.4826 * float(np.median(np.abs(r))), NOISE_FLOOR)
         cut = HUBER_K * spread
         new_w = np.minimum(1.0, cut / np.maximum(np.abs(r), 1e-12))
-        if np.allclose(new_w, w, atol=1e-3):
+        if bool(np.all(np.abs(new_w - w) <= 1e-3 + 1e-5 * np.abs(w))):  # np.allclose(new_w, w, atol=1e-3), unwrapped
             break
         w = new_w
     r = np.abs(a @ np.asarray(x) - b)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import (
@@ -70,7 +71,7 @@ class Features:
         """Tokens one prefill matmul sees: the prompt, or the engine's chunk of it."""
         return self.prompt_tokens / max(1, self.n_chunks)
 
-    @property
+    @cached_property  # read by every pass of every prefill fit: computed once per row
     def half_tokens_column(self) -> float:
         """What T_half / eta_max multiplies (`roofline.prefill_matmul_time` at matmul = matmul_s):
         matmul_s / c for a dense model, its routed share over the c k / E tokens an expert sees."""

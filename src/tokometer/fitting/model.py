@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -69,18 +69,84 @@ def held_out_fits(
     only: list[Case] | None = None,
 ) -> Iterator[tuple[Model, list[tuple[Case, CaseResult]]]]:
     """Each fold's table fitted without any row of the fold, with its wanted rows (`only`, else all) that have
-    a group, each predicted by it: the one loop behind `cross_validate` and the diagnosis scripts."""
+    a group, each predicted by it: the one loop behind `cross_validate` and the diagnosis scripts.
+
+    The folds are independent, so they are fitted side by side in `fit_workers` processes (one per core;
+    `TOKOMETER_FIT_WORKERS=1` keeps them in this process); each fold's table and predictions are the same
+    either way, and come back in the folds' order.
+    """
     wanted = cases if only is None else only
     wanted_ids = {id(c) for c in wanted}
-    feats = {id(c): features(c) for c in cases}
+    feats = [(id(c), f) for c in cases if (f := features(c)) is not None]
+    position = {key: i for i, (key, _) in enumerate(feats)}
+    tasks: list[tuple[str, list[int], list[Case]]] = []
     for fold in leave_one_group_out(list({id(c): c for c in [*cases, *wanted]}.values()), fold_of):
         test = [c for c in fold.test if id(c) in wanted_ids and case_group(c) is not None]
-        if not test:
-            continue
-        train = [f for c in fold.train if (f := feats.get(id(c))) is not None]
-        spreads: dict[str, float] = {}
-        model = Model(fit(train, source=f"fit without {fold.group}", spreads=spreads), meta=dict(spreads))
-        yield model, list(zip(test, model.predict(test), strict=True))
+        if test:
+            tasks.append((fold.group, [position[id(c)] for c in fold.train if id(c) in position], test))
+    rows = [f for _, f in feats]
+    workers = fit_workers(len(tasks), fit)
+    if workers <= 1:
+        _FOLD_STATE.update(feats=rows, fit=fit)
+        try:
+            for task in tasks:
+                model, results = _fit_fold(task)
+                yield model, list(zip(task[2], results, strict=True))
+        finally:
+            _FOLD_STATE.clear()
+        return
+    import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork on Linux: the workers start at once and need no importable `__main__` (a script without a main
+    # guard, a notebook); elsewhere the platform's default (spawn), which asks that guard as it always does
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_fold_worker, initargs=(rows, fit)) as pool:
+        for task, (model, results) in zip(tasks, pool.map(_fit_fold, tasks), strict=True):
+            # the worker's rows are copies: each result is handed back on the caller's own row
+            yield model, [(case, replace(result, case=case)) for case, result in zip(task[2], results, strict=True)]
+
+
+FIT_WORKERS_ENV = "TOKOMETER_FIT_WORKERS"
+_FOLD_STATE: dict[str, Any] = {}
+
+
+def fit_workers(n_folds: int, fit: Fitter = fit_with_bands) -> int:
+    """Processes for `n_folds` hold-out fits: `TOKOMETER_FIT_WORKERS` if set, else one per usable core;
+    1 (this process) for a single fold, or a fitter another process cannot import (a closure)."""
+    import os
+    import pickle
+
+    raw = os.environ.get(FIT_WORKERS_ENV, "").strip()
+    try:
+        wanted = int(raw) if raw else len(os.sched_getaffinity(0))
+    except ValueError:
+        wanted = 1
+    except AttributeError:  # no sched_getaffinity (macOS)
+        wanted = os.cpu_count() or 1
+    if min(wanted, n_folds) <= 1:
+        return 1
+    try:
+        pickle.dumps(fit)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return 1
+    return min(wanted, n_folds)
+
+
+def _start_fold_worker(rows: list[Any], fit: Fitter) -> None:
+    _FOLD_STATE.update(feats=rows, fit=fit)
+
+
+def _fit_fold(task: tuple[str, list[int], list[Case]]) -> tuple[Model, list[CaseResult]]:
+    """One fold: the table fitted on the training rows (indices into the worker's features), and the test
+    rows predicted by it."""
+    group, train_index, test = task
+    rows = _FOLD_STATE["feats"]
+    spreads: dict[str, float] = {}
+    model = Model(_FOLD_STATE["fit"]([rows[i] for i in train_index], source=f"fit without {group}", spreads=spreads),
+                  meta=dict(spreads))
+    return model, model.predict(test)
 
 
 def cross_validate(
@@ -140,29 +206,32 @@ def calibrate(
         "tau per level, widening a borrowed entry's band",
         **spreads,
     }
-    multi = multi_device_spread(cases)
-    if multi is not None:
+    spreads_multi = multi_device_spreads(cases)
+    if (multi := spreads_multi["tg"]) is not None:
         meta["multi_device_residual_log_sd"] = round(multi, 6)
-    multi_pp = multi_device_spread(cases, "pp")
-    if multi_pp is not None:
+    if (multi_pp := spreads_multi["pp"]) is not None:
         meta["multi_device_prefill_residual_log_sd"] = round(multi_pp, 6)
     return table, meta, counts
 
 
-def multi_device_spread(cases: list[Case], metric: str = "tg") -> float | None:
-    """Band for multi-device decode (`tg`) or prefill (`pp`): errors of the parallelism model on
+def multi_device_spreads(cases: list[Case]) -> dict[str, float | None]:
+    """Band for multi-device decode (`tg`) and prefill (`pp`): errors of the parallelism model on
     hardware left out of the fit.
 
     Several devices add what one device's fit cannot see (link latency, split imbalance, how far a
     pipeline overlaps), so their band is sized on their own out-of-sample errors, not borrowed from
-    single-device rows.
+    single-device rows. One fit per device serves both metrics (a fold's table depends only on the
+    rows it holds out); a metric with fewer than `MIN_TG_ROWS` rows or scored errors has no band (None).
     """
-    multi = [c for c in cases if c.metric == metric and c.n_devices > 1 and not c.flag]
-    if len(multi) < MIN_TG_ROWS:
-        return None
-    results = leave_one_hardware_out(cases, only=multi)
-    errors = [math.log(r.predicted / r.case.value) for r in results if r.scored and r.predicted]
-    return max(0.05, band_sd(errors)) if len(errors) >= MIN_TG_ROWS else None
+    multi = {metric: [c for c in cases if c.metric == metric and c.n_devices > 1 and not c.flag] for metric in ("tg", "pp")}
+    wanted = [c for metric in ("tg", "pp") if len(multi[metric]) >= MIN_TG_ROWS for c in multi[metric]]
+    results = leave_one_hardware_out(cases, only=wanted) if wanted else []
+    out: dict[str, float | None] = {}
+    for metric in ("tg", "pp"):
+        errors = [math.log(r.predicted / r.case.value) for r in results
+                  if r.case.metric == metric and r.scored and r.predicted]
+        out[metric] = max(0.05, band_sd(errors)) if len(errors) >= MIN_TG_ROWS else None
+    return out
 
 
 def write_shipped_table(target: Path | None = None) -> tuple[Path, dict[str, Efficiency], dict[str, Any]]:

@@ -1,0 +1,61 @@
+"""Hold-out fits side by side in processes give the rows the same predictions as one process.
+
+`model.held_out_fits` fits the folds of a cross-validation in `fit_workers` processes; each fold's
+table depends only on its training rows, so the spread must change nothing but the wall time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tokometer.domain.specs import Efficiency
+from tokometer.fitting.calibration import fit_table
+from tokometer.fitting.evidence import read_evidence
+from tokometer.fitting.features import case_source
+from tokometer.fitting.model import FIT_WORKERS_ENV, cross_validate, fit_workers
+from tokometer.fitting.rows import Case
+
+
+def quick_fit(feats: list[Any], source: str = "fitted", spreads: dict[str, float] | None = None) -> dict[str, Efficiency]:
+    """The table without its bands: the fold loop is under test, not the bands."""
+    return fit_table(feats, source=source)
+
+
+def _few_sources() -> tuple[list[Case], list[Case]]:
+    cases = read_evidence()
+    counts: dict[str, int] = {}
+    for c in cases:
+        counts[case_source(c)] = counts.get(case_source(c), 0) + 1
+    # three of the smaller publications: three folds, each trained on everything else
+    small = sorted((n, s) for s, n in counts.items() if n >= 20)[:3]
+    chosen = {s for _, s in small}
+    return cases, [c for c in cases if case_source(c) in chosen]
+
+
+def test_folds_in_two_processes_predict_what_one_process_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    cases, only = _few_sources()
+    monkeypatch.setenv(FIT_WORKERS_ENV, "1")
+    serial = cross_validate(cases, case_source, fit=quick_fit, only=only)
+    monkeypatch.setenv(FIT_WORKERS_ENV, "2")
+    assert fit_workers(3, quick_fit) == 2
+    spread = cross_validate(cases, case_source, fit=quick_fit, only=only)
+    assert [r.case for r in spread] == [r.case for r in serial]
+    assert all(a.case is b.case for a, b in zip(spread, serial, strict=True))  # the caller's own rows come back
+    assert [(r.predicted, r.low, r.high, r.reason, r.group) for r in spread] == [
+        (r.predicted, r.low, r.high, r.reason, r.group) for r in serial
+    ]
+    assert sum(r.scored for r in serial) >= 10
+
+
+def test_fit_workers_reads_the_setting_and_keeps_closures_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FIT_WORKERS_ENV, "4")
+    assert fit_workers(10) == 4
+    assert fit_workers(2) == 2  # never more processes than folds
+    assert fit_workers(1) == 1
+    assert fit_workers(10, lambda feats, **kw: {}) == 1  # another process could not import a lambda
+    monkeypatch.setenv(FIT_WORKERS_ENV, "1")
+    assert fit_workers(10) == 1
+    monkeypatch.setenv(FIT_WORKERS_ENV, "many")
+    assert fit_workers(10) == 1  # an unreadable setting: one process, never an error
