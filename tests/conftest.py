@@ -117,6 +117,41 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     clear_caches()
 
 
+@pytest.fixture(scope="session")
+def calibrated_by_cli(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path], int, str]:
+    """`tokometer calibrate --out FILE` on the shipped evidence, run once for the session (a full fit with its
+    bands and multi-device hold-outs: minutes on 2 cores) in a home of its own: (the file written, the files
+    the fit read, as `rows.read_cases` saw them, the exit code, stderr). Tests of what it read and of what it
+    wrote share this one run."""
+    import contextlib
+    import io
+
+    from tokometer.cli import main
+    from tokometer.fitting import rows
+
+    out = tmp_path_factory.mktemp("calibrated") / "efficiency.toml"
+    opened: list[Path] = []
+    real = rows.read_cases
+
+    def spy(path: str | Path) -> list[rows.Case]:
+        opened.append(Path(path))
+        return real(path)
+
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err):
+        patch.setenv("TOKOMETER_HOME", str(tmp_path_factory.mktemp("calibrate-home")))
+        patch.setattr(rows, "read_cases", spy)
+        clear_caches()
+        try:
+            main(["calibrate", "--out", str(out)])
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        finally:
+            clear_caches()
+    return out, opened, code, err.getvalue()
+
+
 def browser_missing(message: str) -> None:
     """A browser test that cannot run skips on a developer's machine and fails in CI, where
     scripts/ci/browser.sh must have installed Chromium."""

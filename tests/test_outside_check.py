@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import cli
 
 from tokometer.calibration_data import MEASUREMENTS_CSV, OUTSIDE_CSV
-from tokometer.fitting import rows
 from tokometer.fitting.evidence import evidence_files, read_evidence
-from tokometer.fitting.model import calibrate
 from tokometer.fitting.rows import read_cases
 from tokometer.fitting.validation import validate
 
@@ -28,49 +25,46 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
-def test_calibrate_reads_the_measurements_and_never_the_outside_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    opened: list[Path] = []
-    real = rows.read_cases
-
-    def spy(path: str | Path) -> list[rows.Case]:
-        opened.append(Path(path))
-        return real(path)
-
-    monkeypatch.setattr(rows, "read_cases", spy)
-    out = tmp_path / "efficiency.toml"
-    code, _, err = cli(capsys, "calibrate", "--out", str(out))
+@pytest.mark.timeout(900)  # the session's one `calibrate` of the whole shipped evidence (minutes on 2 cores)
+def test_calibrate_reads_the_measurements_and_never_the_outside_rows(calibrated_by_cli: tuple[Path, list[Path], int, str]) -> None:
+    out, opened, code, err = calibrated_by_cli
     assert code == 0, err
     assert opened == evidence_files()
     assert opened[0] == Path(MEASUREMENTS_CSV) and Path(OUTSIDE_CSV) not in opened
     assert out.exists()
 
 
-@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
-def test_the_shipped_table_is_not_a_fit_that_saw_the_outside_rows() -> None:
+@pytest.mark.timeout(900)  # the session's one `calibrate` of the whole shipped evidence (minutes on 2 cores)
+def test_the_shipped_table_is_not_a_fit_that_saw_the_outside_rows(calibrated_by_cli: tuple[Path, list[Path], int, str]) -> None:
     from tokometer.catalog.efficiency import EFFICIENCY_FILE
+    from tokometer.fitting.calibration import fit_table
+    from tokometer.fitting.features import features
 
     shipped = tomllib.loads(EFFICIENCY_FILE.read_text(encoding="utf-8"))["entries"]
-    inside = read_evidence()
-    with_outside, _, _ = calibrate(inside + read_cases(OUTSIDE_CSV), data_label="measurements.csv+outside.csv")
-    without, _, _ = calibrate(inside, data_label="measurements.csv")
+    out, _, code, err = calibrated_by_cli
+    assert code == 0, err
+    without = tomllib.loads(out.read_text(encoding="utf-8"))["entries"]  # calibrate reads no outside row (above)
 
-    def moved(table: dict[str, Any]) -> list[str]:
+    def moved(table: dict[str, dict[str, Any]], reference: dict[str, dict[str, Any]]) -> list[str]:
         return [
             key
             for key, entry in table.items()
-            if key not in shipped
+            if key not in reference
             or any(
-                isinstance(value, float) and value != pytest.approx(shipped[key].get(name), rel=1e-4)
-                for name, value in entry.to_dict().items()
-                if name in shipped[key]
+                isinstance(value, float) and value != pytest.approx(reference[key].get(name), rel=1e-4)
+                for name, value in entry.items()
+                if name in reference[key]
             )
         ]
 
-    assert moved(without) == []  # the shipped table is the fit on measurements.csv alone
-    assert moved(with_outside), "the outside rows would change the fit: they must stay out of it"
+    assert moved(without, shipped) == []  # the shipped table is the fit on the shipped evidence alone
+    # teeth: the outside rows are rows a fit would learn from (the fitted terms, bands aside, move with them)
+    inside = [f for c in read_evidence() if (f := features(c)) is not None]
+    outside = [f for c in read_cases(OUTSIDE_CSV) if (f := features(c)) is not None]
+    assert len(outside) >= 20
+    plain = {k: e.to_dict() for k, e in fit_table(inside).items()}
+    seen = {k: e.to_dict() for k, e in fit_table(inside + outside).items()}
+    assert moved(seen, plain), "the outside rows would change the fit: they must stay out of it"
 
 
 def test_every_outside_row_resolves_and_is_scored() -> None:

@@ -214,15 +214,14 @@ def test_aggregates_are_predicted_as_aggregates(tmp_path: Path) -> None:
     assert single.predicted * 4 < aggregate.predicted <= single.predicted * 8
 
 
-@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
-def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # the session's one `calibrate` of the whole shipped evidence (minutes on 2 cores)
+def test_shipped_efficiency_table_is_what_calibrate_produces(calibrated_by_cli: tuple[Path, list[Path], int, str]) -> None:
     import tomllib
 
     from tokometer.catalog.efficiency import EFFICIENCY_FILE
-    from tokometer.fitting.model import write_shipped_table
 
-    out = tmp_path / "efficiency.toml"
-    write_shipped_table(out)  # what scripts/calibrate_shipped.py writes, on measurements.csv + published/*.csv
+    out, _, code, err = calibrated_by_cli  # `tokometer calibrate --out`: what scripts/calibrate_shipped.py writes too
+    assert code == 0, err
     fresh = tomllib.loads(out.read_text(encoding="utf-8"))["entries"]
     shipped = tomllib.loads(EFFICIENCY_FILE.read_text(encoding="utf-8"))["entries"]
     assert fresh.keys() == shipped.keys()
@@ -232,9 +231,12 @@ def test_shipped_efficiency_table_is_what_calibrate_produces(tmp_path: Path) -> 
                 assert fresh[key][name] == pytest.approx(value, rel=1e-4), (key, name)
 
 
-@pytest.mark.timeout(900)  # fits the whole shipped evidence (about a minute a fit on 2 cores)
 def test_validate_cli_holds_out_a_source_and_says_so() -> None:
-    r = run_cli("validate", "--lso", "--json", timeout_s=840)  # one fit per source, minutes on a loaded 2-core machine
+    # measurements.csv alone: three publications, three fits (the whole evidence's hold-outs are
+    # scripts/accuracy_tables.py's, checked by tests/test_docs.py)
+    from tokometer.calibration_data import MEASUREMENTS_CSV
+
+    r = run_cli("validate", str(MEASUREMENTS_CSV), "--lso", "--json", timeout_s=600)
     assert r.code == 0, r.err
     data = r.json()
     assert data["mode"]["held_out"] == "source" and data["mode"]["lso"] is True
