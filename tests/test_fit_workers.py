@@ -14,8 +14,9 @@ from tokometer.domain.specs import Efficiency
 from tokometer.fitting.calibration import fit_table
 from tokometer.fitting.evidence import read_evidence
 from tokometer.fitting.features import case_source
-from tokometer.fitting.model import FIT_WORKERS_ENV, cross_validate, fit_workers
+from tokometer.fitting.model import cross_validate
 from tokometer.fitting.rows import Case
+from tokometer.fitting.workers import FIT_WORKERS_ENV, fit_workers, fork_map
 
 
 def quick_fit(feats: list[Any], source: str = "fitted", spreads: dict[str, float] | None = None) -> dict[str, Efficiency]:
@@ -39,7 +40,7 @@ def test_folds_in_two_processes_predict_what_one_process_does(monkeypatch: pytes
     monkeypatch.setenv(FIT_WORKERS_ENV, "1")
     serial = cross_validate(cases, case_source, fit=quick_fit, only=only)
     monkeypatch.setenv(FIT_WORKERS_ENV, "2")
-    assert fit_workers(3, quick_fit) == 2
+    assert fit_workers(3) == 2
     spread = cross_validate(cases, case_source, fit=quick_fit, only=only)
     assert [r.case for r in spread] == [r.case for r in serial]
     assert all(a.case is b.case for a, b in zip(spread, serial, strict=True))  # the caller's own rows come back
@@ -49,13 +50,29 @@ def test_folds_in_two_processes_predict_what_one_process_does(monkeypatch: pytes
     assert sum(r.scored for r in serial) >= 10
 
 
-def test_fit_workers_reads_the_setting_and_keeps_closures_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fit_workers_reads_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FIT_WORKERS_ENV, "4")
     assert fit_workers(10) == 4
-    assert fit_workers(2) == 2  # never more processes than folds
+    assert fit_workers(2) == 2  # never more processes than tasks
     assert fit_workers(1) == 1
-    assert fit_workers(10, lambda feats, **kw: {}) == 1  # another process could not import a lambda
     monkeypatch.setenv(FIT_WORKERS_ENV, "1")
     assert fit_workers(10) == 1
     monkeypatch.setenv(FIT_WORKERS_ENV, "many")
     assert fit_workers(10) == 1  # an unreadable setting: one process, never an error
+
+
+def test_fork_map_keeps_order_reads_closures_and_never_nests(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import sys
+
+    monkeypatch.setenv(FIT_WORKERS_ENV, "2")
+    table = {i: i * i for i in range(7)}  # read through a closure: inherited by the workers, not pickled
+
+    def task(i: int) -> tuple[int, int, int]:
+        return table[i], os.getpid(), fit_workers(5)
+
+    out = fork_map(task, 7)
+    assert [square for square, _, _ in out] == [i * i for i in range(7)]
+    if sys.platform.startswith("linux"):
+        assert os.getpid() not in {pid for _, pid, _ in out}  # the work ran in the workers
+        assert {inner for _, _, inner in out} == {1}  # a worker runs its own hold-outs in itself

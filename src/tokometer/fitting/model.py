@@ -21,6 +21,7 @@ from tokometer.fitting.features import case_group, case_hardware_id, case_source
 from tokometer.fitting.rows import Case, CaseResult
 from tokometer.fitting.splits import leave_one_group_out
 from tokometer.fitting.validation import predict_case, report
+from tokometer.fitting.workers import fork_map
 
 Fitter = Callable[..., dict[str, Efficiency]]
 
@@ -71,8 +72,8 @@ def held_out_fits(
     """Each fold's table fitted without any row of the fold, with its wanted rows (`only`, else all) that have
     a group, each predicted by it: the one loop behind `cross_validate` and the diagnosis scripts.
 
-    The folds are independent, so they are fitted side by side in `fit_workers` processes (one per core;
-    `TOKOMETER_FIT_WORKERS=1` keeps them in this process); each fold's table and predictions are the same
+    The folds are independent, so they are fitted side by side (`workers.fork_map`: one process per core,
+    `TOKOMETER_FIT_WORKERS=1` keeps them in this one); each fold's table and predictions are the same
     either way, and come back in the folds' order.
     """
     wanted = cases if only is None else only
@@ -85,68 +86,17 @@ def held_out_fits(
         if test:
             tasks.append((fold.group, [position[id(c)] for c in fold.train if id(c) in position], test))
     rows = [f for _, f in feats]
-    workers = fit_workers(len(tasks), fit)
-    if workers <= 1:
-        _FOLD_STATE.update(feats=rows, fit=fit)
-        try:
-            for task in tasks:
-                model, results = _fit_fold(task)
-                yield model, list(zip(task[2], results, strict=True))
-        finally:
-            _FOLD_STATE.clear()
-        return
-    import multiprocessing
-    import sys
-    from concurrent.futures import ProcessPoolExecutor
 
-    # fork on Linux: the workers start at once and need no importable `__main__` (a script without a main
-    # guard, a notebook); elsewhere the platform's default (spawn), which asks that guard as it always does
-    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_fold_worker, initargs=(rows, fit)) as pool:
-        for task, (model, results) in zip(tasks, pool.map(_fit_fold, tasks), strict=True):
-            # the worker's rows are copies: each result is handed back on the caller's own row
-            yield model, [(case, replace(result, case=case)) for case, result in zip(task[2], results, strict=True)]
+    def one(index: int) -> tuple[Model, list[CaseResult]]:
+        group, train_index, test = tasks[index]
+        spreads: dict[str, float] = {}
+        model = Model(fit([rows[i] for i in train_index], source=f"fit without {group}", spreads=spreads), meta=dict(spreads))
+        return model, model.predict(test)
 
-
-FIT_WORKERS_ENV = "TOKOMETER_FIT_WORKERS"
-_FOLD_STATE: dict[str, Any] = {}
-
-
-def fit_workers(n_folds: int, fit: Fitter = fit_with_bands) -> int:
-    """Processes for `n_folds` hold-out fits: `TOKOMETER_FIT_WORKERS` if set, else one per usable core;
-    1 (this process) for a single fold, or a fitter another process cannot import (a closure)."""
-    import os
-    import pickle
-
-    raw = os.environ.get(FIT_WORKERS_ENV, "").strip()
-    try:
-        wanted = int(raw) if raw else len(os.sched_getaffinity(0))
-    except ValueError:
-        wanted = 1
-    except AttributeError:  # no sched_getaffinity (macOS)
-        wanted = os.cpu_count() or 1
-    if min(wanted, n_folds) <= 1:
-        return 1
-    try:
-        pickle.dumps(fit)
-    except (pickle.PicklingError, AttributeError, TypeError):
-        return 1
-    return min(wanted, n_folds)
-
-
-def _start_fold_worker(rows: list[Any], fit: Fitter) -> None:
-    _FOLD_STATE.update(feats=rows, fit=fit)
-
-
-def _fit_fold(task: tuple[str, list[int], list[Case]]) -> tuple[Model, list[CaseResult]]:
-    """One fold: the table fitted on the training rows (indices into the worker's features), and the test
-    rows predicted by it."""
-    group, train_index, test = task
-    rows = _FOLD_STATE["feats"]
-    spreads: dict[str, float] = {}
-    model = Model(_FOLD_STATE["fit"]([rows[i] for i in train_index], source=f"fit without {group}", spreads=spreads),
-                  meta=dict(spreads))
-    return model, model.predict(test)
+    for (_, _, test), (model, results) in zip(tasks, fork_map(one, len(tasks)), strict=True):
+        # a worker's rows are copies: each result is handed back on the caller's own row
+        yield model, [(case, result if result.case is case else replace(result, case=case))
+                      for case, result in zip(test, results, strict=True)]
 
 
 def cross_validate(

@@ -249,29 +249,43 @@ def predict(
     time_limit_s: float | None = None, progress: Callable[[Iterable[Run]], Iterable[Run]] | None = None,
 ) -> list[RowResult]:
     """Every run's rows predicted by one simulation each (a run past `time_limit_s` leaves its rows
-    unscored with that reason); `progress` wraps the runs' iteration (a progress bar)."""
-    out: list[RowResult] = []
-    for run in (progress(runs) if progress is not None else runs):
-        if run.reason is not None:
-            out += [RowResult(r, reason=run.reason) for r in run.rows]
-            continue
-        try:
-            result = simulate_run(run, efficiency, time_limit_s=time_limit_s)
-            base = naive_run(run) if naive else {}
-        except TimeLimitError as exc:
-            out += [RowResult(r, reason=str(exc)) for r in run.rows]
-            continue
-        except TokometerError as exc:
-            out += [RowResult(r, reason=f"cannot simulate: {exc}") for r in run.rows]
-            continue
-        if not result.completed:
-            none = (f"no request completed in the simulated run: {result.rejected} of {result.requests} refused "
-                    "(the weights leave no room for one request's KV cache in this layout)")
-            out += [RowResult(r, reason=none) for r in run.rows]
-            continue
-        for r in run.rows:
-            value, why = read_metric(result, r, run)
-            out.append(RowResult(r, value, _naive_value(r, run, base) if base else None, why))
+    unscored with that reason); `progress` wraps the runs' iteration (a progress bar), which keeps them
+    in this process. Without one the runs are simulated side by side (`workers.fork_map`, one process
+    per core): each run's simulation is its own, so the results are the same."""
+    from tokometer.fitting.workers import fork_map
+
+    def one(index: int) -> list[tuple[float | None, float | None, str | None]]:
+        return _predict_run(runs[index], efficiency, naive=naive, time_limit_s=time_limit_s)
+
+    if progress is not None:
+        per_run = [_predict_run(run, efficiency, naive=naive, time_limit_s=time_limit_s) for run in progress(runs)]
+    else:
+        per_run = fork_map(one, len(runs))
+    return [RowResult(r, value, base, why) for run, rows in zip(runs, per_run, strict=True)
+            for r, (value, base, why) in zip(run.rows, rows, strict=True)]
+
+
+def _predict_run(
+    run: Run, efficiency: Callable[[str], ServingEfficiency], *, naive: bool, time_limit_s: float | None,
+) -> list[tuple[float | None, float | None, str | None]]:
+    """One run's rows as (predicted, naive, reason), from one simulation."""
+    if run.reason is not None:
+        return [(None, None, run.reason)] * len(run.rows)
+    try:
+        result = simulate_run(run, efficiency, time_limit_s=time_limit_s)
+        base = naive_run(run) if naive else {}
+    except TimeLimitError as exc:
+        return [(None, None, str(exc))] * len(run.rows)
+    except TokometerError as exc:
+        return [(None, None, f"cannot simulate: {exc}")] * len(run.rows)
+    if not result.completed:
+        none = (f"no request completed in the simulated run: {result.rejected} of {result.requests} refused "
+                "(the weights leave no room for one request's KV cache in this layout)")
+        return [(None, None, none)] * len(run.rows)
+    out: list[tuple[float | None, float | None, str | None]] = []
+    for r in run.rows:
+        value, why = read_metric(result, r, run)
+        out.append((value, _naive_value(r, run, base) if base else None, why))
     return out
 
 
