@@ -344,7 +344,14 @@ Wrap = Callable[[Iterable[Any]], Iterable[Any]]
 
 
 def _records(runs: Sequence[Run], progress: Wrap | None = None) -> list[Recording]:
-    return [r for r in (record_run(run) for run in (progress(runs) if progress else runs)) if r is not None]
+    """Each run recorded once: in this process under a progress bar, else side by side (`workers.fork_map`)."""
+    from tokometer.fitting.workers import fork_map
+
+    if progress is not None:
+        found = [record_run(run) for run in progress(runs)]
+    else:
+        found = fork_map(lambda i: record_run(runs[i]), len(runs))
+    return [r for r in found if r is not None]
 
 
 def recordings(path: Path, progress: Wrap | None = None) -> tuple[list[Run], list[Recording]]:
