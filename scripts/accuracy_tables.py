@@ -6,8 +6,13 @@ of README.md, with what each row held out. The outside check (`<!-- outside:star
 shipped fit on `outside.csv`, published rows that `tokometer calibrate` never reads, per metric and
 hardware family. `tests/test_docs.py` checks the README matches.
 
-    python scripts/accuracy_tables.py          # rewrite README.md
-    python scripts/accuracy_tables.py --check  # exit 1 if README.md is stale
+The hold-outs' row-by-row predictions are kept in `docs/accuracy/held_out.json.gz` (one fit per device and
+one per publication: tens of minutes on 2 cores). The tests render the README's tables from that file and
+refit a sample of its folds (`sample_folds`) to check the stored predictions are what the code gives now;
+this script is what recomputes every fold.
+
+    python scripts/accuracy_tables.py          # rewrite README.md and the stored hold-outs
+    python scripts/accuracy_tables.py --check  # exit 1 if README.md is stale (recomputes every fold)
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+HELD_OUT_FILE = ROOT / "docs" / "accuracy" / "held_out.json.gz"
+HELD_OUT_MODES = ("loho", "lso")
 START, END = "<!-- accuracy:start -->", "<!-- accuracy:end -->"
 OUTSIDE_START, OUTSIDE_END = "<!-- outside:start -->", "<!-- outside:end -->"
 OUTSIDE_METRICS = ("tg", "pp", "ttft_ms")
@@ -37,20 +44,33 @@ SUBSETS = (
 )
 
 
-def reports() -> dict[str, dict[str, Any]]:
-    """One validation report per run, on the shipped measurements."""
+def fold_of(mode: str) -> Any:
+    """What a hold-out mode leaves out: the device (`loho`) or the publication (`lso`)."""
+    from tokometer.fitting.model import case_hardware_id, case_source
+
+    return case_hardware_id if mode == "loho" else case_source
+
+
+def held_out(cases: list[Any]) -> dict[str, list[Any]]:
+    """Every row predicted by the fit without its device (`loho`) and without its publication (`lso`)."""
+    from tokometer.fitting.model import cross_validate
+
+    return {mode: cross_validate(cases, fold_of(mode)) for mode in HELD_OUT_MODES}
+
+
+def reports(cases: list[Any] | None = None, held: dict[str, list[Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """One validation report per run, on the shipped measurements; `held`: the hold-outs' results
+    (`held_out`, or `load_held_out`), computed here when not given."""
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.families import family_report, source_report
-    from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.validation import report, validate
 
-    cases = read_evidence()
+    cases = read_evidence() if cases is None else cases
+    held = held_out(cases) if held is None else held
     out: dict[str, dict[str, Any]] = {}
     for _, _, mode in RUNS:
-        if mode == "loho":
-            results = leave_one_hardware_out(cases)
-        elif mode == "lso":
-            results = leave_one_source_out(cases)
+        if mode in HELD_OUT_MODES:
+            results = held[mode]
         else:
             results = validate(cases, baseline=None if mode == "fitted" else mode)
         out[mode] = report(results)
@@ -59,6 +79,65 @@ def reports() -> dict[str, dict[str, Any]]:
         if mode == "lso":
             out[mode]["sources"] = source_report(results)
     return out
+
+
+def dump_held_out(cases: list[Any], held: dict[str, list[Any]]) -> bytes:
+    """The hold-outs' results, row by row (index in the evidence, row id, prediction, band, reason, group,
+    device, details), as gzipped JSON that reads back exactly (floats in full)."""
+    import gzip
+    import json
+
+    index = {id(c): i for i, c in enumerate(cases)}
+    data = {
+        "rows": len(cases),
+        **{
+            mode: [[index[id(r.case)], r.case.row_id, r.predicted, r.low, r.high, r.reason, r.group, r.hardware_id, r.details]
+                   for r in results]
+            for mode, results in held.items()
+        },
+    }
+    text = json.dumps(data, separators=(",", ":"), default=str).replace("],[", "],\n[")
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+def load_held_out(cases: list[Any], path: Path = HELD_OUT_FILE) -> dict[str, list[Any]]:
+    """`dump_held_out`'s file read back onto `cases`; SystemExit with the fix when it does not match them."""
+    import gzip
+    import json
+
+    from tokometer.fitting.rows import CaseResult
+
+    stale = f"{path.relative_to(ROOT)} does not match the evidence: run `python scripts/accuracy_tables.py`"
+    if not path.exists():
+        raise SystemExit(f"{path.relative_to(ROOT)} is missing: run `python scripts/accuracy_tables.py`")
+    data = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    if data["rows"] != len(cases):
+        raise SystemExit(stale)
+    out: dict[str, list[Any]] = {}
+    for mode in HELD_OUT_MODES:
+        results = []
+        for i, row_id, predicted, low, high, reason, group, hardware_id, details in data[mode]:
+            if cases[i].row_id != row_id:
+                raise SystemExit(stale)
+            results.append(CaseResult(cases[i], predicted, low, high, reason, group, hardware_id, details or {}))
+        out[mode] = results
+    return out
+
+
+SAMPLED_FOLDS = 3  # per mode: the largest fold and two picked by a hash of their names
+
+
+def sample_folds(cases: list[Any], mode: str) -> list[str]:
+    """The folds a test refits to check the stored hold-outs: the one with the most rows (most of the
+    evidence that moves) and two others picked by a stable hash of their names (no favourite)."""
+    import hashlib
+    from collections import Counter
+
+    of = fold_of(mode)
+    sizes = Counter(str(g) for c in cases if (g := of(c)) is not None)
+    largest = max(sorted(sizes), key=lambda g: sizes[g])
+    others = sorted((g for g in sizes if g != largest), key=lambda g: hashlib.sha256(g.encode()).hexdigest())
+    return [largest, *others[: SAMPLED_FOLDS - 1]]
 
 
 def _pct(value: float | None) -> str:
@@ -156,7 +235,20 @@ def render_outside(results: list[Any]) -> str:
 def main(argv: list[str]) -> int:
     from readme_block import write_or_check  # scripts/ is on sys.path when this file is run
 
-    tables = write_or_check(README, START, END, render(reports()), what="accuracy tables", script="accuracy_tables.py", argv=argv)
+    from tokometer.fitting.evidence import read_evidence
+
+    cases = read_evidence()
+    held = held_out(cases)
+    tables = write_or_check(README, START, END, render(reports(cases, held)), what="accuracy tables", script="accuracy_tables.py", argv=argv)
+    stored = dump_held_out(cases, held)
+    if "--check" in argv:
+        if not HELD_OUT_FILE.exists() or HELD_OUT_FILE.read_bytes() != stored:
+            print(f"{HELD_OUT_FILE.relative_to(ROOT)} is stale: run `python scripts/accuracy_tables.py`", file=sys.stderr)
+            tables = 1
+    else:
+        HELD_OUT_FILE.parent.mkdir(parents=True, exist_ok=True)
+        HELD_OUT_FILE.write_bytes(stored)
+        print(f"wrote {HELD_OUT_FILE.relative_to(ROOT)}")
     outside = write_or_check(
         README, OUTSIDE_START, OUTSIDE_END, render_outside(outside_results()), what="outside-check table", script="accuracy_tables.py", argv=argv
     )

@@ -57,14 +57,23 @@ def test_docstrings_cite_sections_of_our_own_physics_page() -> None:
     assert cited >= 20
 
 
-@pytest.mark.timeout(1500)  # every hold-out of the whole evidence (minutes on 2 cores), as scripts/accuracy_tables.py runs it
-def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
-    """The README's accuracy tables and outside check are `scripts/accuracy_tables.py`'s output from the validate runs."""
+def load_accuracy_tables():
     spec = importlib.util.spec_from_file_location("accuracy_tables", ROOT / "scripts" / "accuracy_tables.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    tables = module.render(module.reports())
+    return module
+
+
+@pytest.mark.timeout(900)  # the in-sample and peer runs predict every row of the evidence once
+def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
+    """The README's accuracy tables and outside check are `scripts/accuracy_tables.py`'s output: the in-sample and
+    peer runs computed here, the hold-outs from its stored row-by-row results (their folds are checked below)."""
+    from tokometer.fitting.evidence import read_evidence
+
+    module = load_accuracy_tables()
+    cases = read_evidence()
+    tables = module.render(module.reports(cases, module.load_held_out(cases)))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert tables in readme, "README accuracy tables are stale: run `python scripts/accuracy_tables.py`"
     for held_out in ("nothing (in-sample)", "every row of the device, multi-device rows too", "every row of the publication"):
@@ -78,6 +87,32 @@ def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
         assert f"| tg | {family} |" in outside
     assert "**single device, per hardware family, leave-one-source-out**" in tables
     assert "**single device, per publication held out (leave-one-source-out)**" in tables
+
+
+@pytest.mark.timeout(900)  # six fits of the whole evidence, side by side on the machine's cores
+@pytest.mark.parametrize("mode", ["loho", "lso"])
+def test_stored_hold_outs_are_what_their_folds_give_now(mode: str) -> None:
+    """A sample of the stored hold-out folds (the largest and two by hash, `sample_folds`) refitted now predicts
+    each of their rows exactly as stored: a change to the code or the data that moves the fits shows here."""
+    from tokometer.fitting.evidence import read_evidence
+    from tokometer.fitting.model import cross_validate
+
+    module = load_accuracy_tables()
+    cases = read_evidence()
+    stored = {id(r.case): r for r in module.load_held_out(cases)[mode]}
+    of = module.fold_of(mode)
+    folds = set(module.sample_folds(cases, mode))
+    assert len(folds) == module.SAMPLED_FOLDS
+    rows = [c for c in cases if (g := of(c)) is not None and str(g) in folds]
+    fresh = cross_validate(cases, of, only=rows)
+    assert sum(r.scored for r in fresh) >= 100
+    for r in fresh:
+        s = stored[id(r.case)]
+        assert (r.reason, r.group, r.hardware_id) == (s.reason, s.group, s.hardware_id), r.case.row_id
+        for now, then in ((r.predicted, s.predicted), (r.low, s.low), (r.high, s.high)):
+            assert (now is None) == (then is None) and (now is None or now == pytest.approx(then, rel=1e-9)), (
+                f"{r.case.row_id}: stored hold-outs are stale: run `python scripts/accuracy_tables.py`"
+            )
 
 
 @pytest.mark.slow  # leave-one-source-out refits the serving efficiency three times: about 40 s here
