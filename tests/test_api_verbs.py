@@ -73,6 +73,10 @@ def test_utilization() -> None:
     assert share and result.report.utilisation.measured_decode_tok_s == 120
     with pytest.raises(tokometer.InputError):
         tokometer.utilization("llama-3.1-8b", "rtx-4090", measured_decode_tok_s=-1)
+    # the web form shares the estimate's fields, advise among them (the OpenAPI fuzzer sent one): utilization
+    # never advises, and a request that carries the field is answered, not a TypeError
+    advised = tokometer.utilization("llama-3.1-8b", "rtx-4090", quant="q4_k_m", measured_decode_tok_s=120.0, advise=True)
+    assert advised.report.utilisation.measured_decode_tok_s == 120
 
 
 def test_catalog_entries() -> None:

@@ -44,7 +44,7 @@ def utilization(
         )
     if options.get("draft") is not None:
         raise InputError("utilization compares a plain decode with the physics; leave out {draft}", field="draft")
-    e = estimate(model, hw, advise=False, **options)
+    e = estimate(model, hw, **{**options, "advise": False})  # a request may carry advise (the estimate form's field): never here
     if measured_prefill_tok_s is not None and e.prefill is None:
         raise InputError(
             "{measured_prefill_tok_s} needs the prompt length it was measured on: {prompt_tokens} N",
