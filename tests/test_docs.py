@@ -10,8 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_generator():
-    spec = importlib.util.spec_from_file_location("gen_docs", ROOT / "scripts" / "gen_docs.py")
+def load_script(name: str):
+    """`scripts/NAME.py` as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -20,7 +21,7 @@ def load_generator():
 
 @pytest.mark.parametrize("rel", ["docs/cli.md", "docs/hardware.md"])
 def test_generated_docs_are_current(rel: str) -> None:
-    expected = load_generator().DOCS[rel]()
+    expected = load_script("gen_docs").DOCS[rel]()
     actual = (ROOT / rel).read_text(encoding="utf-8")
     assert actual == expected, f"{rel} is stale: run `python scripts/gen_docs.py`"
 
@@ -57,21 +58,13 @@ def test_docstrings_cite_sections_of_our_own_physics_page() -> None:
     assert cited >= 20
 
 
-def load_accuracy_tables():
-    spec = importlib.util.spec_from_file_location("accuracy_tables", ROOT / "scripts" / "accuracy_tables.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.timeout(900)  # the in-sample and peer runs predict every row of the evidence once
 def test_readme_accuracy_tables_are_what_the_script_writes() -> None:
     """The README's accuracy tables and outside check are `scripts/accuracy_tables.py`'s output: the in-sample and
     peer runs computed here, the hold-outs from its stored row-by-row results (their folds are checked below)."""
     from tokometer.fitting.evidence import read_evidence
 
-    module = load_accuracy_tables()
+    module = load_script("accuracy_tables")
     cases = read_evidence()
     tables = module.render(module.reports(cases, module.load_held_out(cases)))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -97,7 +90,7 @@ def test_stored_hold_outs_are_what_their_folds_give_now(mode: str) -> None:
     from tokometer.fitting.evidence import read_evidence
     from tokometer.fitting.model import cross_validate
 
-    module = load_accuracy_tables()
+    module = load_script("accuracy_tables")
     cases = read_evidence()
     stored = {id(r.case): r for r in module.load_held_out(cases)[mode]}
     of = module.fold_of(mode)
@@ -119,10 +112,7 @@ def test_stored_hold_outs_are_what_their_folds_give_now(mode: str) -> None:
 @pytest.mark.timeout(900)  # validate --serving --lso on the shipped serving rows
 def test_readme_serving_accuracy_table_is_what_the_script_writes() -> None:
     """The README's serving table is `scripts/serving_accuracy.py`'s output from `validate --serving --lso`."""
-    spec = importlib.util.spec_from_file_location("serving_accuracy", ROOT / "scripts" / "serving_accuracy.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("serving_accuracy")
     table = module.render(module.report())
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert table in readme, "README serving accuracy table is stale: run `python scripts/serving_accuracy.py`"
@@ -148,10 +138,7 @@ def test_readme_sample_output_is_what_estimate_prints() -> None:
 def test_readme_figures_are_what_the_commands_give() -> None:
     """Each `<!-- figure:NAME -->` of the README (catalog counts, the bare-numbers example's ceiling and
     estimate) is what `scripts/readme_figures.py` computes now; every figure it knows is used."""
-    spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "scripts" / "readme_figures.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("readme_figures")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     marked = dict(module.FIGURE.findall(readme))
     assert set(marked) == set(module.FIGURES), "README.md and scripts/readme_figures.py name different figures"

@@ -6,6 +6,7 @@ table depends only on its training rows, so the spread must change nothing but t
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -26,9 +27,7 @@ def quick_fit(feats: list[Any], source: str = "fitted", spreads: dict[str, float
 
 def _few_sources() -> tuple[list[Case], list[Case]]:
     cases = read_evidence()
-    counts: dict[str, int] = {}
-    for c in cases:
-        counts[case_source(c)] = counts.get(case_source(c), 0) + 1
+    counts = Counter(case_source(c) for c in cases)
     # three of the smaller publications: three folds, each trained on everything else
     small = sorted((n, s) for s, n in counts.items() if n >= 20)[:3]
     chosen = {s for _, s in small}
