@@ -33,6 +33,7 @@ RUNS = (  # (label, what was held out, how the rows are predicted)
     ("fitted on all rows", "nothing (in-sample)", "fitted"),
     ("leave-one-hardware-out", "every row of the device, multi-device rows too", "loho"),
     ("leave-one-source-out", "every row of the publication", "lso"),
+    ("leave-one-source-out, each publication weighs the same", "every row of the publication", "lso_pub"),
     ("peer: 100 % of datasheet bandwidth", "nothing to fit", "ceiling"),
     ("peer: 0.55 x ceiling", "nothing to fit", "derate"),
 )
@@ -42,6 +43,20 @@ SUBSETS = (
     ("tg_multi_device", "decode (tg), several devices"),
     ("pp_multi_device", "prompt processing (pp), several devices"),
 )
+
+
+def publication_subsets(results: list[Any]) -> dict[str, dict[str, Any]]:
+    """The four README subsets (decode/prefill, single/several devices) with every publication weighing the same."""
+    from tokometer.fitting.families import per_publication
+
+    single = [r for r in results if r.case.n_devices == 1]
+    multi = [r for r in results if r.case.n_devices > 1]
+    return {
+        "tg_single_device": per_publication(single, "tg"),
+        "tg_multi_device": per_publication(multi, "tg"),
+        "pp_single_device": per_publication(single, "pp"),
+        "pp_multi_device": per_publication(multi, "pp"),
+    }
 
 
 def fold_of(mode: str) -> Any:
@@ -69,6 +84,8 @@ def reports(cases: list[Any] | None = None, held: dict[str, list[Any]] | None = 
     held = held_out(cases) if held is None else held
     out: dict[str, dict[str, Any]] = {}
     for _, _, mode in RUNS:
+        if mode == "lso_pub":
+            continue
         if mode in HELD_OUT_MODES:
             results = held[mode]
         else:
@@ -78,6 +95,7 @@ def reports(cases: list[Any] | None = None, held: dict[str, list[Any]] | None = 
             out[mode]["families"] = family_report(results)
         if mode == "lso":
             out[mode]["sources"] = source_report(results)
+            out["lso_pub"] = {"subsets": publication_subsets(results)}
     return out
 
 
@@ -161,7 +179,9 @@ def render(reps: dict[str, dict[str, Any]]) -> str:
             m = reps[mode]["subsets"][key]
             if not m["scored"]:
                 continue
-            band = _pct(m["interval_coverage"]) if mode in ("fitted", "loho", "lso") else "-"
+            band = _pct(m["interval_coverage"]) if mode in ("fitted", "loho", "lso", "lso_pub") else "-"
+            if mode == "lso_pub":
+                held_out = f"{held_out} ({m['publications']} publications)"
             lines.append(_row(label, held_out, m, band))
     for title, key, mode, what in (
         ("single device, per hardware family, leave-one-source-out", "families", "lso", "hardware family"),

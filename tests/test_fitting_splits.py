@@ -105,3 +105,31 @@ def test_group_k_fold_holds_out_whole_groups() -> None:
         seen += fold.test
     assert sorted(seen) == sorted(x for x in items if x[0] is not None)
     assert len(list(group_k_fold(items, lambda x: x[0], 50))) == 7  # one group per fold: leave-one-group-out
+
+
+def test_per_publication_figures_weigh_each_publication_once() -> None:
+    """A large publication read well and two small ones read badly: the row-weighted median is the large
+    one's error, the per-publication median is the middle publication's, and the shares weigh 1/3 each."""
+    from dataclasses import replace
+
+    from tokometer.fitting.families import per_publication, weighted_quantile
+    from tokometer.fitting.rows import CaseResult
+    from tokometer.fitting.validation import summarise
+
+    tg = [c for c in read_cases(MEASUREMENTS_CSV) if c.metric == "tg"][:12]
+    plan = [("A", 0.10)] * 9 + [("B", 0.50)] + [("C", -0.40)] * 2  # (publication, signed error)
+    results = [
+        CaseResult(replace(c, raw={**c.raw, "source_id": src}), p, p / 1.2, p * 1.2, None, "g", "h100-sxm", {})
+        for c, (src, err) in zip(tg, plan, strict=True)
+        for p in (c.value * (1 + err),)
+    ]
+    rows = summarise(results, "tg")
+    pubs = per_publication(results, "tg")
+    assert rows["median_ape"] == pytest.approx(0.10)
+    assert pubs["median_ape"] == pytest.approx(0.40) and pubs["p90_ape"] == pytest.approx(0.50)
+    assert pubs["publications"] == 3 and pubs["scored"] == 12
+    assert pubs["within_15"] == pytest.approx(1 / 3)
+    assert pubs["interval_coverage"] == pytest.approx(1 / 3)  # bands of +-20 %: only A's rows fall inside theirs
+    assert pubs["median_signed_error"] == pytest.approx(0.10)  # -0.40 (1/3), +0.10 (1/3), +0.50 (1/3)
+    assert weighted_quantile([], [], 0.5) is None
+    assert weighted_quantile([3.0, 1.0, 2.0], [1.0, 1.0, 1.0], 0.5) == 2.0

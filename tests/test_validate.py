@@ -241,6 +241,12 @@ def test_validate_cli_holds_out_a_source_and_says_so() -> None:
     data = r.json()
     assert data["mode"]["held_out"] == "source" and data["mode"]["lso"] is True
     assert data["subsets"]["tg_single_device"]["scored"] >= 150
+    # the same rows with each publication weighing the same: three publications, as many scored rows
+    pub = data["per_publication"]["tg"]
+    assert pub["publications"] == 3 and pub["scored"] == data["subsets"]["tg_single_device"]["scored"]
+    assert 0 < pub["median_ape"] <= pub["p90_ape"]
+    text = run_cli("validate", str(MEASUREMENTS_CSV), timeout_s=600)
+    assert text.code == 0 and "each of 3 publications weighing the same" in text.out
     both = run_cli("validate", "--loho", "--lso")
     assert both.code == 2 and "choose one" in both.err and "Traceback" not in both.err
     peer = run_cli("validate", "--lso", "--baseline", "ceiling")

@@ -101,7 +101,12 @@ def validate(
         results = rep.pop("results")
         return ValidateResult(rep, True, path, tuple(results), rows)
     from tokometer.fitting.evidence import read_evidence
-    from tokometer.fitting.families import family_report, select_cases, source_report
+    from tokometer.fitting.families import (
+        family_report,
+        per_publication,
+        select_cases,
+        source_report,
+    )
     from tokometer.fitting.features import case_source
     from tokometer.fitting.model import leave_one_hardware_out, leave_one_source_out
     from tokometer.fitting.rows import read_cases
@@ -126,6 +131,8 @@ def validate(
     rep = report(results)
     rep["families"] = family_report(results)
     rep["sources"] = source_report(results)
+    single = [r for r in results if r.case.n_devices == 1]
+    rep["per_publication"] = {m: per_publication(single, m) for m in ("tg", "pp")}  # single device, each publication once
     held_out = "hardware" if loho else ("source" if lso else None)
     rep["mode"] = {"baseline": baseline, "loho": loho, "lso": lso, "held_out": held_out, "file": str(path),
                    "only": sorted({case_source(c) for c in chosen}) if chosen is not None and only else None, "family": family}

@@ -66,6 +66,16 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
 
 
+def _echo_per_publication(per: dict[str, Any]) -> None:
+    """One line per metric: the single-device figures with every publication weighing the same."""
+    for metric, m in per.items():
+        if m["scored"] and m["publications"] > 1:
+            click.echo(
+                f"{metric}, single device, each of {m['publications']} publications weighing the same: median error "
+                f"{_fmt(m['median_ape'])}, p90 {_fmt(m['p90_ape'])}, 80 % band holds {_fmt(m['interval_coverage'])}"
+            )
+
+
 def _source_table(sources: dict[str, dict[str, dict[str, Any]]]) -> str:
     """One row per publication and metric class (`serving_select.source_summary`)."""
     from tokometer.report.text import table
@@ -228,6 +238,7 @@ def validate(
     if any(chosen):
         title += " (" + "; ".join(c for c in chosen if c) + ")"
     click.echo(render_report(rep, title))
+    _echo_per_publication(rep.get("per_publication") or {})
     if show_rows:
         from tokometer.report.text import num, table
 
