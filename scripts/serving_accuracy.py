@@ -41,6 +41,9 @@ FAMILY_GROUPS = (
 )
 
 
+PER_PUBLICATION_GROUPS = ("all", "MoE")  # families also shown with every publication weighing the same
+
+
 def report() -> dict[str, Any]:
     """`tokometer validate --serving --lso --json`, as data, with the published rows' family report
     under `published`."""
@@ -104,6 +107,12 @@ def render_published(pub: dict[str, Any]) -> list[str]:
             cells.append(f"{_pct(cell['median_ape'])} ({cell['n']:,})" if cell else "-")
         if any(x != "-" for x in cells):
             lines.append(f"| {g} | " + " | ".join(cells) + " |")
+    for g in PER_PUBLICATION_GROUPS:  # the same rows, each publication weighing the same
+        cells = []
+        for c in CLASSES:
+            cell = groups.get(f"{g}|{c}")
+            cells.append(f"{_pct(cell['median_ape_per_publication'])} ({cell['publications']} publ.)" if cell else "-")
+        lines.append(f"| {g}, each publication weighing the same | " + " | ".join(cells) + " |")
     lines += ["", "| source (held out) | " + " | ".join(CLASS_NAMES[c] for c in CLASSES) + " |", "|---|" + "--:|" * len(CLASSES)]
     for source in sorted({key.split("|")[0] for key in pub["sources"]}):
         cells = []

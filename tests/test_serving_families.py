@@ -183,3 +183,22 @@ def test_mi355x_kimi_rows_are_mxfp4_and_the_fallback_kernel_runs_are_unscored() 
     assert all(r.reason is None and r.deploy_kwargs["quant"] == "mxfp4" for r in new)
     fam = family(new[0])
     assert fam is not None and (fam.weights, fam.device) == ("FP4", "Instinct")
+
+
+def test_family_medians_also_weigh_each_publication_the_same() -> None:
+    """Three publications read at 10 %, 30 % and 50 % on every row: the row-weighted median is the largest
+    one's 10 %, the per-publication median the middle publication's 30 %."""
+    errors = {"IX-DSR1-API.csv": 0.10, "IX-BLOG.csv": 0.30, "SGL-COOKBOOK.csv": 0.50}
+    runs, results = [], []
+    for path in published_paths():
+        if path.name not in errors:
+            continue
+        rows, _ = read_rows(path)
+        planned = [r for r in group_runs(rows) if r.reason is None]
+        runs += planned
+        results += [RowResult(row, predicted=row.value * (1 + errors[path.name])) for run in planned for row in run.rows]
+    rep = family_report(results, runs)
+    cell = rep["groups"]["all|itl"]
+    assert cell["publications"] == 3
+    assert cell["median_ape"] == pytest.approx(0.10)  # IX-DSR1-API holds most ITL rows
+    assert cell["median_ape_per_publication"] == pytest.approx(0.30)

@@ -92,6 +92,7 @@ def family_report(results: Sequence[RowResult], runs: Sequence[Run]) -> dict[str
     `dense`) by weight format and by device family; plus per source, and the unscored reasons."""
     fam = {r.row_id: family(run) for run in runs for r in run.rows}
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    origin: dict[tuple[str, str], list[str]] = defaultdict(list)  # each group row's publication
     sources: dict[tuple[str, str], list[float]] = defaultdict(list)
     unscored: Counter[str] = Counter()
     scored = 0
@@ -106,14 +107,25 @@ def family_report(results: Sequence[RowResult], runs: Sequence[Run]) -> dict[str
             continue
         for key in ("all", f.model, f"{f.model} {f.weights}", f"{f.model} {f.device}"):
             groups[key, cls].append(res.ape)
+            origin[key, cls].append(res.row.source)
         sources[res.row.source, cls].append(res.ape)
     return {
         "rows": len(results),
         "scored": scored,
-        "groups": {f"{g}|{c}": {"n": len(v), "median_ape": _median(v)} for (g, c), v in sorted(groups.items())},
+        "groups": {f"{g}|{c}": {"n": len(v), "median_ape": _median(v), "publications": len(set(origin[g, c])),
+                                "median_ape_per_publication": _per_publication_median(v, origin[g, c])}
+                   for (g, c), v in sorted(groups.items())},
         "sources": {f"{s}|{c}": {"n": len(v), "median_ape": _median(v)} for (s, c), v in sorted(sources.items())},
         "unscored": dict(unscored.most_common()),
     }
+
+
+def _per_publication_median(apes: list[float], sources: list[str]) -> float | None:
+    """The median with every publication weighing the same (each row 1 / its publication's rows)."""
+    from tokometer.fitting.families import weighted_quantile
+
+    count = Counter(sources)
+    return weighted_quantile(apes, [1.0 / count[s] for s in sources], 0.5)
 
 
 def validate_published(paths: Sequence[Path] | None = None, *, time_limit_s: float | None = None) -> dict[str, Any]:
