@@ -175,14 +175,14 @@ def render(reps: dict[str, dict[str, Any]]) -> str:
             "| predicted by | held out | rows scored | median error | p90 error | within 15 % | 80 % band holds | median bias |",
             "|---|---|--:|--:|--:|--:|--:|--:|",
         ]
-        for label, held_out, mode in RUNS:
+        for label, unseen, mode in RUNS:  # `unseen`: what the run held out (not the module's `held_out`)
             m = reps[mode]["subsets"][key]
             if not m["scored"]:
                 continue
             band = _pct(m["interval_coverage"]) if mode in ("fitted", "loho", "lso", "lso_pub") else "-"
             if mode == "lso_pub":
-                held_out = f"{held_out} ({m['publications']} publications)"
-            lines.append(_row(label, held_out, m, band))
+                unseen = f"{unseen} ({m['publications']} publications)"
+            lines.append(_row(label, unseen, m, band))
     for title, key, mode, what in (
         ("single device, per hardware family, leave-one-source-out", "families", "lso", "hardware family"),
         ("single device, per hardware family, leave-one-hardware-out", "families", "loho", "hardware family"),

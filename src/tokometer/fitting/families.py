@@ -57,10 +57,8 @@ def per_publication(results: Iterable[CaseResult], metric: str) -> dict[str, Any
     rows; `publications` counts the publications with a scored row."""
     rows = [r for r in results if r.case.metric == metric]
     scored = [r for r in rows if r.scored and r.ape is not None and r.predicted is not None]
-    count: dict[str, int] = {}
-    for r in scored:
-        count[case_source(r.case)] = count.get(case_source(r.case), 0) + 1
-    weights = [1.0 / count[case_source(r.case)] for r in scored]
+    pubs = [case_source(r.case) for r in scored]
+    weights = publication_weights(pubs)
     total = sum(weights)
 
     def share(test: Callable[[CaseResult], bool]) -> float | None:
@@ -71,13 +69,21 @@ def per_publication(results: Iterable[CaseResult], metric: str) -> dict[str, Any
     return {
         "n": len(rows),
         "scored": len(scored),
-        "publications": len(count),
+        "publications": len(set(pubs)),
         "median_ape": weighted_quantile(apes, weights, 0.5),  # type: ignore[arg-type]
         "p90_ape": weighted_quantile(apes, weights, 0.9),  # type: ignore[arg-type]
         "within_15": share(lambda r: r.ape <= 0.15),  # type: ignore[operator]
         "interval_coverage": share(lambda r: r.low is not None and r.high is not None and r.low <= r.case.value <= r.high),
         "median_signed_error": weighted_quantile(signed, weights, 0.5),
     }
+
+
+def publication_weights(sources: list[str]) -> list[float]:
+    """Each row's weight when every publication weighs the same: 1 / (its publication's rows here)."""
+    from collections import Counter
+
+    count = Counter(sources)
+    return [1.0 / count[s] for s in sources]
 
 
 def weighted_quantile(values: list[float], weights: list[float], q: float) -> float | None:

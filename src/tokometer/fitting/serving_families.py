@@ -122,10 +122,9 @@ def family_report(results: Sequence[RowResult], runs: Sequence[Run]) -> dict[str
 
 def _per_publication_median(apes: list[float], sources: list[str]) -> float | None:
     """The median with every publication weighing the same (each row 1 / its publication's rows)."""
-    from tokometer.fitting.families import weighted_quantile
+    from tokometer.fitting.families import publication_weights, weighted_quantile
 
-    count = Counter(sources)
-    return weighted_quantile(apes, [1.0 / count[s] for s in sources], 0.5)
+    return weighted_quantile(apes, publication_weights(sources), 0.5)
 
 
 def validate_published(paths: Sequence[Path] | None = None, *, time_limit_s: float | None = None) -> dict[str, Any]:
