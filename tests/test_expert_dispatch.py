@@ -64,12 +64,14 @@ def test_a_grouped_moe_kernel_pays_one_tokens_experts_whatever_the_decode_batch(
     for tokens in (8, 256, 512):
         assert expert_dispatch_time_s(MOE, grouped, tokens) == pytest.approx(one)
         assert expert_dispatch_time_s(MOE, eff, tokens) > 2 * one
-    # a prefill chunk keeps the per-expert charge (it also stands for the grouped GEMM's tile padding)
+    # a prefill chunk pays one token's experts too (its small expert GEMMs are in the matmul time, as in the
+    # serving step); an engine that runs experts one by one pays every expert the chunk touches
     peak = Peak(HW.fp16_tflops, "fp16")
-    on = prefill(MOE, MOE.params, HW, grouped, 2048, peak)
-    off = prefill(MOE, MOE.params, HW, replace(grouped, expert_overhead_us=0.0), 2048, peak)
-    assert on is not None and off is not None
-    assert on.time_s - off.time_s == pytest.approx(on.n_chunks * 10.0e-6 * MOE.expert_slots(512))
+    for e, slots in ((grouped, MOE.expert_slots(1)), (eff, MOE.expert_slots(512))):
+        on = prefill(MOE, MOE.params, HW, e, 2048, peak)
+        off = prefill(MOE, MOE.params, HW, replace(e, expert_overhead_us=0.0), 2048, peak)
+        assert on is not None and off is not None
+        assert on.time_s - off.time_s == pytest.approx(on.n_chunks * 10.0e-6 * slots)
 
 
 def test_server_engines_run_grouped_moe_kernels_and_llama_cpp_does_not() -> None:

@@ -158,7 +158,9 @@ def features(case: Case) -> Features | None:
         ),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
-        expert_s=est.model.expert_slots(math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))) * 1e-6,
+        # a grouped MoE kernel pays one token's experts per chunk (`roofline.expert_dispatch_time_s`)
+        expert_s=est.model.expert_slots(
+            1.0 if engine.grouped_moe_kernel else math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))) * 1e-6,
         **base,  # type: ignore[arg-type]
     )
 

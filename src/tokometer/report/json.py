@@ -143,6 +143,8 @@ def explanation(e: Estimate) -> list[str]:
         )
     if e.prefill is not None:
         lines.append(prefill_line(e, e.prefill))
+    if e.stack is not None:
+        lines.append(stack_line(e))
     if on_cpu_cores(e):
         hw = e.hardware
         lines.append(
@@ -212,6 +214,21 @@ def prefill_line(e: Estimate, pre: Prefill) -> str:
     else:
         what, ms = "fixed per-chunk costs", pre.overhead_time_s - pre.comm_time_s
     return head + f"{ms * 1e3:,.1f} ms {what}, {pre.compute_time_s * 1e3:,.1f} ms computing ({compute})"
+
+
+def stack_line(e: Estimate) -> str:
+    """What the serving engine adds to a lone request's TTFT outside the prefill roofline (`ServingStack`)."""
+    st = e.stack
+    assert st is not None
+    parts = []
+    if st.floor_s > st.prefill_s:
+        parts.append(
+            f"{e.engine.name} launches a MoE prefill without CUDA graphs, at least {st.floor_s * 1e3:,.0f} ms of host time "
+            f"({e.model.n_layers} layers) where the GPU needs {st.prefill_s * 1e3:,.1f} ms"
+        )
+    if st.lag_s > 0:
+        parts.append(f"{st.lag_s * 1e3:,.0f} ms of {e.engine.name}'s serving stack per request (HTTP, tokenizer, first response)")
+    return "time to first token includes " + "; ".join(parts) + " (serving_engines.toml, sourced priors the simulator shares)"
 
 
 def _lever_lines(e: Estimate) -> list[str]:

@@ -93,6 +93,24 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class ServingStack:
+    """What a serving engine adds to a lone request's TTFT outside the single-stream prefill roofline
+    (`SchedulerPolicy`, catalog/data/serving_engines.toml, sourced priors shared with the serving simulator):
+    `floor_s`, the eager-prefill host floor of a MoE prefill forward (`eager_prefill_layer_us` x layers, for a
+    prompt larger than the engine's largest CUDA-graphed step), and `lag_s`, the stack's per-request latency
+    (`request_latency_ms`). Both 0 for an engine without a scheduler entry or with zero priors."""
+
+    engine: str
+    floor_s: float = 0.0
+    lag_s: float = 0.0
+    prefill_s: float = 0.0  # the roofline prefill the floor was compared with
+
+    @property
+    def added_s(self) -> float:
+        return max(0.0, self.floor_s - self.prefill_s) + self.lag_s
+
+
+@dataclass(frozen=True)
 class Estimate:
     """Everything one prediction says, with the inputs it was made from."""
 
@@ -124,6 +142,7 @@ class Estimate:
     kv_model: ModelSpec | None = None  # whose KV cache the (GPU) memory holds: draft, TP copies, GPU layers
     advice: QuantAdvice | None = None  # only when offloaded or over memory, and `advise` was on
     remedies: tuple[Remedy, ...] = ()  # the nearest setups that fit, when this one does not (`advise` on)
+    stack: ServingStack | None = None  # a serving engine's TTFT terms outside the forward pass, when any applies
 
     @property
     def fits(self) -> bool:
@@ -217,7 +236,7 @@ def estimate(
     estimate_tok_s = 1.0 / step.time_s
     band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
 
-    pre, ttft, tpot_step, e2e = _latency(req, setup)
+    pre, ttft, tpot_step, e2e, stack = _latency(req, setup, eng)
 
     draft_info = None
     if req.draft is not None:
@@ -261,6 +280,7 @@ def estimate(
         estimate_interval=band,
         prefill=pre,
         ttft_s=ttft,
+        stack=stack,
         tpot_s=tpot_s,
         e2e_s=e2e,
         memory=plan,
@@ -314,18 +334,42 @@ def _hardware(req: EstimateRequest, warnings: list[Notice | str]) -> HardwareSpe
     return hardware
 
 
-def _latency(req: EstimateRequest, setup: Setup) -> tuple[Prefill | None, float | None, Step, float | None]:
-    """Prefill, TTFT = prefill + the first decode step, the step at the mean decode depth (TPOT) and
-    end-to-end = TTFT + (n_out - 1) TPOT (docs/PHYSICS.md section 5)."""
+def _latency(
+    req: EstimateRequest, setup: Setup, engine: EngineSpec
+) -> tuple[Prefill | None, float | None, Step, float | None, ServingStack | None]:
+    """Prefill, TTFT = prefill (at least a serving engine's eager-prefill floor) + the first decode step +
+    the serving stack's per-request latency, the step at the mean decode depth (TPOT) and end-to-end =
+    TTFT + (n_out - 1) TPOT (docs/PHYSICS.md section 5)."""
     prompt_tokens, batch = int(req.prompt_tokens), int(req.batch)
     pre = layout_prefill(
         setup, prefill(setup.model, setup.weights, setup.hardware, setup.efficiency, prompt_tokens, setup.peak, quantized=setup.quantized)
     )
     tpot_step = setup.step(batch, req.mean_decode_depth_tokens).step
     first_step = setup.step(batch, float(prompt_tokens)).step
-    ttft = (pre.time_s if pre else 0.0) + first_step.time_s if (pre or prompt_tokens == 0) else None
+    stack = serving_stack(setup.model, engine, pre, batch * prompt_tokens) if pre is not None else None
+    ttft = (pre.time_s if pre else 0.0) + first_step.time_s + (stack.added_s if stack else 0.0) if (pre or prompt_tokens == 0) else None
     e2e = ttft + (req.output_tokens - 1) * tpot_step.time_s if ttft is not None else None
-    return pre, ttft, tpot_step, e2e
+    return pre, ttft, tpot_step, e2e, stack
+
+
+def serving_stack(model: ModelSpec, engine: EngineSpec, pre: Prefill, step_tokens: int) -> ServingStack | None:
+    """A serving engine's TTFT terms for a lone prompt, from the same policy the serving simulator runs
+    (`costmodel/serving/cost.py` floors a MoE step with prompt tokens beyond `graphed_step_tokens` at
+    `n_layers x eager_prefill_layer_us`; `costmodel/serving/simulate.request_lag_s` adds `request_latency_ms`
+    to TTFT). None for an engine without a scheduler entry of its own (llama.cpp, MLX, Ollama) or whose terms
+    are all 0, so a single-stream engine's TTFT stays prefill + first step."""
+    from tokometer.catalog.serving import serving_engines
+
+    entry = next((e for e in serving_engines().values() if e.engine.id == engine.id), None)
+    if entry is None:
+        return None
+    pol = entry.policy
+    eager = model.is_moe and pol.eager_prefill_layer_us > 0 and step_tokens > pol.graphed_step_tokens
+    floor_s = model.n_layers * pol.eager_prefill_layer_us * 1e-6 if eager else 0.0
+    lag_s = pol.request_latency_ms * 1e-3
+    if floor_s <= pre.time_s and lag_s == 0.0:
+        return None
+    return ServingStack(engine.id, floor_s=floor_s, lag_s=lag_s, prefill_s=pre.time_s)
 
 
 def _model_and_weights(
