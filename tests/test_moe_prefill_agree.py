@@ -148,3 +148,13 @@ def test_tensorrt_llms_request_latency_is_added_once() -> None:
     assert est.prefill is not None and without > est.prefill.time_s  # prefill + the first step remain
     assert any("serving stack per request" in line for line in explanation(est))
     assert est.e2e_s == pytest.approx(est.ttft_s + (est.workload.output_tokens - 1) * est.tpot_s)
+
+
+def test_the_json_says_what_the_serving_stack_added() -> None:
+    from tokometer.report.json import estimate_sections
+
+    lat = estimate_sections(_ds("sglang", 1024))["latency"]
+    stack = lat["serving_stack"]
+    assert stack["engine"] == "sglang" and stack["eager_prefill_floor_s"] > 0.05 and stack["request_latency_s"] == 0.0
+    assert 0 < stack["added_to_ttft_s"] < stack["eager_prefill_floor_s"] <= lat["ttft_s"]
+    assert estimate_sections(estimate("llama-3.1-8b", "rtx-4090"))["latency"]["serving_stack"] is None

@@ -355,6 +355,13 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
             "e2e_s": e.e2e_s,
             "output_tokens": e.workload.output_tokens,
             "verdict": reading_verdict(e.stream_tok_s),  # with a draft, the speculative rate, as TPOT and e2e
+            # what a serving engine adds to TTFT outside the prefill roofline (`usecases.estimate.serving_stack`)
+            "serving_stack": None if e.stack is None else {
+                "engine": e.stack.engine,
+                "eager_prefill_floor_s": e.stack.floor_s,
+                "request_latency_s": e.stack.lag_s,
+                "added_to_ttft_s": e.stack.added_s,
+            },
         },
         "memory": {
             "total_gb": m.total_gb,
