@@ -223,12 +223,12 @@ def stack_line(e: Estimate) -> str:
     parts = []
     if st.floor_s > st.prefill_s:
         parts.append(
-            f"{e.engine.name} launches a MoE prefill without CUDA graphs, at least {st.floor_s * 1e3:,.0f} ms of host time "
-            f"({e.model.n_layers} layers) where the GPU needs {st.prefill_s * 1e3:,.1f} ms"
+            f"{e.engine.name} launches this MoE prefill without CUDA graphs, so it takes at least {st.floor_s * 1e3:,.0f} ms "
+            f"of host time ({e.model.n_layers} layers) where the GPU needs {st.prefill_s * 1e3:,.1f} ms"
         )
     if st.lag_s > 0:
         parts.append(f"{st.lag_s * 1e3:,.0f} ms of {e.engine.name}'s serving stack per request (HTTP, tokenizer, first response)")
-    return "time to first token includes " + "; ".join(parts) + " (serving_engines.toml, sourced priors the simulator shares)"
+    return f"time to first token adds {st.added_s * 1e3:,.0f} ms to the roofline: " + "; ".join(parts) + " (serving_engines.toml: sourced priors the simulator shares)"
 
 
 def _lever_lines(e: Estimate) -> list[str]:
