@@ -97,6 +97,9 @@ ESTIMATES: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "ddr5-dual-channel"},
     {"model": "gpt-oss-120b", "hw": "rtx-4090", "offload_experts": "all"},  # PCIe-bound prefill (issue 28)
     {"model": "deepseek-v3", "hw": "h100-sxm", "tp": 8},  # memory-bound prefill split over 8 devices
+    # a serving engine's TTFT terms (usecases.estimate.serving_stack): SGLang's eager floor, TensorRT-LLM's latency
+    {"model": "deepseek-r1", "hw": "h200", "quant": "fp8", "engine": "sglang", "tp": 8, "prompt_tokens": 1024},
+    {"model": "deepseek-r1", "hw": "b200", "quant": "fp8", "engine": "tensorrt-llm", "tp": 8, "prompt_tokens": 1024},
     {"model": "llama-3.1-70b", "hw": "rtx-4090", "gpu_layers": 40, "prompt_tokens": 4000},  # PCIe, several chunks
     {"params_b": 70, "bits": 16, "bandwidth_gb_per_s": 3350},
     {"params_b": 70, "bits": 4.5, "bandwidth_gb_per_s": 1000, "memory_gb": 24},
