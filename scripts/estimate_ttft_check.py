@@ -23,13 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tokometer.errors import TokometerError  # noqa: E402
-from tokometer.fitting.serving_runs import group_runs, read_rows  # noqa: E402
+from tokometer.fitting.serving_runs import METRIC, UNIT_S, group_runs, read_rows  # noqa: E402
 from tokometer.usecases.estimate import estimate  # noqa: E402
 from tokometer.usecases.request import EstimateRequest  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "tokometer" / "calibration_data" / "serving_published"
 FIELDS = {f.name for f in dataclasses.fields(EstimateRequest)}
-UNIT_S = {"ms": 1e-3, "s": 1.0}
 
 
 def rows(max_clients: int) -> list[dict]:
@@ -46,9 +45,10 @@ def rows(max_clients: int) -> list[dict]:
                 continue
             kw = {k: v for k, v in kw.items() if k in FIELDS}
             for row in run.rows:
-                if not row.metric.startswith("ttft"):
+                m = METRIC.match(row.metric)
+                if m is None or m.group(1) != "ttft":
                     continue
-                unit = row.metric.split("_")[1] if row.metric.count("_") >= 2 else row.text("unit").lower()
+                unit = m.group(2) or row.text("unit").lower()  # as serving_validate.read_metric reads it
                 try:
                     est = estimate(model, hw, prompt_tokens=int(round(w.prompt.mean)), **kw)
                 except TokometerError as exc:
@@ -56,7 +56,7 @@ def rows(max_clients: int) -> list[dict]:
                     continue
                 if est.ttft_s is None:
                     continue
-                measured = float(row.text("value")) * UNIT_S.get(unit, 1e-3)
+                measured = row.value * UNIT_S.get(unit, UNIT_S[None])
                 out.append({
                     "source": row.source, "engine": str(kw.get("engine")), "clients": w.concurrency,
                     "model": est.model.name, "hardware": est.hardware.id, "tp": kw.get("tp", 1),

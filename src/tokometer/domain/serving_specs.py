@@ -12,8 +12,12 @@ the compute peak as a step carries more tokens, and a fixed cost per engine step
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tokometer.domain.specs import _Plain
+
+if TYPE_CHECKING:
+    from tokometer.domain.specs import ModelSpec
 
 MEMORY_OF = ("total", "free")  # fraction of device memory, or of what is free after weights
 
@@ -86,6 +90,14 @@ class SchedulerPolicy(_Plain):
     adp_balance_ranks: int = 1
     adp_balance_timeout_steps: int = 0
     source: str = ""
+
+
+def eager_prefill_floor_s(model: ModelSpec, eager_prefill_layer_us: float) -> float:
+    """The least time (s) one prefill forward launched without CUDA graphs takes: `n_layers x
+    eager_prefill_layer_us` for a MoE model, whose layers launch many more kernels than a dense one's;
+    0 for a dense model (docs/PHYSICS.md, "Eager-prefill host floor"). The serving step (`StepCost`) and
+    `estimate`'s TTFT (`usecases.estimate.serving_stack`) both read it."""
+    return model.n_layers * eager_prefill_layer_us * 1e-6 if model.is_moe else 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from tokometer.costmodel.roofline import (
     VECTOR_DTYPE,
     alu_peak_tflops,
     decode_score_elements,
+    expert_dispatch_time_s,
     expert_token_share,
     prefill_matmul_time,
     prefill_score_elements,
@@ -158,9 +159,11 @@ def features(case: Case) -> Features | None:
         ),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
-        # a grouped MoE kernel pays one token's experts per chunk (`roofline.expert_dispatch_time_s`)
-        expert_s=est.model.expert_slots(
-            1.0 if engine.grouped_moe_kernel else math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))) * 1e-6,
+        # s per us of tau_expert: the experts `roofline.expert_dispatch_time_s` charges one chunk (one token's
+        # per MoE layer on a grouped MoE kernel, every touched one otherwise)
+        expert_s=expert_dispatch_time_s(
+            est.model, replace(IDEAL, expert_overhead_us=1.0, grouped_experts=engine.grouped_moe_kernel),
+            math.ceil(case.prompt_tokens / max(1, est.prefill.n_chunks))),
         **base,  # type: ignore[arg-type]
     )
 

@@ -359,13 +359,13 @@ def serving_stack(model: ModelSpec, engine: EngineSpec, pre: Prefill, step_token
     to TTFT). None for an engine without a scheduler entry of its own (llama.cpp, MLX, Ollama) or whose terms
     are all 0, so a single-stream engine's TTFT stays prefill + first step."""
     from tokometer.catalog.serving import serving_engines
+    from tokometer.domain.serving_specs import eager_prefill_floor_s
 
     entry = next((e for e in serving_engines().values() if e.engine.id == engine.id), None)
     if entry is None:
         return None
     pol = entry.policy
-    eager = model.is_moe and pol.eager_prefill_layer_us > 0 and step_tokens > pol.graphed_step_tokens
-    floor_s = model.n_layers * pol.eager_prefill_layer_us * 1e-6 if eager else 0.0
+    floor_s = eager_prefill_floor_s(model, pol.eager_prefill_layer_us) if step_tokens > pol.graphed_step_tokens else 0.0
     lag_s = pol.request_latency_ms * 1e-3
     if floor_s <= pre.time_s and lag_s == 0.0:
         return None

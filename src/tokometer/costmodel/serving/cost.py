@@ -58,7 +58,7 @@ from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
 from tokometer.costmodel.roofline import compute_peak
-from tokometer.domain.serving_specs import ServingEfficiency
+from tokometer.domain.serving_specs import ServingEfficiency, eager_prefill_floor_s
 from tokometer.domain.specs import _Plain
 from tokometer.domain.units import GB, TFLOP, US
 
@@ -343,7 +343,7 @@ def step_cost(
         overlap=lay.overlap and (moe_fixed > 0 or moe_per_token > 0),
         expert_flops_per_token=expert_flops,
         expert_tokens_per_token=k_over_e * imbalance / pp,
-        eager_prefill_s=model.n_layers * eager_prefill_layer_us * US if model.is_moe else 0.0,
+        eager_prefill_s=eager_prefill_floor_s(model, eager_prefill_layer_us),
         graphed_step_tokens=float(graphed_step_tokens),
         prefill_routed_share=routed_share,
     )
