@@ -203,14 +203,14 @@ def test_only_engines_without_wgmma_lose_hoppers_peak() -> None:
 
 def test_multi_device_prefill_gets_its_own_out_of_sample_band() -> None:
     from tokometer.catalog.efficiency import multi_device_log_sd
-    from tokometer.fitting.validation import _prefill_band_log_sd
+    from tokometer.usecases.estimate import prefill_band_log_sd
 
     eff = estimate(model="llama-3.1-8b", hw="rtx-4090", engine="llama.cpp").efficiency
     peak = Peak(100.0, "fp16")
     multi = multi_device_log_sd("pp")
     assert multi is not None and multi != multi_device_log_sd("tg")
-    assert _prefill_band_log_sd(eff, peak, 1) == prefill_log_sd(eff, peak)
-    assert _prefill_band_log_sd(eff, peak, 4) == max(prefill_log_sd(eff, peak), multi)
+    assert prefill_band_log_sd(eff, peak, 1) == prefill_log_sd(eff, peak)
+    assert prefill_band_log_sd(eff, peak, 4) == max(prefill_log_sd(eff, peak), multi)
 
 
 def test_layer_split_is_closed_form_for_any_layer_count() -> None:

@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from tokometer.catalog.efficiency import multi_device_log_sd
-from tokometer.costmodel.roofline import Peak, interval, prefill_log_sd
+from tokometer.costmodel.roofline import interval
 from tokometer.domain.specs import Efficiency, HardwareSpec
 from tokometer.domain.units import GB, GIB
 from tokometer.errors import InputError, TokometerError
@@ -65,11 +64,6 @@ def _catalog_hardware(case: Case) -> HardwareSpec | None:
     return aliases.hardware_for(case)
 
 
-def _prefill_band_log_sd(efficiency: Efficiency, peak: Peak, n_devices: int) -> float:
-    """The prefill band's log spread: the fit's (`prefill_log_sd`), widened over several devices to the
-    out-of-sample spread of multi-device prefill, as decode's band is (`multi_device_log_sd`)."""
-    sd = prefill_log_sd(efficiency, peak)
-    return max(sd, multi_device_log_sd("pp") or sd) if n_devices > 1 else sd
 
 
 def resolve_case_hardware(case: Case) -> HardwareSpec:
@@ -445,7 +439,7 @@ def predict_case(
     never the shipped table, which was fitted on this very row.
     """
     from tokometer.catalog.efficiency import group_key
-    from tokometer.usecases.estimate import estimate
+    from tokometer.usecases.estimate import estimate, prefill_band_log_sd
 
     if (suite := suites.suite_of(case)) is not None:  # a suite's aggregate: each test, averaged as it reports
         return suites.predict_suite(
@@ -485,7 +479,7 @@ def predict_case(
                 result.reason = "baselines predict decode only"
                 return result
             value = est.prefill.tok_s
-            band = interval(value, _prefill_band_log_sd(est.efficiency, est.peak, case.n_devices))
+            band = interval(value, prefill_band_log_sd(est.efficiency, est.peak, case.n_devices))
             low, high = band.low, band.high
         elif case.metric == "ttft_ms":
             if case.batch != 1:
@@ -498,7 +492,7 @@ def predict_case(
                 result.reason = "baselines predict decode only"
                 return result
             value = est.ttft_s * 1000.0
-            band = interval(value, _prefill_band_log_sd(est.efficiency, est.peak, case.n_devices))
+            band = interval(value, prefill_band_log_sd(est.efficiency, est.peak, case.n_devices))
             low, high = band.low, band.high
         else:  # tput_out: output tokens per second across a batch of whole requests
             if est.e2e_s is None:

@@ -35,6 +35,24 @@ def _tokens(value: float | None) -> str:
     return f"{value / 1024:g}k" if value >= 1024 and value % 1024 == 0 else f"{value:,.0f}"
 
 
+def _prefill_cell(e: Estimate) -> str:
+    """Prefill's estimate with its 80 % band (the band `tokometer validate` scores)."""
+    if e.prefill is None:
+        return "-"
+    band = e.prefill_interval
+    return _tok(e.prefill.tok_s) + (f" ({num(band.low)}-{num(band.high)})" if band else "")
+
+
+def _ttft_cell(e: Estimate) -> str:
+    """TTFT with its 80 % band, in one unit: "61 ms (38-99 ms)", "1.20 s (0.75-1.93 s)"."""
+    band = e.ttft_interval
+    if e.ttft_s is None or band is None:
+        return _seconds(e.ttft_s)
+    if band.high < 1:
+        return f"{e.ttft_s * 1e3:,.0f} ms ({band.low * 1e3:,.0f}-{band.high * 1e3:,.0f} ms)"
+    return f"{e.ttft_s:,.2f} s ({band.low:,.2f}-{band.high:,.2f} s)"
+
+
 def _depth_row(e: Estimate) -> list[str]:
     """Time per token at the workload's context; with a draft, the speculative one (pass / tokens per pass)."""
     label = f"decode at {e.step.depth_tokens:,.0f} tokens of context"
@@ -73,8 +91,8 @@ def render_estimate(e: Estimate) -> str:
         )
     rows += [
         _depth_row(e),
-        [f"prefill ({e.workload.prompt_tokens:,} tokens)", "", _tok(e.prefill.tok_s if e.prefill else None)],
-        ["time to first token", "", _seconds(e.ttft_s)],
+        [f"prefill ({e.workload.prompt_tokens:,} tokens)", _tok(e.prefill_ceiling_tok_s), _prefill_cell(e)],
+        ["time to first token", "", _ttft_cell(e)],
         [f"end-to-end ({e.workload.output_tokens:,} tokens out)", "", _seconds(e.e2e_s)],
     ]
     m = d["memory"]

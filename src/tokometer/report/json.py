@@ -343,6 +343,9 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
         "prefill": {
             "prompt_tokens": e.workload.prompt_tokens,
             "tok_s": e.prefill.tok_s if e.prefill else None,
+            # the prompt at the datasheet peak and bandwidth, and the 80 % band `tokometer validate` scores
+            "ceiling_tok_s": e.prefill_ceiling_tok_s,
+            "interval_tok_s": e.prefill_interval.to_dict() if e.prefill_interval else None,
             "time_s": e.prefill.time_s if e.prefill else None,
             "ttft_s": e.ttft_s,
             "flops": e.prefill.flops if e.prefill else None,
@@ -351,6 +354,7 @@ def estimate_sections(e: Estimate) -> dict[str, Any]:
         },
         "latency": {
             "ttft_s": e.ttft_s,
+            "ttft_interval_s": e.ttft_interval.to_dict() if e.ttft_interval else None,
             "tpot_s": e.tpot_s,
             "e2e_s": e.e2e_s,
             "output_tokens": e.workload.output_tokens,

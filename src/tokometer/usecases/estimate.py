@@ -28,6 +28,7 @@ from tokometer.costmodel.layout import (
 from tokometer.costmodel.memory import (
     MemoryPlan,
     weight_bytes,
+    weight_bytes_read,
 )
 from tokometer.costmodel.roofline import (
     Peak,
@@ -35,6 +36,7 @@ from tokometer.costmodel.roofline import (
     Step,
     interval,
     prefill,
+    prefill_log_sd,
 )
 from tokometer.domain.specs import (
     Efficiency,
@@ -46,7 +48,7 @@ from tokometer.domain.specs import (
     QuantFormat,
     Workload,
 )
-from tokometer.domain.units import BILLION, GB
+from tokometer.domain.units import BILLION, GB, TFLOP
 from tokometer.errors import InputError
 from tokometer.ingest.architecture import bare_spec
 from tokometer.usecases.advice import QuantAdvice, quant_advice
@@ -143,6 +145,11 @@ class Estimate:
     advice: QuantAdvice | None = None  # only when offloaded or over memory, and `advise` was on
     remedies: tuple[Remedy, ...] = ()  # the nearest setups that fit, when this one does not (`advise` on)
     stack: ServingStack | None = None  # a serving engine's TTFT terms outside the forward pass, when any applies
+    # prefill's roofline at the datasheet peak and bandwidth (`prefill_ceiling_tok_s`), and the 80 % bands of
+    # prefill (tok/s) and TTFT (s) that `tokometer validate` scores (`prefill_band_log_sd`); None without a prefill
+    prefill_ceiling_tok_s: float | None = None
+    prefill_interval: Interval | None = None
+    ttft_interval: Interval | None = None
 
     @property
     def fits(self) -> bool:
@@ -237,6 +244,8 @@ def estimate(
     band = _band(estimate_tok_s, ceiling_tok_s, eff, layout)
 
     pre, ttft, tpot_step, e2e, stack = _latency(req, setup, eng)
+    pre_spread = prefill_band_log_sd(eff, peak, layout.devices)
+    pre_ceiling = prefill_ceiling_tok_s(setup, pre) if pre is not None else None
 
     draft_info = None
     if req.draft is not None:
@@ -281,6 +290,9 @@ def estimate(
         prefill=pre,
         ttft_s=ttft,
         stack=stack,
+        prefill_ceiling_tok_s=pre_ceiling,
+        prefill_interval=interval(pre.tok_s, pre_spread) if pre is not None else None,
+        ttft_interval=interval(ttft, pre_spread) if ttft is not None and pre is not None else None,
         tpot_s=tpot_s,
         e2e_s=e2e,
         memory=plan,
@@ -439,6 +451,30 @@ def _runnable_format(
             return substitute, weights, [note]
     warning = format_warning(engine, fmt, spec)
     return fmt, weights, [warning] if warning else []
+
+
+def prefill_band_log_sd(efficiency: Efficiency, peak: Peak, n_devices: int) -> float:
+    """The prefill and TTFT bands' log spread: the fit's (`roofline.prefill_log_sd`, widened when the peak is
+    derived), widened over several devices to the out-of-sample spread of multi-device prefill, as decode's band
+    is. One routine for what `estimate` prints and what `tokometer validate` scores (`fitting/validation.py`)."""
+    sd = prefill_log_sd(efficiency, peak)
+    return max(sd, multi_device_log_sd("pp") or sd) if n_devices > 1 else sd
+
+
+def prefill_ceiling_tok_s(setup: Setup, pre: Prefill) -> float:
+    """Prefill's roofline: the prompt at the datasheet peak of the format's compute dtype and at the datasheet
+    bandwidth for the weights its chunks read, split over the tensor-parallel group (pipeline stages run one
+    after another for one prompt), no fixed costs. What `prefill (T tokens)` could reach at 100 % of the device,
+    as the decode ceiling is for decode."""
+    model, hardware, eff = setup.model, setup.hardware, setup.efficiency
+    tp = max(1, setup.layout.tp)
+    compute_s = pre.flops / (setup.peak.tflops * TFLOP * tp) if setup.peak.tflops else 0.0
+    t = float(pre.prompt_tokens)
+    chunk = float(max(1, eff.prefill_chunk_tokens))
+    reads = math.ceil(t / chunk) * weight_bytes_read(model, setup.weights, min(t, chunk))
+    memory_s = reads / (hardware.memory_bandwidth_gb_per_s * GB * tp)
+    floor_s = max(compute_s, memory_s)
+    return t / floor_s if floor_s > 0 else math.inf
 
 
 def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, layout: Layout) -> Interval:
