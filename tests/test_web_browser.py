@@ -333,6 +333,33 @@ def test_batch_and_memory_pages_match_the_cli(tab: Tab, home: Path) -> None:
     assert tab.errors == []
 
 
+def test_latency_page_shows_the_clis_ttft_and_prefill_bands(tab: Tab, home: Path) -> None:
+    """Prefill and TTFT carry the 80 % band `tokometer validate` scores, on the page as in the CLI (issue 25)."""
+    full = cli_json(home, "estimate", "llama-3.1-8b", "--hw", "rtx-4090", "-q", "q4-k-m", "--prompt", "2048")
+    tab.open("/latency?mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&prompt_tokens=2048")
+    tab.page.wait_for_selector("[data-testid=ttft-band]")
+    assert tab.value("ttft") == pytest.approx(full["latency"]["ttft_s"] * 1e3, rel=1e-12)
+    band = full["latency"]["ttft_interval_s"]
+    text = tab.text("[data-testid=ttft-band]")
+    assert num(band["low"] * 1e3) in text and num(band["high"] * 1e3) in text
+    pre = full["prefill"]
+    body = tab.text("main")
+    assert num(pre["interval_tok_s"]["low"]) in body and num(pre["ceiling_tok_s"]) in body
+    assert tab.errors == []
+
+
+def test_latency_result_with_its_bands_fits_a_phone_in_french(browser: Any, server: str) -> None:
+    phone = new_tab(browser, server, viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    phone.open("/latency?lang=fr&mode=catalog&model=llama-3.1-8b&quant=q4-k-m&hw=rtx-4090&prompt_tokens=2048")
+    phone.page.wait_for_selector("[data-testid=ttft-band]")
+    assert "fourchette" in phone.text("[data-testid=ttft-band]")
+    overflow = phone.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, "the latency result scrolls sideways on a phone"
+    phone.shot("latency-bands-phone-fr", full_page=True)
+    assert phone.errors == []
+    phone.page.context.close()
+
+
 def test_language_switch_persists(tab: Tab) -> None:
     tab.open("/throughput?mode=numbers")
     assert tab.text("h1") == "Inference throughput"

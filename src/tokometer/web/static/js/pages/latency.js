@@ -2,7 +2,7 @@
 import { meta, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
-import { int, num, seconds } from '../format.js';
+import { int, num, pct, seconds } from '../format.js';
 import { t } from '../i18n.js';
 import { ceilingPair, facts, figure, setupLine, verdict, why } from '../widgets.js';
 
@@ -34,10 +34,25 @@ function timeline(l, info) {
       h('li', {}, h('span', { class: 'key read' }), t('r.tlRead', { fast: seconds(fast), slow: seconds(slow) }))));
 }
 
+/** An 80 % band in the estimate's words (`r.band`), its ends scaled (s to ms: 1e3). */
+function bandText(band, scale = 1) {
+  return t('r.band', { low: num(band.low * scale), high: num(band.high * scale), coverage: pct(band.coverage) });
+}
+
+/** Prefill: the estimate, its bound, its 80 % band and its ceiling (the prompt at the datasheet peak). */
+function prefillText(p) {
+  if (!p.tok_s) return '–';
+  const parts = [`${num(p.tok_s)} ${t('unit.tok_s')}`, t(`bound.${p.bound}`)];
+  if (p.interval_tok_s) parts.push(bandText(p.interval_tok_s));
+  if (p.ceiling_tok_s) parts.push(`${t('r.ceilingShort')} ${num(p.ceiling_tok_s)} ${t('unit.tok_s')}`);
+  return parts.join(' · ');
+}
+
 function latencyBlock(l, tokS, info) {
   return [
     h('div', { class: 'trio' },
-      h('section', { class: 'card' }, h('h3', {}, t('r.ttft')), figure('ttft', l.ttft_s * 1e3, t('unit.ms'))),
+      h('section', { class: 'card' }, h('h3', {}, t('r.ttft')), figure('ttft', l.ttft_s * 1e3, t('unit.ms')),
+        l.ttft_interval_s ? h('p', { class: 'sub', 'data-testid': 'ttft-band' }, bandText(l.ttft_interval_s, 1e3)) : null),
       h('section', { class: 'card' }, h('h3', {}, t('r.rate')), figure('rate', tokS, t('unit.tok_s')),
         h('p', { class: 'sub' }, t('r.tpot', { ms: num(l.tpot_s * 1e3) }))),
       h('section', { class: 'card estimate' }, h('h3', {}, t('r.e2e', { n: int(l.output_tokens) })), figure('e2e', l.e2e_s, 's'))),
@@ -68,7 +83,7 @@ export function mount(root) {
         ceilingPair(data.decode),
         ...latencyBlock(l, 1 / l.tpot_s, info),
         facts([
-          [t('r.prefill', { n: int(data.prefill.prompt_tokens) }), data.prefill.tok_s ? `${num(data.prefill.tok_s)} ${t('unit.tok_s')} · ${t(`bound.${data.prefill.bound}`)}` : '–'],
+          [t('r.prefill', { n: int(data.prefill.prompt_tokens) }), prefillText(data.prefill)],
         ]),
         h('p', { class: 'note' }, t('p.latency.note')),
         why(data));
