@@ -131,3 +131,50 @@ def test_mbu_and_mfu_are_the_cost_model_rules(decode: float, bytes_per_token: fl
     result = grade(summary(decode, prefill_tps=stats([prefill])), pred)
     assert result["mbu"] == mbu(decode * bytes_per_token, bandwidth)
     assert result["mfu_prefill"] == mfu(prefill * 1.6e13 / 1000, 100.0)
+
+
+def with_prefill_band(pred: dict[str, Any]) -> dict[str, Any]:
+    pred["prefill"].update(ceiling_tok_s=12000.0, interval_tok_s={"low": 3500.0, "high": 7000.0, "coverage": 0.8})
+    return pred
+
+
+def test_prefill_above_its_roofline_is_a_finding() -> None:
+    """Repeated prompts through a prefix cache read faster than the datasheet peak allows (the kind of
+    TTFT tenstorrent/tt-inference-server's GPU sweeps print): flagged, not praised."""
+    result = grade(summary(120.0, prefill_tps=stats([15000.0])), with_prefill_band(prediction()))
+    assert codes(result)[0] == "prefill-above-ceiling"
+    assert "125% of the prompt's roofline" in result["flags"][0]["message"]
+    assert result["prefill_within_interval"] is False and result["prefill_ceiling_tok_s"] == 12000.0
+
+
+@pytest.mark.parametrize(("measured", "expected"), [(5000.0, []), (2000.0, ["prefill-below-range"]), (9000.0, [])])
+def test_prefill_inside_or_below_its_band(measured: float, expected: list[str]) -> None:
+    result = grade(summary(120.0, prefill_tps=stats([measured])), with_prefill_band(prediction()))
+    assert codes(result) == expected
+    assert result["prefill_within_interval"] is (3500.0 <= measured <= 7000.0)
+
+
+def test_a_prediction_stored_before_prefill_bands_grades_as_before() -> None:
+    result = grade(summary(120.0, prefill_tps=stats([15000.0])), prediction())
+    assert codes(result) == [] and "prefill_within_interval" not in result and "prefill_ceiling_tok_s" not in result
+
+
+def test_the_estimate_json_carries_what_prefill_grading_reads() -> None:
+    from tokometer.report.json import estimate_json
+    from tokometer.usecases.estimate import estimate
+
+    pre = estimate_json(estimate("llama-3.1-8b", "rtx-4090", prompt_tokens=1000))["prefill"]
+    result = grade(summary(120.0, prefill_tps=stats([pre["ceiling_tok_s"] * 1.01])), {**prediction(), "prefill": pre})
+    assert "prefill-above-ceiling" in codes(result)
+    inside = grade(summary(120.0, prefill_tps=stats([pre["tok_s"]])), {**prediction(), "prefill": pre})
+    assert inside["prefill_within_interval"] is True
+
+
+def test_at_several_requests_in_flight_only_the_roofline_is_checked() -> None:
+    """A prompt that queues behind others reads slower than a lone one: no band verdict at batch 4, but a
+    prefill faster than the roofline is still impossible."""
+    slow = grade(summary(120.0, prefill_tps=stats([1000.0]), aggregate_tps=stats([400.0])), with_prefill_band(prediction()), batch=4)
+    assert "prefill-below-range" not in codes(slow) and "prefill_within_interval" not in slow
+    fast = grade(summary(120.0, prefill_tps=stats([20000.0]), aggregate_tps=stats([400.0])), with_prefill_band(prediction()), batch=4)
+    assert "prefill-above-ceiling" in codes(fast)
+

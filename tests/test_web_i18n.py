@@ -140,6 +140,12 @@ def server_lines() -> tuple[str, ...]:
         summary = {"decode_tps": {"median": measured, "n": 3}, "requests_ok": 4, "requests_failed": 0}
         graded = grade(summary, prediction)
         lines += [graded["verdict"]] + [flag["message"] for flag in graded["flags"] if flag["code"] != "far-below"]  # far-below's advice is being reworded (issue 14)
+    ceiling = prediction["prefill"]["ceiling_tok_s"]
+    for prefill in (ceiling * 1.5, prediction["prefill"]["interval_tok_s"]["low"] / 2):  # above the roofline, below the band
+        summary = {"decode_tps": {"median": 130.0, "n": 3}, "prefill_tps": {"median": prefill, "n": 3}, "requests_ok": 4}
+        flags = [flag for flag in grade(summary, prediction)["flags"] if flag["code"].startswith("prefill-")]
+        assert len(flags) == 1, flags
+        lines += [flag["message"] for flag in flags]
     lines.append(grade({"decode_tps": {"median": 50.0, "n": 3}}, None)["verdict"])
     plan = client.post("/api/plan", json={"model": "llama-3.1-8b", "rate_per_s": 10, "slo_ttft_ms": 500, "slo_tpot_ms": 50}).json()
     lines += [row["binding"] for row in plan["configs"]]  # the Serving page's plan table

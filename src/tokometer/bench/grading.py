@@ -143,6 +143,8 @@ def grade(
         result["achieved_prefill_tflops"] = flops_per_s / TFLOP
         result["mfu_prefill"] = mfu(flops_per_s, peak)
         result["predicted_prefill_tps"] = pre.get("tok_s")
+    if prefill_tps:
+        flags[:0] = _prefill_grade(prefill_tps, pre, result, lone=batch == 1)
     placed = placement(
         measured, ceiling_tok_s=ceiling, estimate_tok_s=estimate, band_low_tok_s=low, band_high_tok_s=high
     )
@@ -180,6 +182,36 @@ def grade(
         + (f" ({low:,.1f}-{high:,.1f} tok/s)" if low is not None and high is not None else "")
     )
     return result
+
+
+def _prefill_grade(measured: float, pre: Mapping[str, Any], result: dict[str, Any], lone: bool) -> list[dict[str, str]]:
+    """Measured prefill against the prediction's roofline and 80 % band (`prefill.ceiling_tok_s`,
+    `prefill.interval_tok_s`; a prediction stored before they existed has neither and gets no prefill flag).
+    Above the roofline is a finding at any concurrency (queueing only slows a prompt): the prompt at the
+    datasheet peak cannot be beaten, so part of it was not computed (a prompt-cache hit the server did not
+    report) or fewer tokens were sent than counted. The band is a lone prompt's (`lone`: one request at a
+    time); with several in flight a prompt also waits for the others, so it is not compared."""
+    ceiling = pre.get("ceiling_tok_s")
+    band = pre.get("interval_tok_s") or {}
+    low, high = band.get("low"), band.get("high")
+    if isinstance(ceiling, int | float):
+        result["prefill_ceiling_tok_s"] = ceiling
+    if lone and isinstance(low, int | float) and isinstance(high, int | float):
+        result["prefill_interval_tok_s"] = {"low": low, "high": high}
+        result["prefill_within_interval"] = low <= measured <= high
+    if isinstance(ceiling, int | float) and measured > ceiling:
+        return [
+            _flag(
+                "prefill-above-ceiling",
+                f"prefill at {measured:,.0f} tok/s is {measured / ceiling:.0%} of the prompt's roofline ({ceiling:,.0f} "
+                "tok/s at the datasheet peak): part of the prompt was not computed (a prompt-cache hit the server did "
+                "not report, prompts repeated across requests) or fewer prompt tokens were sent than counted",
+                "error",
+            )
+        ]
+    if lone and isinstance(low, int | float) and measured < low:
+        return [_flag("prefill-below-range", f"prefill below the predicted range ({low:,.0f}-{high:,.0f} tok/s)", "info")]
+    return []
 
 
 def prediction_headline(estimate: Mapping[str, Any]) -> dict[str, Any]:
