@@ -58,6 +58,15 @@ def test_prefill_ceiling_is_the_roofline_the_estimate_sits_under(kw: dict) -> No
     assert est.prefill_ceiling_tok_s <= compute_bound * (1 + 1e-9)
 
 
+def test_an_offloaded_prompt_ceiling_carries_the_pcie_transfer() -> None:
+    """The ceiling goes through the estimate's layout: 40 of 80 layers in RAM cross PCIe once per chunk."""
+    on_gpu = estimate(model="llama-3.1-70b", hw="rtx-4090", pp=2, prompt_tokens=512)
+    offloaded = estimate(model="llama-3.1-70b", hw="rtx-4090", gpu_layers=40, prompt_tokens=512)
+    assert on_gpu.prefill_ceiling_tok_s is not None and offloaded.prefill_ceiling_tok_s is not None
+    assert offloaded.prefill is not None and offloaded.prefill.transfer_time_s > 0
+    assert offloaded.prefill.tok_s < offloaded.prefill_ceiling_tok_s < on_gpu.prefill_ceiling_tok_s / 2
+
+
 def test_a_short_prompt_ceiling_is_the_weight_read() -> None:
     """Eight prompt tokens of an 8B fp16 model: reading 16 GB, not 0.1 TFLOP, bounds the prefill."""
     est = estimate(model="llama-3.1-8b", hw="rtx-4090", quant="fp16", prompt_tokens=8)

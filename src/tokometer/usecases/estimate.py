@@ -20,6 +20,7 @@ from tokometer.catalog import engine_catalog, quant_catalog
 from tokometer.catalog.efficiency import efficiency_for, multi_device_log_sd
 from tokometer.costmodel.curves import compute_bound_batch
 from tokometer.costmodel.layout import (
+    IDEAL,
     Layout,
     LeverStep,
     Setup,
@@ -28,7 +29,6 @@ from tokometer.costmodel.layout import (
 from tokometer.costmodel.memory import (
     MemoryPlan,
     weight_bytes,
-    weight_bytes_read,
 )
 from tokometer.costmodel.roofline import (
     Peak,
@@ -48,7 +48,7 @@ from tokometer.domain.specs import (
     QuantFormat,
     Workload,
 )
-from tokometer.domain.units import BILLION, GB, TFLOP
+from tokometer.domain.units import BILLION, GB
 from tokometer.errors import InputError
 from tokometer.ingest.architecture import bare_spec
 from tokometer.usecases.advice import QuantAdvice, quant_advice
@@ -462,19 +462,16 @@ def prefill_band_log_sd(efficiency: Efficiency, peak: Peak, n_devices: int) -> f
 
 
 def prefill_ceiling_tok_s(setup: Setup, pre: Prefill) -> float:
-    """Prefill's roofline: the prompt at the datasheet peak of the format's compute dtype and at the datasheet
-    bandwidth for the weights its chunks read, split over the tensor-parallel group (pipeline stages run one
-    after another for one prompt), no fixed costs. What `prefill (T tokens)` could reach at 100 % of the device,
-    as the decode ceiling is for decode."""
-    model, hardware, eff = setup.model, setup.hardware, setup.efficiency
-    tp = max(1, setup.layout.tp)
-    compute_s = pre.flops / (setup.peak.tflops * TFLOP * tp) if setup.peak.tflops else 0.0
-    t = float(pre.prompt_tokens)
-    chunk = float(max(1, eff.prefill_chunk_tokens))
-    reads = math.ceil(t / chunk) * weight_bytes_read(model, setup.weights, min(t, chunk))
-    memory_s = reads / (hardware.memory_bandwidth_gb_per_s * GB * tp)
-    floor_s = max(compute_s, memory_s)
-    return t / floor_s if floor_s > 0 else math.inf
+    """Prefill's roofline: the same prompt through the same layout (TP split, pipeline overlap, offload
+    transfers, all-reduces: `layout_prefill`) at 100 % efficiency: the datasheet peak of the format's compute
+    dtype for every matmul and attention FLOP, the datasheet bandwidth for the weights each chunk reads, no
+    half-saturation and no fixed costs. What `prefill (T tokens)` could reach on these devices, as the decode
+    ceiling is for decode."""
+    eff = setup.efficiency
+    ideal = replace(IDEAL, prefill_chunk_tokens=eff.prefill_chunk_tokens, prefill_batch_tokens=eff.prefill_batch_tokens)
+    raw = prefill(setup.model, setup.weights, setup.hardware, ideal, pre.prompt_tokens, setup.peak, quantized=setup.quantized)
+    laid = layout_prefill(replace(setup, efficiency=ideal), raw)
+    return laid.tok_s if laid is not None else math.inf
 
 
 def _band(estimate_tok_s: float, ceiling_tok_s: float, efficiency: Efficiency, layout: Layout) -> Interval:
