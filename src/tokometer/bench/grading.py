@@ -196,7 +196,9 @@ def _prefill_grade(measured: float, pre: Mapping[str, Any], result: dict[str, An
     low, high = band.get("low"), band.get("high")
     if isinstance(ceiling, int | float):
         result["prefill_ceiling_tok_s"] = ceiling
-    if lone and isinstance(low, int | float) and isinstance(high, int | float):
+    if not (lone and isinstance(low, int | float) and isinstance(high, int | float)):
+        low = high = None  # no band to compare: a stored prediction without one, or several requests in flight
+    else:
         result["prefill_interval_tok_s"] = {"low": low, "high": high}
         result["prefill_within_interval"] = low <= measured <= high
     if isinstance(ceiling, int | float) and measured > ceiling:
@@ -209,7 +211,7 @@ def _prefill_grade(measured: float, pre: Mapping[str, Any], result: dict[str, An
                 "error",
             )
         ]
-    if lone and isinstance(low, int | float) and measured < low:
+    if low is not None and measured < low:
         return [_flag("prefill-below-range", f"prefill below the predicted range ({low:,.0f}-{high:,.0f} tok/s)", "info")]
     return []
 

@@ -64,8 +64,6 @@ def _catalog_hardware(case: Case) -> HardwareSpec | None:
     return aliases.hardware_for(case)
 
 
-
-
 def resolve_case_hardware(case: Case) -> HardwareSpec:
     """The catalog's device first (id, calibration id or name, normalised); the row's spec columns
     override its numbers only, never its memory technology or anything the row does not state.

@@ -10,6 +10,11 @@ export function figure(testid, value, unit, extra = {}) {
     unit ? h('span', { class: 'unit' }, unit) : null);
 }
 
+/** An 80 % band in the estimate's words (`r.band`), its ends scaled (a batch's factor, or s to ms: 1e3). */
+export function bandText(band, scale = 1) {
+  return t('r.band', { low: num(band.low * scale), high: num(band.high * scale), coverage: pct(band.coverage) });
+}
+
 /**
  * Ceiling and estimate side by side, never one without the other.
  * `decode` is the estimate's decode block; `aggregate` shows the batch totals instead of per stream.
@@ -29,7 +34,7 @@ export function ceilingPair(decode, { aggregate = false, prefix = '', ifFit = fa
       h('h3', {}, t(aggregate ? 'r.estimateAggregate' : 'r.estimate'), ifFit ? h('span', { class: 'iffit' }, ` ${t('r.ifItFit')}`) : null),
       figure(`${prefix}estimate`, estimate, t('unit.tok_s')),
       h('p', { class: 'sub' },
-        t('r.band', { low: num(band.low * factor), high: num(band.high * factor), coverage: pct(band.coverage) }),
+        bandText(band, factor),
         ' · ',
         t('r.realised', { pct: pct(decode.realised_fraction) }))));
 }

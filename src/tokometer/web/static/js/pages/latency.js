@@ -2,9 +2,9 @@
 import { meta, post } from '../api.js';
 import { clear, h } from '../dom.js';
 import { SETUP, SETUP_DEFAULTS, SETUP_MORE, calculator } from '../form.js';
-import { int, num, pct, seconds } from '../format.js';
+import { int, num, seconds } from '../format.js';
 import { t } from '../i18n.js';
-import { ceilingPair, facts, figure, setupLine, verdict, why } from '../widgets.js';
+import { bandText, ceilingPair, facts, figure, setupLine, verdict, why } from '../widgets.js';
 
 function code(tokS, info) {
   if (tokS < info.broken_stream_tok_s) return 'broken';
@@ -32,11 +32,6 @@ function timeline(l, info) {
       h('li', {}, h('span', { class: 'key wait' }), t('r.tlWait', { s: seconds(l.ttft_s) })),
       h('li', {}, h('span', { class: 'key gen' }), t('r.tlGen', { s: seconds(l.e2e_s - l.ttft_s) })),
       h('li', {}, h('span', { class: 'key read' }), t('r.tlRead', { fast: seconds(fast), slow: seconds(slow) }))));
-}
-
-/** An 80 % band in the estimate's words (`r.band`), its ends scaled (s to ms: 1e3). */
-function bandText(band, scale = 1) {
-  return t('r.band', { low: num(band.low * scale), high: num(band.high * scale), coverage: pct(band.coverage) });
 }
 
 /** Prefill: the estimate, its bound, its 80 % band and its ceiling (the prompt at the datasheet peak). */
