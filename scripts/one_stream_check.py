@@ -59,7 +59,7 @@ def estimate_tpot_s(run: Run) -> float | None:
             context_tokens=int(depth),
             **layout,
         )
-    except (InputError, TypeError, ValueError):
+    except InputError:
         return None
     return 1.0 / est.estimate_tok_s if est.estimate_tok_s else None
 

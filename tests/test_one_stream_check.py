@@ -63,11 +63,11 @@ def test_the_two_step_models_differ_where_the_document_says(rows: list[dict[str,
 
 
 def test_main_prints_a_line_per_row_and_the_medians(
-    script: Any, capsys: pytest.CaptureFixture[str]
+    script: Any, rows: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     script.main([])
     out = capsys.readouterr().out.strip().splitlines()
-    assert out[-1].startswith(f"{len(script.check())} rows with both: median |error| estimate")
+    assert out[-1].startswith(f"{len(rows)} rows with both: median |error| estimate")
     script.main(["--json"])
     data = json.loads(capsys.readouterr().out)
     assert data and set(data[0]) >= {"measured_s", "estimate_s", "simulate_s", "layout"}
