@@ -27,7 +27,7 @@ from tokometer.store import RunStore
 from tokometer.usecases.estimate import estimate
 from tokometer.usecases.simulate import read_trace
 
-MAX_ANSWER_S = 2.0
+MAX_ANSWER_S = 2.0  # CPU seconds of this process: a loaded CI machine does not count against it; hangs meet the timeout
 EXAMPLES = 60
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -43,13 +43,13 @@ ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "latin-1"]
 
 def clean_or_result(call: Callable[[], Any]) -> Any:
     """`call()`'s result, or None when it raised a TokometerError; anything else fails; both in time."""
-    started = time.monotonic()
+    started = time.process_time()
     try:
         result = call()
     except TokometerError as exc:
         assert str(exc) and len(str(exc)) < 2000
         result = None
-    assert time.monotonic() - started < MAX_ANSWER_S
+    assert time.process_time() - started < MAX_ANSWER_S
     event("refused" if result is None else "a result")
     return result
 

@@ -29,7 +29,7 @@ from tokometer.web.app import create_app
 from tokometer.web.openapi import COMPUTING
 
 CORPUS = Path(__file__).parent / "data" / "hostile"
-MAX_ANSWER_S = 2.0
+MAX_ANSWER_S = 2.0  # CPU seconds of this process: a loaded CI machine does not count against it; hangs meet the timeout
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -57,9 +57,9 @@ def specials(tmp_path: Path) -> dict[str, str]:
 
 
 def answer(capsys: pytest.CaptureFixture[str], ok: bool, *args: str) -> str:
-    started = time.monotonic()
+    started = time.process_time()
     code, out, err = cli(capsys, *args)
-    took = time.monotonic() - started
+    took = time.process_time() - started
     assert took < MAX_ANSWER_S, f"{args} took {took:.1f} s"
     assert "Traceback" not in err and "internal error" not in err, err
     if ok:
@@ -113,13 +113,13 @@ def test_traces(path: Path | str, specials: dict[str, str], capsys: pytest.Captu
     target = specials[path] if isinstance(path, str) else str(path)
     ok = isinstance(path, Path) and path.name.startswith("ok-")
     out = answer(capsys, ok, "simulate", "llama-3.1-8b", "--hw", "h100-sxm", "--trace", target, "--json")
-    started = time.monotonic()
+    started = time.process_time()
     try:  # the bench reads traces through its own parser, behind the same door
         requests = parse_trace(read_trace_text(target), Path(target).name)
         assert ok and len(requests) == 2
     except TokometerError:
         assert not ok
-    assert time.monotonic() - started < MAX_ANSWER_S
+    assert time.process_time() - started < MAX_ANSWER_S
     if ok:
         assert json.loads(out)["workload"]["trace"] == 2
 
@@ -209,9 +209,9 @@ def test_web_bodies(path: Path) -> None:
         if isinstance(parsed, dict):
             bodies.append(json.dumps({k: v for k, v in parsed.items() if k in fields}).encode())
         for body in bodies:
-            started = time.monotonic()
+            started = time.process_time()
             response = client.post(endpoint, content=body, headers={"content-type": "application/json"})
-            assert time.monotonic() - started < MAX_ANSWER_S, endpoint
+            assert time.process_time() - started < MAX_ANSWER_S, endpoint
             assert response.status_code in (200, 400, 413, 422), (endpoint, response.status_code, response.text[:300])
             data = response.json()
             if response.status_code != 200:

@@ -121,14 +121,14 @@ ST_CASES: dict[str, bytes] = {
 
 def _quick(path: Path) -> IngestError:
     tracemalloc.start()
-    start = time.perf_counter()
+    start = time.process_time()
     try:
         with pytest.raises(IngestError) as info:
             load_model(str(path))
     finally:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
     assert peak < 50_000_000
     message = str(info.value)
     assert message and "\n" not in message

@@ -177,9 +177,9 @@ def test_a_full_cache_ends_quickly_under_every_engine(engine: str) -> None:
     from tokometer.usecases.simulate import deploy, run
 
     dep = deploy("llama-3.1-8b", "h200", engine=engine)
-    start = time.perf_counter()
+    start = time.process_time()
     r = run(dep, Workload(arrival="offline", num_requests=200, prompt=fixed(4096), output=fixed(1024)))
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
     assert r.completed + r.rejected == 200
     if engine == "llama-cpp":  # 4 slots of 4096 tokens: a 4096-token prompt fills its slot
         assert r.rejected_by_reason == {FILLS_SLOT: 200}
