@@ -184,6 +184,7 @@ HARDWARE_SCHEMA: Schema = {
     "fp16_tflops": Field(NUM),
     "fp16_acc16_tflops": Field(NUM),
     "fp16_mma_sync_tflops": Field(NUM),
+    "int32_tops": Field(NUM),
     "fp8_tflops": Field(NUM),
     "int8_tops": Field(NUM),
     "fp4_tflops": Field(NUM),
@@ -199,6 +200,7 @@ HARDWARE_SCHEMA: Schema = {
     "notes": Field(STR),
     "compute_source": Field(STR),
     "fp16_mma_sync_source": Field(STR),
+    "int32_source": Field(STR),
     "compute_peak_derived": Field(BOOL),
     "compute_units": Field(INT),
     "compute_units_source": Field(STR),
@@ -218,7 +220,7 @@ HARDWARE_LIMITS: dict[str, tuple[float, str]] = {
     "memory_bandwidth_gb_per_s": (1e6, "1 PB/s, over 100x an 8 TB/s HBM3e GPU"),
     "nvlink_gb_per_s": (1e6, "1 PB/s of link bandwidth, over 500x NVLink 5"),
     **{key: (1e7, "10 exaFLOP/s on one device, over 700x the fastest FP4 GPU") for key in (
-        "fp32_tflops", "fp16_tflops", "fp16_acc16_tflops", "fp16_mma_sync_tflops", "fp8_tflops", "int8_tops", "fp4_tflops")},
+        "fp32_tflops", "fp16_tflops", "fp16_acc16_tflops", "fp16_mma_sync_tflops", "int32_tops", "fp8_tflops", "int8_tops", "fp4_tflops")},
     "compute_units": (1e6, "a million SMs or cores on one device; the largest has 304"),
     "tdp_w": (1e6, "a megawatt for one device"),
     "pcie_lanes": (64, "PCIe links are at most x32; 64 leaves room"),
@@ -262,6 +264,7 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         fp16_tflops=_opt_float(raw, "fp16_tflops"),
         fp16_acc16_tflops=_opt_float(raw, "fp16_acc16_tflops"),
         fp16_mma_sync_tflops=_opt_float(raw, "fp16_mma_sync_tflops"),
+        int32_tops=_opt_float(raw, "int32_tops"),
         fp8_tflops=_opt_float(raw, "fp8_tflops"),
         int8_tops=_opt_float(raw, "int8_tops"),
         fp4_tflops=_opt_float(raw, "fp4_tflops"),
@@ -396,6 +399,7 @@ EFFICIENCY_SCHEMA: Schema = {
     "expert_overhead_us": Field(NUM),
     "engines_seen": Field(LIST),
     "kv_stream_gb_per_s": Field(NUM),
+    "int32_flop_per_op": Field(NUM),
     "source": Field(STR),
 }
 
@@ -408,7 +412,7 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead", "expert_overhead_us"):
         if checked.get(key, 0.0) < 0:
             raise CatalogError(f"{where}: {key} must be >= 0")
-    for key in ("unit_bandwidth_gb_per_s", "kv_stream_gb_per_s"):
+    for key in ("unit_bandwidth_gb_per_s", "kv_stream_gb_per_s", "int32_flop_per_op"):
         if key in checked and not checked[key] > 0:
             raise CatalogError(f"{where}: {key} must be positive")
     # keys left out take `Efficiency`'s own defaults, so each default is written once

@@ -62,19 +62,26 @@ class Peak(_Plain):
     derived: bool = False  # computed from units x clock x FLOPs/cycle: a wider band applies
 
 
-def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: bool = False, wgmma: bool = True) -> Peak:
+def compute_peak(
+    hardware: HardwareSpec,
+    dtype: ComputeDtype,
+    fp16_accumulate: bool = False,
+    wgmma: bool = True,
+    int32_flop_per_op: float | None = None,
+) -> Peak:
     """Dense peak for the format's compute dtype; falls back to fp16 then fp32, saying so.
 
     Engines that accumulate fp16 GEMMs in fp16 (llama.cpp) get the FP16-accumulate tensor rate
     where the datasheet gives one (GeForce cards: twice the FP32-accumulate figure). Engines whose
     kernels do not issue Hopper's wgmma (`wgmma=False`, llama.cpp) are held to the device's
     `fp16_mma_sync_tflops` (twice that for 8-bit types), the rate the Ampere-era mma.sync path
-    reaches (`mma_sync_cap`). A peak the catalog derived rather than read from a datasheet, or could
-    not check against one, is flagged and says which.
+    reaches (`mma_sync_cap`), and, where the engine's fit found one (`Efficiency.int32_flop_per_op`),
+    to that many FLOPs per INT32 operation of the device (`int32_cap`). A peak the catalog derived
+    rather than read from a datasheet, or could not check against one, is flagged and says which.
     """
     peak = _datasheet_peak(hardware, dtype, fp16_accumulate)
     if not wgmma:
-        peak = mma_sync_cap(hardware, peak)
+        peak = int32_cap(hardware, mma_sync_cap(hardware, peak), int32_flop_per_op)
     if peak.tflops and hardware.compute_peak_derived:
         how = (
             "not verified against a vendor datasheet"
@@ -84,6 +91,28 @@ def compute_peak(hardware: HardwareSpec, dtype: ComputeDtype, fp16_accumulate: b
         note = f"{hardware.name}: compute peak {how}; prefill is less certain"
         return Peak(peak.tflops, peak.dtype, f"{peak.note}; {note}" if peak.note else note, derived=True)
     return peak
+
+
+def int32_rate_tflops(hardware: HardwareSpec, peak: Peak) -> float:
+    """The device's INT32 rate in tera-ops (x2 for 8-bit types, whose MMA does twice the FLOPs per operand
+    unpacked) that `int32_cap` multiplies; 0 where the catalog gives none or the peak is no tensor peak."""
+    rate = hardware.int32_tops
+    if not rate or not peak.tflops or peak.dtype is None or peak.dtype.startswith("fp32"):
+        return 0.0  # the vector-ALU GEMM (`VECTOR_DTYPE`) and fp32 peaks unpack on the same lanes they multiply on
+    return rate * (2.0 if peak.dtype.startswith(("fp8", "int8")) else 1.0)
+
+
+def int32_cap(hardware: HardwareSpec, peak: Peak, flop_per_op: float | None) -> Peak:
+    """min(peak, K x `int32_rate_tflops`), K = `flop_per_op`: llama.cpp's quantized GEMM unpacks each weight
+    tile with integer shifts, masks and scale products before its MMA, on the SM's 64 INT32 lanes, so where
+    the tensor rate is 15-16x the INT32 rate (A100, Hopper through mma.sync, Orin) the INT32 pipe can bound it
+    (docs/PHYSICS.md section 4, "the INT32 bound"). K is the FP16 tensor FLOPs the kernels get per INT32
+    operation, fitted on the engine's prompt rows (`fitting.calibration.fit_int32`); None (no fit) and devices
+    without `int32_tops` in the catalog are unchanged."""
+    rate = int32_rate_tflops(hardware, peak)
+    if not flop_per_op or not rate or (peak.tflops or 0.0) <= flop_per_op * rate:
+        return peak
+    return Peak(flop_per_op * rate, f"{peak.dtype}-int32", peak.note, peak.derived)
 
 
 def mma_sync_cap(hardware: HardwareSpec, peak: Peak) -> Peak:

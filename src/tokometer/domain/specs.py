@@ -70,6 +70,9 @@ class HardwareSpec(_Plain):
     fp16_tflops: float | None = None  # dense tensor fp16/bf16, FP32 accumulate where vendors distinguish
     fp16_acc16_tflops: float | None = None  # dense tensor fp16 with FP16 accumulate (GeForce: twice the above)
     fp16_mma_sync_tflops: float | None = None  # dense fp16 through mma.sync where the datasheet peak needs wgmma (Hopper)
+    # the INT32 pipe's rate (64 INT32 lanes per SM from Volta to Hopper and Orin), which bounds llama.cpp's quantized
+    # GEMMs where the tensor rate is far above it (`roofline.int32_cap`)
+    int32_tops: float | None = None
     fp8_tflops: float | None = None
     int8_tops: float | None = None
     fp4_tflops: float | None = None
@@ -418,6 +421,9 @@ class Efficiency(_Plain):
     # C_kv: the most GB/s the engine's decode attention streams from the KV cache on an Apple GPU, whatever
     # the bus (MLX's sdpa_vector kernels run a fixed count of threadgroups; docs/PHYSICS.md section 4); None: no cap
     kv_stream_gb_per_s: float | None = None
+    # K: FP16 tensor FLOPs the engine's quantized GEMMs get per INT32 operation of the device, where unpacking
+    # the weights on the INT32 lanes bounds them (`roofline.int32_cap`; docs/PHYSICS.md section 4); None: no bound
+    int32_flop_per_op: float | None = None
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

@@ -28,7 +28,14 @@ from typing import Any
 from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
 from tokometer.domain.specs import Efficiency
 from tokometer.fitting.bands import band_sd, grouped_band_sd
-from tokometer.fitting.features import Features, kv_cap_time_s, predicted_time, stream_scale
+from tokometer.fitting.features import (
+    Features,
+    int32_limited,
+    int32_scale,
+    kv_cap_time_s,
+    predicted_time,
+    stream_scale,
+)
 from tokometer.fitting.shrinkage import LevelPrior, level_prior
 from tokometer.fitting.splits import group_k_fold
 
@@ -261,13 +268,21 @@ HALF_TOKENS_SCALE = 128.0
 
 
 def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE) -> dict[str, float]:
+    """The prefill fit (eta_plain, eta_quant, T_half, eta_attention, score bytes) with `decode`'s fixed costs."""
+    return _fit_prefill(rows, prior, decode, ridge)[0]
+
+
+def _fit_prefill(
+    rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE
+) -> tuple[dict[str, float], float]:
+    """`fit_prefill` and its Huber loss at `PROFILE_HUBER_CUT` (the ridge left out), for the INT32 profile."""
     def overhead(f: Features) -> float:
         fixed = (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
         return f.n_chunks * (fixed + f.expert_s * decode.get("expert_overhead_us", 0.0))
 
     usable = [f for f in rows if f.t_measured_s > overhead(f)]
     if not usable:
-        return {}
+        return {}, 0.0
     has_plain = any(not f.quantized for f in usable)
     has_quant = any(f.quantized for f in usable)
     u0 = 1.0 / prior.prefill_efficiency_max
@@ -295,13 +310,13 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
             ]
             for f in usable
         ]
-        x = _bounded_lstsq(
+        x, loss = _robust_lstsq(
             a,
             target,
             [u0, uq0, half0 * u0, w0, prior.attention_score_bytes],
             [1.0, 1.0, 0.0, 1.0, 0.0],
             [None, None, max(half0, HALF_TOKENS_SCALE) * u0, None, None],
-            ridge=ridge,
+            ridge,
         )
         settled = abs(x[1] / x[0] - ratio) <= HALF_TOKENS_TOLERANCE * ratio
         ratio = x[1] / x[0]
@@ -315,7 +330,39 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
         "prefill_half_tokens": x[2] / x[0],
         "prefill_attention_fraction": 1.0 / x[3],
         "attention_score_bytes": x[4],
-    }
+    }, loss
+
+
+# K candidates (FP16 tensor FLOPs per INT32 operation, `Efficiency.int32_flop_per_op`), 15 % apart from 4 to
+# 37, and None (no bound): from a dequantizing kernel that spends a few INT32 ops per MMA FLOP's worth of
+# weights to one whose unpacking hides behind the tensor rate on every catalogued device (A100's tensor rate is
+# 16x its INT32 rate, Orin's 16x, Hopper's mma.sync path 15x; docs/PHYSICS.md section 4, "the INT32 bound")
+INT32_GRID: tuple[float | None, ...] = (None, *(round(4.0 * 1.15**i, 3) for i in range(17)))
+INT32_LIMIT_COST = UNIT_LIMIT_COST  # a bound must explain more than one row's 10 % error, as b_unit must
+
+
+def fit_int32(
+    rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE,
+    candidates: tuple[float | None, ...] = INT32_GRID,
+) -> tuple[float | None, dict[str, float]]:
+    """The INT32 bound K that explains the engine's prompt rows best, and the prefill fit at it.
+
+    K enters as min(peak, K x INT32 rate) (`roofline.int32_cap`), not linearly, so each of `candidates`
+    is a prefill fit of its own on the rows priced at its peak (`features.int32_limited`); a bound must
+    beat none by `INT32_LIMIT_COST`. Among several candidates, one that bounds no row is the same fit as
+    None and is skipped; a single one (a K held while bands are sized) is fitted as it is.
+    """
+    grid = candidates
+    if len(candidates) > 1:
+        grid = tuple(k for k in candidates if k is None or any(int32_scale(f, k) > 1.0 for f in rows))
+    best: tuple[float, float | None, dict[str, float]] | None = None
+    for k in grid:
+        fitted, loss = _fit_prefill([int32_limited(f, k) for f in rows], prior, decode, ridge)
+        loss += 0.0 if k is None else INT32_LIMIT_COST
+        if best is None or loss < best[0] * (1.0 - 1e-9):
+            best = (loss, k, fitted)
+    assert best is not None
+    return best[1], best[2]
 
 
 HALF_TOKENS_PASSES = 20  # at most this many passes of the shared-T_half prefill fit (`fit_prefill`)
@@ -336,8 +383,12 @@ def fit_one(
     source: str,
     units: tuple[float | None, ...] | None = None,
     ridges: tuple[float, float] = (RIDGE, RIDGE),
+    int32s: tuple[float | None, ...] | None = None,
 ) -> Efficiency:
-    """One group's decode then prefill fit, each ridged toward `prior` with `ridges` (decode, prefill)."""
+    """One group's decode then prefill fit, each ridged toward `prior` with `ridges` (decode, prefill).
+
+    `int32s`: the INT32 bounds K to profile (`fit_int32`; the grid where None is passed is not searched:
+    the group keeps its prior's K and its prompt rows are priced at the peak that K leaves)."""
     decode = fit_decode(tg, prior, units, ridges[0]) if len(tg) >= MIN_TG_ROWS else {}
     base = replace(prior, **decode) if decode else prior  # type: ignore[arg-type]
     overheads = {
@@ -345,8 +396,14 @@ def fit_one(
         "step_overhead_us": base.step_overhead_us,
         "expert_overhead_us": base.expert_overhead_us,
     }
-    pre = fit_prefill(pp, base, overheads, ridges[1]) if len(pp) >= MIN_PP_ROWS else {}
-    eff = replace(base, **pre, source=source)  # type: ignore[arg-type]
+    int32 = prior.int32_flop_per_op
+    pre: dict[str, float] = {}
+    if len(pp) >= MIN_PP_ROWS:
+        if int32s is not None:
+            int32, pre = fit_int32(pp, base, overheads, ridges[1], int32s)
+        else:
+            pre = fit_prefill([int32_limited(f, int32) for f in pp], base, overheads, ridges[1])
+    eff = replace(base, **pre, int32_flop_per_op=int32, source=source)  # type: ignore[arg-type]
     sd_tg = _log_sd(tg, eff)
     sd_pp = _log_sd(pp, eff)
     return replace(
@@ -420,7 +477,12 @@ def _fit_level(
             # b_unit belongs to one class of memory system; a fallback entry serves devices of other
             # classes (CPUs, ROCm, Vulkan) and keeps the terms that need no unit count
             units = (None,)
-        table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge))
+        # K is the engine's kernels' property, not a device class's: profiled once at the engine level, where the
+        # prompt rows include INT32-bound devices; every level below, and an engine fitted apart, keeps its parent's
+        int32s = None
+        if level == 0 and _engine_parent_key(key) is None and any(f.int32_tflops > 0 for f in pp):
+            int32s = (held[key].int32_flop_per_op,) if held is not None and key in held else INT32_GRID
+        table[key] = fit_one(tg, pp, parents[key], source, units, (tg_prior.ridge, pp_prior.ridge), int32s)
 
 
 def kind_level_priors(

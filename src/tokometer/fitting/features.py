@@ -18,6 +18,7 @@ from tokometer.costmodel.roofline import (
     decode_score_elements,
     expert_dispatch_time_s,
     expert_token_share,
+    int32_rate_tflops,
     prefill_matmul_time,
     prefill_score_elements,
     routed_matmul_share,
@@ -66,6 +67,10 @@ class Features:
     routed_share: float = 0.0  # share of the matmul FLOPs in routed experts (`roofline.routed_matmul_share`)
     expert_token_share: float = 1.0  # k / E: the share of a chunk's tokens one routed expert sees
     row_engine: str = ""  # the engine the row names (engines.toml id), which `engine_id` may pool with its parent
+    peak_tflops: float = 0.0  # the prefill peak matmul_s and attention_s are priced at (no INT32 bound)
+    # `roofline.int32_rate_tflops` where the engine's GEMMs run through mma.sync (no wgmma), else 0: the rate
+    # K x which bounds the peak (`int32_limited`)
+    int32_tflops: float = 0.0
 
     @property
     def chunk_tokens(self) -> float:
@@ -145,6 +150,7 @@ def features(case: Case) -> Features | None:
     if est.prefill is None or not est.peak.tflops or (est.peak.note and not est.peak.derived):
         return None  # a fallback peak (fp32 for a tensor-core GPU) would bias the fit; a derived one is a peak
     peak = est.peak.tflops * 1e12
+    int32 = 0.0 if engine.tensor_wgmma else int32_rate_tflops(hardware, est.peak)
     # weights dequantized to FP32 for a vector-ALU GEMM run the plain GEMM kernel (`roofline.prefill`)
     base["quantized"] = est.quantized and est.peak.dtype != VECTOR_DTYPE
     return Features(
@@ -159,6 +165,8 @@ def features(case: Case) -> Features | None:
         ),
         prompt_tokens=case.prompt_tokens,
         n_chunks=est.prefill.n_chunks,
+        peak_tflops=est.peak.tflops,
+        int32_tflops=int32,
         # s per us of tau_expert: the experts `roofline.expert_dispatch_time_s` charges one chunk (one token's
         # per MoE layer on a grouped MoE kernel, every touched one otherwise)
         expert_s=expert_dispatch_time_s(
@@ -194,6 +202,22 @@ def limited(f: Features, unit_bandwidth_gb_per_s: float | None) -> Features:
 
 
 
+def int32_scale(f: Features, flop_per_op: float | None) -> float:
+    """peak / min(peak, K x INT32 rate): how much longer the row's prefill FLOPs take under the INT32 bound
+    K = `flop_per_op` (`roofline.int32_cap`, the function prediction uses; 1 without a bound)."""
+    if not flop_per_op or not f.int32_tflops or f.peak_tflops <= flop_per_op * f.int32_tflops:
+        return 1.0
+    return f.peak_tflops / (flop_per_op * f.int32_tflops)
+
+
+def int32_limited(f: Features, flop_per_op: float | None) -> Features:
+    """The row's prefill FLOP terms (matmuls, attention) at the peak the INT32 bound K leaves."""
+    scale = int32_scale(f, flop_per_op)
+    if scale == 1.0:
+        return f
+    return replace(f, matmul_s=f.matmul_s * scale, attention_s=f.attention_s * scale, peak_tflops=f.peak_tflops / scale)
+
+
 def kv_cap_time_s(f: Features, kv_stream_gb_per_s: float | None) -> float:
     """The row's KV bytes at the engine's KV stream cap C_kv on an Apple GPU (`Efficiency.for_hardware`), 0 without one."""
     if not kv_stream_gb_per_s or f.backend != "metal" or f.kv_s <= 0:
@@ -214,6 +238,7 @@ def predicted_time(f: Features, eff: Efficiency) -> float:
             + f.expert_s * eff.expert_overhead_us
             + (f.n_layers * eff.layer_overhead_us + eff.step_overhead_us) * 1e-6
         )
+    f = int32_limited(f, eff.int32_flop_per_op)
     matmul = prefill_matmul_time(
         f.matmul_s, f.routed_share, f.expert_token_share, f.chunk_tokens, eff.prefill_max_for(f.quantized), eff.prefill_half_tokens
     )

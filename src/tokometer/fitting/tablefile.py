@@ -40,6 +40,7 @@ def write_table(path: Path, table: dict[str, Efficiency], meta: dict[str, Any], 
             "unit_bandwidth_gb_per_s",
             "expert_overhead_us",
             "kv_stream_gb_per_s",
+            "int32_flop_per_op",
             "residual_log_sd",
             "prefill_residual_log_sd",
         ):

@@ -85,6 +85,7 @@ def resolve_case_hardware(case: Case) -> HardwareSpec:
         if "fp16_tflops" in changes:
             changes["fp16_acc16_tflops"] = None  # the row's figure replaces the datasheet's pair
             changes["fp16_mma_sync_tflops"] = None
+            changes["int32_tops"] = None
         return replace(found, **changes, source=f"{found.source}; numbers from the row's spec columns")
     bandwidth = stated.get("memory_bandwidth_gb_per_s")
     if bandwidth:

@@ -210,7 +210,7 @@ def estimate(
         raise InputError(f"{kv_fmt.name} is not a KV-cache format (try fp16, fp8, q8_0 or q4_0)", field="kv_dtype")
     kv_el = kv_fmt.bytes_per_weight
 
-    peak = format_peak(hardware, fmt, eng)
+    peak = format_peak(hardware, fmt, eng, eff.int32_flop_per_op)
     quantized = is_quantized(fmt, weights, spec)
     if peak.note:
         warnings.append(peak.note)

@@ -156,7 +156,8 @@ def _scaled_peaks(base: HardwareSpec, fp16_tflops: float) -> dict[str, Any]:
     (it is the datasheet's, not the user's), the narrower types keep their ratio to fp16 (none without it)."""
     ratio = fp16_tflops / base.fp16_tflops if base.fp16_tflops else None
     changes: dict[str, Any] = {
-        "fp16_tflops": fp16_tflops, "fp16_acc16_tflops": None, "fp16_mma_sync_tflops": None, "compute_peak_derived": False
+        "fp16_tflops": fp16_tflops, "fp16_acc16_tflops": None, "fp16_mma_sync_tflops": None, "int32_tops": None,
+        "compute_peak_derived": False
     }
     for key in ("fp8_tflops", "int8_tops", "fp4_tflops"):
         value = getattr(base, key)
@@ -193,20 +194,25 @@ def is_quantized(fmt: QuantFormat | None, weights: ParamGroups, model: ModelSpec
     return model.total_params > 0 and weights.total * 8.0 / model.total_params < 12.0
 
 
-def format_peak(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> Peak:
+def format_peak(
+    hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec, int32_flop_per_op: float | None = None
+) -> Peak:
     """The compute peak a weight format runs at on this hardware under this engine.
 
     An engine whose block FP4 kernels do not reach the FP4 tensor rate (`fp4_block_tensor_rate = false`:
     llama.cpp multiplies GGUF's 4-bit float blocks through the same tiled kernels as its other block
     types; its native MXFP4 path, PR #17906, read 1.27x its previous one on an RTX PRO 6000, where the FP4
     datasheet rate is 4x the FP16 one; docs/PHYSICS.md section 5) runs such a format at the fp16 peak.
+    `int32_flop_per_op`: the engine's fitted INT32 bound (`Efficiency.int32_flop_per_op`; `roofline.int32_cap`).
     """
     if not hardware.matrix_gemm or bf16_on_vector_alus(hardware, fmt, engine):
         return vector_peak(hardware)
     dtype = fmt.compute_dtype if fmt else "fp16"
     if dtype == "fp4" and not engine.fp4_block_tensor_rate and fmt is not None and fmt.kind == "block" and hardware.fp4_tflops:
         dtype = "fp16"
-    return compute_peak(hardware, dtype, fp16_accumulate=engine.fp16_accumulate, wgmma=engine.tensor_wgmma)
+    return compute_peak(
+        hardware, dtype, fp16_accumulate=engine.fp16_accumulate, wgmma=engine.tensor_wgmma, int32_flop_per_op=int32_flop_per_op
+    )
 
 
 def bf16_on_vector_alus(hardware: HardwareSpec, fmt: QuantFormat | None, engine: EngineSpec) -> bool:
@@ -274,6 +280,7 @@ def cpu_view(hardware: HardwareSpec) -> HardwareSpec:
         fp16_tflops=hardware.cpu_fp16_tflops or hardware.cpu_fp32_tflops,
         fp16_acc16_tflops=None,
         fp16_mma_sync_tflops=None,
+        int32_tops=None,
         fp8_tflops=None,
         int8_tops=hardware.cpu_int8_tops,
         fp4_tflops=None,
@@ -307,7 +314,7 @@ def setup_for_format(
         weights,
         base.hardware,
         base.efficiency,
-        format_peak(base.hardware, fmt, engine),
+        format_peak(base.hardware, fmt, engine, base.efficiency.int32_flop_per_op),
         base.kv_bytes_per_element,
         is_quantized(fmt, weights, spec),
         layout if layout is not None else Layout(),

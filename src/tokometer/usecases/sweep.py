@@ -172,7 +172,7 @@ def sweep(
             per["ecc"][i, j] = eff.ecc_overhead_for(hw)
             per["alu_peak"][i, j] = alu_peak_tflops(hw) or 0.0
             per["eta_c"][i, j] = eff.decode_compute_fraction
-            per["peak"][i, j] = format_peak(hw, q, eng).tflops or 0.0
+            per["peak"][i, j] = format_peak(hw, q, eng, eff.int32_flop_per_op).tflops or 0.0
             per["tau_l"][i, j] = eff.layer_overhead_us + eff.launch_layer_us  # decode steps only
             per["tau_s"][i, j] = eff.step_overhead_us
             per["samp"][i, j] = eff.host_sampling_ns_per_vocab
