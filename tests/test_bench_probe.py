@@ -242,3 +242,13 @@ def test_the_cpu_probe_measures_fp32_and_fp64_and_says_what_it_cannot() -> None:
     result = measure_cpu(quick=True, budget_s=1.0)
     assert set(result.matrix_tflops) == {"fp32", "fp64"} and result.matrix_tflops["fp64"] > 0
     assert "fp32 and fp64 only" in result.formats_note and "fp8" in result.formats_note
+
+
+def test_a_slow_device_profile_keeps_its_precision() -> None:
+    """A 4-decimal rounding wrote a loaded CPU's 0.020952 TFLOPS as 0.021 (0.2 % off; CI saw it through the
+    fake-torch probe above); peaks are kept to 6 significant figures, whatever their size."""
+    result = ProbeResult("cpu", "tiny", "arm", "cpu", "edge", "cpu", 4.0, 3.2, 3.0, 3.2, 0.0104761, 0.020952539, 4, 1, 3, 1.0, False)
+    entry = profile_entry(result)
+    assert entry["fp16_tflops"] == pytest.approx(0.020952539, rel=1e-5) and entry["fp32_tflops"] == pytest.approx(0.0104761, rel=1e-5)
+    big = profile_entry(ProbeResult("cuda", "big", "nvidia", "gpu", "datacenter", "cuda", 80.0, 4191.0, 4270.0, 4191.0, 60.123456, 719.123456, 1, 1, 3, 1.0, False))
+    assert big["fp16_tflops"] == 719.123

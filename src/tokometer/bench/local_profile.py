@@ -25,10 +25,16 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return repr(round(value, 4))
+        return repr(_significant(value))
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return json.dumps(str(value), ensure_ascii=False)
+
+
+def _significant(value: float, digits: int = 6) -> float:
+    """`value` to `digits` significant figures: a slow device's 0.021 TFLOPS keeps its precision, as an H200's 719 does
+    (a fixed 4 decimals wrote a CPU probe's 0.020953 as 0.021, 0.2 % off)."""
+    return float(f"{value:.{digits}g}")
 
 
 def profile_entry(result: ProbeResult, today: date | None = None) -> dict[str, Any]:
@@ -44,13 +50,13 @@ def profile_entry(result: ProbeResult, today: date | None = None) -> dict[str, A
         "memory_bandwidth_gb_per_s": round(result.memory_bandwidth_gb_per_s, 2),
     }
     if result.fp32_tflops:
-        entry["fp32_tflops"] = round(result.fp32_tflops, 4)
+        entry["fp32_tflops"] = _significant(result.fp32_tflops)
     if result.fp16_tflops:
-        entry["fp16_tflops"] = round(result.fp16_tflops, 4)
+        entry["fp16_tflops"] = _significant(result.fp16_tflops)
     if result.matrix_tflops.get("fp8"):
-        entry["fp8_tflops"] = round(result.matrix_tflops["fp8"], 4)
+        entry["fp8_tflops"] = _significant(result.matrix_tflops["fp8"])
     if result.matrix_tflops.get("int8"):
-        entry["int8_tops"] = round(result.matrix_tflops["int8"], 4)
+        entry["int8_tops"] = _significant(result.matrix_tflops["int8"])
     entry["launch_year"] = (today or date.today()).year
     entry["source"] = f"tokometer probe {day}"
     entry["notes"] = (
