@@ -23,7 +23,6 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
 from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
 from tokometer.domain.specs import Efficiency
@@ -36,108 +35,12 @@ from tokometer.fitting.features import (
     predicted_time,
     stream_scale,
 )
+from tokometer.fitting.lstsq import RIDGE, robust_lstsq
 from tokometer.fitting.shrinkage import LevelPrior, level_prior
 from tokometer.fitting.splits import group_k_fold
 
 MIN_TG_ROWS = 6
 MIN_PP_ROWS = 6
-RIDGE = 0.5  # weight of the prior: half of one row of relative error, whatever the row count
-
-def _active_set_lstsq(
-    rows: Any,  # a list of rows or an array
-    target: Any,
-    prior: list[float],
-    lower: list[float],
-    scales: list[float | None] | None = None,
-    ridge: float = RIDGE,
-) -> list[float]:
-    """min sum (A x - b)^2 + ridge * sum ((x - prior)/scale)^2, with x >= lower (active set).
-
-    `scales`: how far each unknown may stray from its prior at the cost of one row (default |prior|).
-    """
-    import numpy as np
-
-    a = np.asarray(rows, dtype=float)
-    b = np.asarray(target, dtype=float)
-    p = np.asarray(prior, dtype=float)
-    scale = np.maximum(np.abs(p), 1e-9)
-    for i, given in enumerate(scales or []):
-        if given is not None:
-            scale[i] = given
-    fixed: dict[int, float] = {}
-    for _ in range(len(prior) + 1):
-        free = [i for i in range(len(prior)) if i not in fixed]
-        rhs = b - (a[:, list(fixed)] @ np.array(list(fixed.values())) if fixed else 0.0)
-        weight = math.sqrt(ridge)
-        reg_a = np.diag(weight / scale[free])
-        reg_b = weight * p[free] / scale[free]
-        full_a = np.vstack([a[:, free], reg_a])
-        full_b = np.concatenate([rhs, reg_b])
-        sol, *_ = np.linalg.lstsq(full_a, full_b, rcond=None)
-        x = np.array(p, copy=True)
-        x[free] = sol
-        for i, v in fixed.items():
-            x[i] = v
-        violated = [i for i in free if x[i] < lower[i]]
-        if not violated:
-            return [float(v) for v in x]
-        for i in violated:
-            fixed[i] = lower[i]
-    return [float(max(v, lo)) for v, lo in zip(x, lower, strict=True)]
-
-
-# Huber's M-estimator (Huber, Ann. Math. Statist. 35, 1964) by iteratively reweighted least squares:
-# a row whose relative error exceeds HUBER_K robust standard deviations (1.4826 x the median absolute
-# error) counts linearly, not squared, so one harness's odd rows (a cached prompt, a throttled laptop)
-# move the fit as much as any other row, not a hundred times more
-HUBER_K = 1.345  # 95 % efficiency at the normal
-NOISE_FLOOR = 0.02  # the robust spread is never taken below 2 %, run-to-run noise of a benchmark
-PROFILE_HUBER_CUT = 0.25  # the loss that compares b_unit candidates: rows more than 25 % off count linearly
-IRLS_STEPS = 6
-
-
-def _bounded_lstsq(
-    rows: list[list[float]],
-    target: list[float],
-    prior: list[float],
-    lower: list[float],
-    scales: list[float | None] | None = None,
-    ridge: float = RIDGE,
-) -> list[float]:
-    """The bounded ridge fit (`_active_set_lstsq`) with Huber weights on the rows (`HUBER_K`)."""
-    return _robust_lstsq(rows, target, prior, lower, scales, ridge)[0]
-
-
-def _robust_lstsq(
-    rows: list[list[float]],
-    target: list[float],
-    prior: list[float],
-    lower: list[float],
-    scales: list[float | None] | None,
-    ridge: float,
-) -> tuple[list[float], float]:
-    """Huber IRLS around `_active_set_lstsq`; returns the fit and its Huber loss (the ridge left out)."""
-    import numpy as np
-
-    a = np.asarray(rows, dtype=float)
-    b = np.asarray(target, dtype=float)
-    w = np.ones(len(b))
-    x: list[float] = list(prior)
-    for _ in range(IRLS_STEPS):
-        root = np.sqrt(w)
-        x = _active_set_lstsq(a * root[:, None], b * root, prior, lower, scales, ridge)  # arrays: no list round trip
-        r = a @ np.asarray(x) - b
-        spread = max(1.4826 * float(np.median(np.abs(r))), NOISE_FLOOR)
-        cut = HUBER_K * spread
-        new_w = np.minimum(1.0, cut / np.maximum(np.abs(r), 1e-12))
-        if bool(np.all(np.abs(new_w - w) <= 1e-3 + 1e-5 * np.abs(w))):  # np.allclose(new_w, w, atol=1e-3), unwrapped
-            break
-        w = new_w
-    r = np.abs(a @ np.asarray(x) - b)
-    cut = PROFILE_HUBER_CUT  # one cut for every candidate, so profiles (b_unit) compare like with like
-    loss = float(np.sum(np.where(r <= cut, r**2, 2 * cut * r - cut**2)))
-    return x, loss
-
 
 # The most of the datasheet bandwidth a weight or KV stream can realise (docs/PHYSICS.md section 4,
 # "A stream's ceiling"): the best copy kernels read 89-90 % (this project's probe on an H200: 4,270 of
@@ -227,7 +130,7 @@ def _fit_decode_linear(
         ]
         for f, k, c in zip(rows, scales, capped, strict=True)
     ]
-    x, loss = _robust_lstsq(
+    x, loss = robust_lstsq(
         a,
         [1.0 - c / f.t_measured_s for f, c in zip(rows, capped, strict=True)],
         [
@@ -275,7 +178,7 @@ def fit_prefill(rows: list[Features], prior: Efficiency, decode: dict[str, float
 def _fit_prefill(
     rows: list[Features], prior: Efficiency, decode: dict[str, float], ridge: float = RIDGE
 ) -> tuple[dict[str, float], float]:
-    """`fit_prefill` and its Huber loss at `PROFILE_HUBER_CUT` (the ridge left out), for the INT32 profile."""
+    """`fit_prefill` and its Huber loss at `lstsq.PROFILE_HUBER_CUT` (the ridge left out), for the INT32 profile."""
     def overhead(f: Features) -> float:
         fixed = (f.n_layers * decode["layer_overhead_us"] + decode["step_overhead_us"]) * 1e-6
         return f.n_chunks * (fixed + f.expert_s * decode.get("expert_overhead_us", 0.0))
@@ -310,7 +213,7 @@ def _fit_prefill(
             ]
             for f in usable
         ]
-        x, loss = _robust_lstsq(
+        x, loss = robust_lstsq(
             a,
             target,
             [u0, uq0, half0 * u0, w0, prior.attention_score_bytes],
