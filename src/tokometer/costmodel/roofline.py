@@ -102,6 +102,14 @@ def int32_rate_tflops(hardware: HardwareSpec, peak: Peak) -> float:
     return rate * (2.0 if peak.dtype.startswith(("fp8", "int8")) else 1.0)
 
 
+def int32_bound_tflops(peak_tflops: float, rate_tflops: float, flop_per_op: float | None) -> float:
+    """min(peak, K x rate): the one rule `int32_cap` prices an estimate with and the fit rescales its rows by
+    (`fitting.features.int32_scale`); the peak unchanged without a K or an INT32 rate."""
+    if not flop_per_op or not rate_tflops:
+        return peak_tflops
+    return min(peak_tflops, flop_per_op * rate_tflops)
+
+
 def int32_cap(hardware: HardwareSpec, peak: Peak, flop_per_op: float | None) -> Peak:
     """min(peak, K x `int32_rate_tflops`), K = `flop_per_op`: llama.cpp's quantized GEMM unpacks each weight
     tile with integer shifts, masks and scale products before its MMA, on the SM's 64 INT32 lanes, so where
@@ -109,10 +117,11 @@ def int32_cap(hardware: HardwareSpec, peak: Peak, flop_per_op: float | None) -> 
     (docs/PHYSICS.md section 4, "the INT32 bound"). K is the FP16 tensor FLOPs the kernels get per INT32
     operation, fitted on the engine's prompt rows (`fitting.calibration.fit_int32`); None (no fit) and devices
     without `int32_tops` in the catalog are unchanged."""
-    rate = int32_rate_tflops(hardware, peak)
-    if not flop_per_op or not rate or (peak.tflops or 0.0) <= flop_per_op * rate:
+    tflops = peak.tflops or 0.0
+    bound = int32_bound_tflops(tflops, int32_rate_tflops(hardware, peak), flop_per_op)
+    if bound >= tflops:
         return peak
-    return Peak(flop_per_op * rate, f"{peak.dtype}-int32", peak.note, peak.derived)
+    return Peak(bound, f"{peak.dtype}-int32", peak.note, peak.derived)
 
 
 def mma_sync_cap(hardware: HardwareSpec, peak: Peak) -> Peak:

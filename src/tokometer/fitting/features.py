@@ -18,6 +18,7 @@ from tokometer.costmodel.roofline import (
     decode_score_elements,
     expert_dispatch_time_s,
     expert_token_share,
+    int32_bound_tflops,
     int32_rate_tflops,
     prefill_matmul_time,
     prefill_score_elements,
@@ -205,9 +206,8 @@ def limited(f: Features, unit_bandwidth_gb_per_s: float | None) -> Features:
 def int32_scale(f: Features, flop_per_op: float | None) -> float:
     """peak / min(peak, K x INT32 rate): how much longer the row's prefill FLOPs take under the INT32 bound
     K = `flop_per_op` (`roofline.int32_cap`, the function prediction uses; 1 without a bound)."""
-    if not flop_per_op or not f.int32_tflops or f.peak_tflops <= flop_per_op * f.int32_tflops:
-        return 1.0
-    return f.peak_tflops / (flop_per_op * f.int32_tflops)
+    bound = int32_bound_tflops(f.peak_tflops, f.int32_tflops, flop_per_op)
+    return f.peak_tflops / bound if bound < f.peak_tflops else 1.0
 
 
 def int32_limited(f: Features, flop_per_op: float | None) -> Features:
