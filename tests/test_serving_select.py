@@ -111,7 +111,10 @@ def test_glm5_cookbook_rows_are_the_fp8_checkpoint_with_mtp() -> None:
     not the ROCm BF16 one printed just before the block; its accept length 3.48 / 3.50 is printed."""
     runs = _cookbook_runs("zai-org/GLM-5")
     assert len(runs) == 4
-    for run in runs:
+    # GLM-5's page prints GLM-5.1's two outputs digit for digit: those count once, under GLM-5.1 (fitting/reprints.py)
+    reprints = [r for r in runs if r.reason and "digit for digit" in r.reason]
+    assert {r.rows[0].text("model") for r in reprints} == {"zai-org/GLM-5-FP8"} and len(reprints) == 2
+    for run in (r for r in runs if r not in reprints):
         assert run.reason is None
         kw = run.deploy_kwargs
         assert kw["quant"] == "fp8" and kw["spec_method"] == "mtp" and kw["spec_tokens"] == 3

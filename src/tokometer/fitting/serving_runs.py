@@ -17,13 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tokometer.costmodel.serving import (
-    LengthDist,
-    Workload,
-    fixed,
-)
+from tokometer.costmodel.serving import LengthDist, Workload, fixed
 from tokometer.errors import InputError, TokometerError
 from tokometer.fitting.inferencex import (
     INFERENCEX_DISAGG_ITL,
@@ -33,13 +29,10 @@ from tokometer.fitting.inferencex import (
     launch_flags,
 )
 from tokometer.fitting.parallelism import Parallelism, parse_parallelism
+from tokometer.fitting.reprints import drop_repeated_blocks, mark_reprinted_runs
 from tokometer.fitting.rows import MAX_BATCH, Cells
 from tokometer.fitting.spec_words import read_speculation
 from tokometer.fitting.static_batch import STATIC_ENGINES
-
-if TYPE_CHECKING:
-    pass
-
 
 MAX_SIM_REQUESTS = 2000
 WAVES = 4  # offline runs simulate this many full batches of requests (fewer when the source ran fewer)
@@ -594,7 +587,10 @@ def _planned(rows: list[Row]) -> Run:
 
 
 def group_runs(rows: Iterable[Row]) -> list[Run]:
+    """One `Run` per setup; an output the source printed twice counts once (`fitting/reprints.py`)."""
     groups: dict[tuple[str, ...], list[Row]] = defaultdict(list)
     for r in rows:
         groups[r.run_key].append(r)
-    return [_planned(g) for g in groups.values()]
+    runs = [_planned(drop_repeated_blocks(g)) for g in groups.values()]
+    mark_reprinted_runs(runs)
+    return runs
