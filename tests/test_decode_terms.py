@@ -159,11 +159,11 @@ def test_mlx_kv_stream_cap_holds_the_kv_read_on_apple_gpus_only() -> None:
     device (no such kernel) is untouched."""
     from tokometer.catalog import engine_catalog
 
-    # measured under leave-one-source-out and not shipped (engines.toml): MLX carries no cap today; every engine
-    # that runs MLX's kernels (based_on mlx) must carry the same value, since a pooled group's fit takes its first
-    # row's engine default as the prior (a child without the cap made the cap inert in the fit)
+    # shipped (engines.toml, chosen under leave-one-source-out): every engine that runs MLX's kernels (based_on mlx)
+    # must carry the same value, since a pooled group's fit takes its first row's engine default as the prior (a
+    # child without the cap made the cap inert in the fit)
     mlx_cap = engine_catalog().get("mlx").efficiency.kv_stream_gb_per_s
-    assert mlx_cap is None
+    assert mlx_cap == 180.0
     children = [e for e in engine_catalog() if e.based_on == "mlx"]
     assert children and all(e.efficiency.kv_stream_gb_per_s == mlx_cap for e in children)
     assert make_efficiency({**_MINIMAL, "kv_stream_gb_per_s": 180.0}, "t", "t").kv_stream_gb_per_s == 180.0
