@@ -62,6 +62,26 @@ def test_near_miss_suggests() -> None:
         hardware_catalog().get("rtx-4009")
 
 
+def test_several_names_where_one_is_taken_point_to_sweep() -> None:
+    """`--hw "DGX Spark,M4 Max"`: each part is an entry, so the message names them and the command that compares."""
+    with pytest.raises(UnknownEntryError) as err:
+        hardware_catalog().get("DGX Spark, M4 Max")
+    assert err.value.suggestions == ["dgx-spark", "m4-max-40c"]
+    assert "`tokometer sweep --hw dgx-spark,m4-max-40c`" in str(err.value)
+    with pytest.raises(UnknownEntryError, match="did you mean"):  # one part unknown: the usual near miss
+        hardware_catalog().get("DGX Spark,foo")
+
+
+def test_several_models_on_the_command_line_exit_2_with_the_sweep_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from tokometer.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["estimate", "llama-3.1-8b,qwen3-8b"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err
+    assert "tokometer sweep --model llama-3.1-8b,qwen3-8b" in err
+
+
 def test_ggml_types_match_the_gguf_package_exactly() -> None:
     seen = 0
     for q in quant_catalog():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 
 class TokometerError(Exception):
@@ -45,15 +45,27 @@ class CatalogError(TokometerError):
 class UnknownEntryError(TokometerError):
     """A name that no catalog entry (id or alias) matches; suggests the nearest ones."""
 
-    def __init__(self, kind: str, name: str, candidates: Iterable[str]) -> None:
+    def __init__(self, kind: str, name: str, candidates: Iterable[str], several: Sequence[str] = ()) -> None:
         self.kind = kind
         self.name = name
+        if several:  # "DGX Spark,M4 Max": each part is an entry, but this command takes one
+            self.suggestions = list(several)
+            flag = SWEEP_FLAGS.get(kind)
+            compare = f"; to compare them: `tokometer sweep {flag} {','.join(several)}`" if flag else ""
+            super().__init__(
+                f"{name!r} names {len(several)} {kind} entries ({', '.join(repr(s) for s in several)}): "
+                f"one is expected here{compare}"
+            )
+            return
         pool = sorted({c for c in candidates if not c.startswith("~")})
         import difflib  # only an unknown name pays for it
 
         self.suggestions = difflib.get_close_matches(name.lower(), pool, n=3, cutoff=0.55)
         hint = f"; did you mean {', '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
         super().__init__(f"unknown {kind} {name!r}{hint} (see `tokometer {kind_command(kind)} list`)")
+
+
+SWEEP_FLAGS = {"hardware": "--hw", "model": "--model", "quantization": "-q"}  # `tokometer sweep`'s list options
 
 
 class SimulationStalled(TokometerError):

@@ -34,7 +34,8 @@ def resolve_model(name: str) -> ModelSpec:
 
         spec: ModelSpec = load_model(name)
         return spec
-    raise UnknownEntryError("model", name, model_catalog().ids + [a for p in model_catalog() for a in p.aliases])
+    model_catalog().get(name)  # raises: an unknown name, or several names where one is taken
+    raise UnknownEntryError("model", name, model_catalog().ids)  # unreachable: `find` and `get` agree
 
 
 def _exists(name: str) -> bool:
