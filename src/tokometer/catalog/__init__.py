@@ -100,16 +100,11 @@ class Catalog(Generic[T]):
 
     def get(self, name: str) -> T:
         found = self.find(name)
-        if found is None:
-            parts = [p.strip() for p in name.split(",") if p.strip()] if "," in name else []
-            ids = [self._id_of(p) for p in parts]
-            several = [i for i in ids if i is not None] if len(parts) > 1 and None not in ids else []
+        if found is None:  # a comma-separated list of entries names each (`UnknownEntryError`'s `several`)
+            parts = [self.find(p) for p in name.split(",")] if "," in name else []
+            several = [str(getattr(p, "id", p)) for p in parts] if len(parts) > 1 and None not in parts else []
             raise UnknownEntryError(self.kind, name, [*self._entries, *self._aliases], several)
         return found
-
-    def _id_of(self, name: str) -> str | None:
-        value = self.find(name)
-        return next((i for i, e in self._entries.items() if e.value is value), None) if value is not None else None
 
     def path_of(self, entry_id: str) -> str:
         return self._entries[entry_id].path
