@@ -1,7 +1,7 @@
 """Benchmark outputs a publication prints twice: one measurement, counted once (issue 29).
 
 Documentation sites reuse a benchmark block across pages and sections. The SGLang cookbook's Kimi-K2.6 page
-prints the Kimi-K2.5 page's ten `bench_serving` outputs digit for digit (and GLM-5.1's page GLM-5's two);
+prints the Kimi-K2.5 page's ten `bench_serving` outputs digit for digit (and GLM-5's page two of GLM-5.1's);
 GPUStack's performance lab prints eight GLM-4.5-Air outputs once under 4 x A100 and again under 4 x H100, and
 reuses a baseline block in two sections of one page. Scored as printed, such a block weighs twice in the
 medians, and under two devices it is at most one device's run.

@@ -19,7 +19,7 @@ from tokometer.catalog import (
 from tokometer.costmodel.layout import Layout, Setup
 from tokometer.costmodel.roofline import VECTOR_DTYPE, Peak, compute_peak
 from tokometer.domain.specs import EngineSpec, HardwareSpec, ModelSpec, ParamGroups, QuantFormat
-from tokometer.errors import InputError, UnknownEntryError, require_positive
+from tokometer.errors import InputError, require_positive
 from tokometer.usecases.policy import DEFAULT_HARDWARE, FAMILY_VARIANTS
 
 
@@ -34,8 +34,8 @@ def resolve_model(name: str) -> ModelSpec:
 
         spec: ModelSpec = load_model(name)
         return spec
-    model_catalog().get(name)  # raises: an unknown name, or several names where one is taken
-    raise UnknownEntryError("model", name, model_catalog().ids)  # unreachable: `find` and `get` agree
+    # `find` missed it, so `get` raises: an unknown name, or several names where one is taken
+    return model_catalog().get(name).spec
 
 
 def _exists(name: str) -> bool:
