@@ -402,6 +402,7 @@ EFFICIENCY_SCHEMA: Schema = {
     "engines_seen": Field(LIST),
     "kv_stream_gb_per_s": Field(NUM),
     "int32_flop_per_op": Field(NUM),
+    "recurrent_state_bytes": Field(NUM), "recurrent_layer_extra": Field(NUM),
     "source": Field(STR),
 }
 
@@ -411,17 +412,16 @@ def make_efficiency(raw: dict[str, Any], where: str, default_source: str) -> Eff
     for key in ("bandwidth_fraction", "prefill_efficiency_max", "quantized_bandwidth_fraction", "quantized_prefill_efficiency_max", "kv_bandwidth_fraction"):
         if key in checked and not 0 < checked[key] <= 1:
             raise CatalogError(f"{where}: {key} must be in (0, 1]")
-    for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead", "expert_overhead_us"):
+    for key in ("decode_alu_flops_per_weight", "decode_score_bytes", "inline_ecc_overhead", "expert_overhead_us", "recurrent_layer_extra"):
         if checked.get(key, 0.0) < 0:
             raise CatalogError(f"{where}: {key} must be >= 0")
-    for key in ("unit_bandwidth_gb_per_s", "kv_stream_gb_per_s", "int32_flop_per_op"):
+    for key in ("unit_bandwidth_gb_per_s", "kv_stream_gb_per_s", "int32_flop_per_op", "recurrent_state_bytes"):
         if key in checked and not checked[key] > 0:
             raise CatalogError(f"{where}: {key} must be positive")
     # keys left out take `Efficiency`'s own defaults, so each default is written once
     numbers: dict[str, Any] = {
         key: (int if key in ("prefill_chunk_tokens", "prefill_batch_tokens") else float)(value)
-        for key, value in checked.items()
-        if key not in ("source", "engines_seen")
+        for key, value in checked.items() if key not in ("source", "engines_seen")
     }
     seen = tuple(str(e) for e in checked.get("engines_seen", ()))
     return Efficiency(**numbers, engines_seen=seen, source=str(checked.get("source", default_source)))

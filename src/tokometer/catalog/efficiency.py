@@ -257,12 +257,15 @@ def efficiency_for(
 
 
 def _engine_own(eff: Efficiency, engine: EngineSpec, backend: str | None = None) -> Efficiency:
-    """The entry with what the engine itself documents, never fitted: its host sampling cost, the per-layer
+    """The entry with what the engine itself documents, never fitted: its host sampling cost, its recurrent layers'
+    state traffic and extra kernels (`roofline.recurrent_state_bytes`), the per-layer
     launches of a CUDA build without CUDA graphs (`EngineSpec.ungraphed_layer_us`, on `cuda` only), and whether
     its MoE layers run every touched expert in one grouped kernel (`Efficiency.grouped_experts`)."""
-    sampling = engine.efficiency.host_sampling_ns_per_vocab
-    if sampling:
-        eff = replace(eff, host_sampling_ns_per_vocab=sampling)
+    own = engine.efficiency
+    if own.host_sampling_ns_per_vocab:
+        eff = replace(eff, host_sampling_ns_per_vocab=own.host_sampling_ns_per_vocab)
+    if (own.recurrent_state_bytes, own.recurrent_layer_extra) != (eff.recurrent_state_bytes, eff.recurrent_layer_extra):
+        eff = replace(eff, recurrent_state_bytes=own.recurrent_state_bytes, recurrent_layer_extra=own.recurrent_layer_extra)
     if engine.ungraphed_layer_us and backend == "cuda":
         eff = replace(eff, launch_layer_us=engine.ungraphed_layer_us)
     if engine.grouped_moe_kernel != eff.grouped_experts:

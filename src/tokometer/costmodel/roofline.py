@@ -277,6 +277,20 @@ def host_sampling_time_s(model: ModelSpec, efficiency: Efficiency) -> float:
     return efficiency.host_sampling_ns_per_vocab * model.vocab_size * NS
 
 
+def recurrent_state_bytes(model: ModelSpec, efficiency: Efficiency, kv_bytes_per_element: float) -> float:
+    """State bytes one stream's decode step moves beyond one read at the KV dtype (what `kv_read_bytes` counts).
+
+    A recurrent layer (Gated DeltaNet, Mamba) keeps a fixed state per sequence, `S` elements; the delta rule
+    reads it, decays and updates it, and writes it back every token. b_state (`Efficiency.recurrent_state_bytes`,
+    the engine's documented bytes per state element per step) prices every pass its kernels make:
+    `n_rec * S * (b_state - b_kv)`, 0 where the engine does not document one.
+    """
+    if efficiency.recurrent_state_bytes is None:
+        return 0.0
+    state = sum(g.n_layers * g.state_elements for g in model.attention if g.kind == "linear")
+    return state * (efficiency.recurrent_state_bytes - kv_bytes_per_element)
+
+
 def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: float = 1.0) -> float:
     """t_exp = tau_expert * n_layers * E * (share of experts `tokens` touch) (s): k * n_layers * tau_expert at batch 1.
 
@@ -323,7 +337,10 @@ def decode_step(
     bw = (bandwidth_gb_per_s or hardware.memory_bandwidth_gb_per_s) * GB
     tokens = batch * tokens_per_stream
     w_read = weight_bytes_read(model, weights, tokens)
-    kv_read = batch * kv_read_bytes(model, depth_tokens, kv_bytes_per_element)
+    kv_read = batch * (
+        kv_read_bytes(model, depth_tokens, kv_bytes_per_element)
+        + recurrent_state_bytes(model, efficiency, kv_bytes_per_element)
+    )
     kv_write = tokens * kv_write_bytes(model, kv_bytes_per_element)
     flops = tokens * (
         2.0 * model.matmul_params_per_token() + attention_flops_per_token(model, depth_tokens)
@@ -340,7 +357,8 @@ def decode_step(
     )
     compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
     overhead = (
-        model.n_layers * (efficiency.layer_overhead_us + efficiency.launch_layer_us) * US
+        (model.n_layers + efficiency.recurrent_layer_extra * model.recurrent_layers)
+        * (efficiency.layer_overhead_us + efficiency.launch_layer_us) * US
         + efficiency.step_overhead_us * US
         + tokens * host_sampling_time_s(model, efficiency)
         + expert_dispatch_time_s(model, efficiency, tokens)

@@ -46,6 +46,7 @@ class ModelArrays:
     experts: Array  # E * n_layers for MoE models, 0 otherwise: the expert slots a step can run
     matmul_params: Array  # parameters a token multiplies through (FLOPs = 2x)
     n_layers: Array
+    recurrent_layers: Array  # layers with a recurrent mixer (`ModelSpec.recurrent_layers`)
     state_elements: Array  # constant per-stream state of linear-attention layers (all layers)
     write_elements: Array  # K and V elements one new token writes (all attention layers)
     kv_elements: Array  # [..., G]: n_layers * elements per token, per attention group (what is stored)
@@ -89,6 +90,7 @@ class ModelArrays:
             experts=column([float(m.n_experts * m.n_layers) if m.is_moe else 0.0 for m in models]),
             matmul_params=column([m.matmul_params_per_token() for m in models]),
             n_layers=column([m.n_layers for m in models]),
+            recurrent_layers=column([m.recurrent_layers for m in models]),
             state_elements=column(
                 [sum(g.n_layers * g.state_elements for g in m.attention if g.kind == "linear") for m in models]
             ),
@@ -178,6 +180,8 @@ def decode_grid(
     host_sampling_ns_per_vocab: ArrayLike = 0.0,
     expert_overhead_us: ArrayLike = 0.0,
     grouped_experts: ArrayLike = 0.0,
+    recurrent_state_bytes: ArrayLike = 0.0,
+    recurrent_layer_extra: ArrayLike = 0.0,
 ) -> GridStep:
     """The decode step for every broadcast combination of the inputs (peak 0 means 'not published').
 
@@ -187,6 +191,8 @@ def decode_grid(
     `host_sampling_ns_per_vocab` is c_samp, a server engine's host sampling per vocabulary entry per token.
     `expert_overhead_us` is tau_expert, the fixed cost per routed expert a step runs (`roofline.expert_dispatch_time_s`);
     where `grouped_experts` is 1 (one grouped kernel over the touched experts) it is charged at one token's experts.
+    `recurrent_state_bytes` is b_state (0: the state read once at the KV dtype) and `recurrent_layer_extra` r_rec
+    (`roofline.recurrent_state_bytes`, `Efficiency.recurrent_layer_extra`).
 
     `head_scale` and `row_scale` (default: `weight_scale`) scale the LM head and the embedding rows
     separately, for formats that keep those tables unquantized.
@@ -202,8 +208,8 @@ def decode_grid(
     routed_read = m.routed * (1.0 - m.expert_keep**tokens)
     w_read = head * m.head + row * m.row * tokens + scale * (m.dense + routed_read)
     ctx = np.minimum(depth[..., None], m.windows)
-    kv_stream = (m.kv_read_elements * ctx).sum(axis=-1) + m.state_elements
-    kv_read = b * kv_stream * kv_bpe
+    b_state = _f(recurrent_state_bytes)
+    kv_read = b * ((m.kv_read_elements * ctx).sum(axis=-1) * kv_bpe + m.state_elements * np.where(b_state > 0, b_state, kv_bpe))
     kv_write = tokens * m.write_elements * kv_bpe
     attention = (m.attention_coef * ctx).sum(axis=-1)
     flops = tokens * (2.0 * m.matmul_params + attention)
@@ -218,7 +224,7 @@ def decode_grid(
     has_peak = peak > 0
     safe_peak = np.where(has_peak, peak, 1.0)
     compute = np.where(has_peak, flops / (_f(compute_fraction) * safe_peak), 0.0)
-    overhead = m.n_layers * _f(layer_overhead_us) * US + _f(step_overhead_us) * US
+    overhead = (m.n_layers + _f(recurrent_layer_extra) * m.recurrent_layers) * _f(layer_overhead_us) * US + _f(step_overhead_us) * US
     overhead = overhead + tokens * _f(host_sampling_ns_per_vocab) * m.vocab * NS
     dispatched = np.where(_f(grouped_experts) > 0, 1.0, tokens)
     overhead = overhead + _f(expert_overhead_us) * US * m.experts * (1.0 - m.expert_keep**dispatched)

@@ -335,6 +335,11 @@ class ModelSpec(_Plain):
         return self.params.total
 
     @property
+    def recurrent_layers(self) -> int:
+        """Layers whose mixer is recurrent (Gated DeltaNet, Mamba): a fixed state per sequence, no KV cache."""
+        return sum(g.n_layers for g in self.attention if g.kind == "linear")
+
+    @property
     def is_moe(self) -> bool:
         return self.n_experts > 0 and self.params.routed_experts > 0
 
@@ -424,6 +429,13 @@ class Efficiency(_Plain):
     # K: FP16 tensor FLOPs the engine's quantized GEMMs get per INT32 operation of the device, where unpacking
     # the weights on the INT32 lanes bounds them (`roofline.int32_cap`; docs/PHYSICS.md section 4); None: no bound
     int32_flop_per_op: float | None = None
+    # b_state: bytes a decode step moves per element of a recurrent (linear-attention) layer's state, every pass
+    # the engine's kernels make over it (llama.cpp: FP32 state, fused GATED_DELTA_NET op, copy into the cache);
+    # None: one read at the KV dtype. r_rec: the fixed cost of a recurrent layer beyond an attention layer's, in
+    # tau_layer (a decomposed delta rule's extra kernels). Both documented per engine, never fitted
+    # (`roofline.recurrent_state_bytes`; docs/PHYSICS.md section 4)
+    recurrent_state_bytes: float | None = None
+    recurrent_layer_extra: float = 0.0
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

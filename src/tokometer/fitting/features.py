@@ -57,7 +57,7 @@ class Features:
     ecc_s: float = 0.0  # (weight + KV bytes) / datasheet bandwidth on a card with inline ECC, else 0
     expert_s: float = 0.0  # routed experts a decode step (prefill: one chunk) runs, over MoE layers, x 1 us: s per us of tau_expert
     quantized: bool = False
-    n_layers: int = 0
+    n_layers: float = 0.0  # layers paying tau_layer (a recurrent layer's extra kernels counted in, decode only)
     matmul_s: float = 0.0  # matmul FLOPs / datasheet peak
     attention_s: float = 0.0
     score_s: float = 0.0  # attention scores / datasheet bandwidth: seconds per byte moved per score
@@ -88,8 +88,8 @@ class Features:
 
 
 def _unit(prior: Efficiency) -> Efficiency:
-    """eta = 1 and no fixed costs, with the engine's prefill chunking: the physics alone."""
-    return replace(IDEAL, prefill_chunk_tokens=prior.prefill_chunk_tokens)
+    """eta = 1 and no fixed costs, with the engine's prefill chunking and recurrent state traffic: the physics alone."""
+    return replace(IDEAL, prefill_chunk_tokens=prior.prefill_chunk_tokens, recurrent_state_bytes=prior.recurrent_state_bytes)
 
 
 def features(case: Case) -> Features | None:
@@ -114,7 +114,8 @@ def features(case: Case) -> Features | None:
         engine = engine_catalog().get(request.engine or "llama-cpp")
         backend = request.backend or hardware.backend
         prior = default_efficiency(engine.id)
-        est = estimate(request, efficiency=_unit(efficiency_for(engine, hardware, backend)))
+        own = efficiency_for(engine, hardware, backend)
+        est = estimate(request, efficiency=_unit(own))
     except TokometerError:
         return None
     base = dict(
@@ -126,7 +127,8 @@ def features(case: Case) -> Features | None:
         hardware_id=hardware.id,
         prior=prior,
         quantized=est.quantized,
-        n_layers=est.model.n_layers,
+        # decode pays a recurrent layer's extra kernels (`roofline.decode_step`), prefill's long kernels do not
+        n_layers=est.model.n_layers + (own.recurrent_layer_extra * est.model.recurrent_layers if case.metric == "tg" else 0.0),
         bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
         stream_units=hardware.stream_units,
     )

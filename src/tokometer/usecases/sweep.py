@@ -152,7 +152,7 @@ def sweep(
     if not (specs and devices and formats and contexts and batches):
         raise InputError("a sweep needs at least one model, hardware, quant, context and batch")
     n_h, n_q = len(devices), len(formats)
-    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "ecc", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "samp", "tau_x", "grouped", "kv", "runtime", "usable")}
+    per = {k: np.zeros((n_h, n_q)) for k in ("eta", "eta_kv", "ecc", "score_b", "alu_k", "alu_peak", "eta_c", "peak", "tau_l", "tau_s", "samp", "tau_x", "grouped", "b_state", "r_rec", "kv", "runtime", "usable")}
     engines: list[list[str]] = []
     forced = engine_catalog().get(engine) if engine else None
     for i, hw in enumerate(devices):
@@ -178,6 +178,8 @@ def sweep(
             per["samp"][i, j] = eff.host_sampling_ns_per_vocab
             per["tau_x"][i, j] = eff.expert_overhead_us
             per["grouped"][i, j] = float(eff.grouped_experts)
+            per["b_state"][i, j] = eff.recurrent_state_bytes or 0.0
+            per["r_rec"][i, j] = eff.recurrent_layer_extra
             per["kv"][i, j] = kv_fmt.bytes_per_weight
             per["runtime"][i, j] = eng.runtime_overhead_gb
             per["usable"][i, j] = eng.usable_memory_fraction
@@ -214,6 +216,8 @@ def sweep(
         host_sampling_ns_per_vocab=hq("samp"),
         expert_overhead_us=hq("tau_x"),
         grouped_experts=hq("grouped"),
+        recurrent_state_bytes=hq("b_state"),
+        recurrent_layer_extra=hq("r_rec"),
         batch=batch,
         depth_tokens=depth,
         kv_bytes_per_element=kv_el,
