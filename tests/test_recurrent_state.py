@@ -96,3 +96,12 @@ def test_a_valid_entry_keeps_its_recurrent_figures() -> None:
 def test_the_catalog_refuses_impossible_recurrent_figures(key: str, value: float) -> None:
     with pytest.raises(CatalogError, match=key):
         make_efficiency({**BASE, key: value}, "engines.toml: entry 'x'", "engine default")
+
+
+def test_the_explanation_names_the_recurrent_state_and_its_traffic() -> None:
+    from tokometer.report.json import explanation
+
+    hybrid = explanation(estimate("qwen3.5-9b", "rtx-4090", quant="q4_k_m", engine="llama-cpp"))[0]
+    assert "KV cache and recurrent state (24 of 32 layers, 24 bytes per element a token)" in hybrid
+    dense = explanation(estimate("llama-3.1-8b", "rtx-4090", quant="q4_k_m", engine="llama-cpp"))[0]
+    assert "of KV cache at" in dense and "recurrent" not in dense

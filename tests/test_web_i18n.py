@@ -90,6 +90,7 @@ ESTIMATES: list[dict[str, Any]] = [
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "draft": "llama-3.2-1b"},
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "batch": 16, "context_tokens": 8192},
     {"model": "llama-3.1-8b", "hw": "m2-ultra"},
+    {"model": "qwen3.5-9b", "hw": "rtx-4090", "quant": "q4-k-m"},  # KV cache and recurrent state
     {"model": "llama-3.1-8b", "hw": "a10g"},  # a peak not verified against a datasheet (issue 13)
     {"model": "llama-3.1-8b", "hw": "h100"},
     {"model": "llama-3.1-8b", "hw": "rtx-4090", "context_tokens": 10_000_000},

@@ -107,6 +107,15 @@ def estimate_warnings(e: Estimate) -> list[str]:
     return [*map(notice_text, e.warnings), *([advice_text(e.advice)] if e.advice else [])]
 
 
+def _cache_words(e: Estimate) -> str:
+    """What the step's cache traffic is: the KV cache, and a recurrent model's state with the passes it costs."""
+    if not e.model.recurrent_layers:
+        return "KV cache"
+    b_state = e.efficiency.recurrent_state_bytes
+    passes = f", {b_state:g} bytes per element a token" if b_state else ""
+    return f"KV cache and recurrent state ({e.model.recurrent_layers} of {e.model.n_layers} layers{passes})"
+
+
 def explanation(e: Estimate) -> list[str]:
     """Plain lines on why: which bound and where the bytes go."""
     s = e.step
@@ -117,7 +126,7 @@ def explanation(e: Estimate) -> list[str]:
     what = "active " if e.model.is_moe else ""
     lines.append(
         f"decode is {_decode_bound_words(s)}: each step reads {w:.2f} GB of {what}weights"
-        + (f" + {kv:.2f} GB of KV cache at {s.depth_tokens:,.0f} tokens" if kv > 0.0005 else "")
+        + (f" + {kv:.2f} GB of {_cache_words(e)} at {s.depth_tokens:,.0f} tokens" if kv > 0.0005 else "")
         + (f" for {per} streams" if per > 1 else "")
         + f" from {e.hardware.memory_bandwidth_gb_per_s:,.0f} GB/s"
         + (f" on each of {e.layout_setup.layout.tp} devices" if e.layout_setup.layout.tp > 1 else "")
