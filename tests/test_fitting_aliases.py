@@ -59,7 +59,6 @@ def test_llama_bench_type_strings_resolve_only_when_the_parameter_count_agrees()
         "Qwen3.6-35B-A3B reap50-q4 (REAP 50% expert-pruned checkpoint)",  # half the experts
         "DeepSeek R1 Distill Llama 8B",
         "phi3 3B Q8_0",  # Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it
-        "Qwen3.5-9B (byteshape GGUF)",  # no Qwen3.5 9B preset: never another Qwen3.5 or a Qwen3 size
     ],
 )
 def test_names_that_must_not_match(as_stated: str) -> None:

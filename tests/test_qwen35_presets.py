@@ -29,7 +29,7 @@ def test_three_of_four_layers_are_gated_deltanet(preset: str, layers: int, recur
 
 @pytest.mark.parametrize(
     ("as_stated", "expected"),
-    [("Qwen3.5-9B (unsloth GGUF)", "qwen3.5-9b"), ("Qwen3.5-4B (bartowski GGUF)", "qwen3.5-4b"),
+    [("Qwen3.5-9B (unsloth GGUF)", "qwen3.5-9b"), ("Qwen3.5-9B (byteshape GGUF)", "qwen3.5-9b"), ("Qwen3.5-4B (bartowski GGUF)", "qwen3.5-4b"),
      ("Qwen3.5-2B (unsloth GGUF)", "qwen3.5-2b"), ("qwen3.5:9b", "qwen3.5-9b")],
 )
 def test_published_names_resolve_to_the_presets(as_stated: str, expected: str) -> None:
