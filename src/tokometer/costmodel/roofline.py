@@ -287,8 +287,12 @@ def recurrent_state_bytes(model: ModelSpec, efficiency: Efficiency, kv_bytes_per
     """
     if efficiency.recurrent_state_bytes is None:
         return 0.0
-    state = sum(g.n_layers * g.state_elements for g in model.attention if g.kind == "linear")
-    return state * (efficiency.recurrent_state_bytes - kv_bytes_per_element)
+    return model.recurrent_state_elements * (efficiency.recurrent_state_bytes - kv_bytes_per_element)
+
+
+def decode_layers(model: ModelSpec, efficiency: Efficiency) -> float:
+    """Layers a decode step pays tau_layer for: each recurrent layer counts 1 + r_rec (its extra kernels)."""
+    return model.n_layers + efficiency.recurrent_layer_extra * model.recurrent_layers
 
 
 def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: float = 1.0) -> float:
@@ -357,8 +361,7 @@ def decode_step(
     )
     compute_time = flops / (efficiency.decode_compute_fraction * peak_flops) if peak_flops else 0.0
     overhead = (
-        (model.n_layers + efficiency.recurrent_layer_extra * model.recurrent_layers)
-        * (efficiency.layer_overhead_us + efficiency.launch_layer_us) * US
+        decode_layers(model, efficiency) * (efficiency.layer_overhead_us + efficiency.launch_layer_us) * US
         + efficiency.step_overhead_us * US
         + tokens * host_sampling_time_s(model, efficiency)
         + expert_dispatch_time_s(model, efficiency, tokens)

@@ -91,9 +91,7 @@ class ModelArrays:
             matmul_params=column([m.matmul_params_per_token() for m in models]),
             n_layers=column([m.n_layers for m in models]),
             recurrent_layers=column([m.recurrent_layers for m in models]),
-            state_elements=column(
-                [sum(g.n_layers * g.state_elements for g in m.attention if g.kind == "linear") for m in models]
-            ),
+            state_elements=column([m.recurrent_state_elements for m in models]),
             write_elements=column(
                 [sum(g.n_layers * g.kv_elements_per_token for g in m.attention if g.kind != "linear") for m in models]
             ),

@@ -340,6 +340,11 @@ class ModelSpec(_Plain):
         return sum(g.n_layers for g in self.attention if g.kind == "linear")
 
     @property
+    def recurrent_state_elements(self) -> int:
+        """State elements one sequence keeps over all recurrent layers (read and written every decoded token)."""
+        return sum(g.n_layers * g.state_elements for g in self.attention if g.kind == "linear")
+
+    @property
     def is_moe(self) -> bool:
         return self.n_experts > 0 and self.params.routed_experts > 0
 

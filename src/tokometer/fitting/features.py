@@ -15,6 +15,7 @@ from tokometer.costmodel.layout import IDEAL
 from tokometer.costmodel.roofline import (
     VECTOR_DTYPE,
     alu_peak_tflops,
+    decode_layers,
     decode_score_elements,
     expert_dispatch_time_s,
     expert_token_share,
@@ -128,7 +129,7 @@ def features(case: Case) -> Features | None:
         prior=prior,
         quantized=est.quantized,
         # decode pays a recurrent layer's extra kernels (`roofline.decode_step`), prefill's long kernels do not
-        n_layers=est.model.n_layers + (own.recurrent_layer_extra * est.model.recurrent_layers if case.metric == "tg" else 0.0),
+        n_layers=decode_layers(est.model, own) if case.metric == "tg" else est.model.n_layers,
         bandwidth_gb_per_s=hardware.memory_bandwidth_gb_per_s,
         stream_units=hardware.stream_units,
     )
