@@ -170,6 +170,13 @@ def test_a_child_fitted_apart_no_longer_pulls_its_parents_entries(apart: _Apart)
         ("qwen3_moe", "", "", "ollama"),  # neither version nor date: kept as stated
         ("llama", "0.23.1", "", "ollama"),  # llama runs on llama.cpp's runner
         (None, "0.23.1", "", "ollama"),
+        # ollama/ollama PR #16031: from v0.30.0 every GGUF model runs on upstream llama-server, no Go engine
+        ("qwen3_moe", "0.24.0", "", OLLAMA_ENGINE),
+        ("qwen3_moe", "0.30.0", "", "ollama"),
+        ("qwen3_5_moe_text", "0.32.15", "", "ollama"),
+        ("gemma4_text", "", "2026-05-31", OLLAMA_ENGINE),  # no version: the date against v0.30.0's (2026-06-01)
+        ("gemma4_text", "", "2026-06-01", "ollama"),
+        ("gemma4_text", "not stated", "2026-09-14", "ollama"),
     ],
 )
 def test_ollama_runner_by_architecture_and_version(model_type: str | None, version: str, date: str, want: str) -> None:

@@ -13,6 +13,15 @@ A row without a version is read by its measurement date against that release's d
 older Ollama: an assumption, said here); one with neither keeps `ollama`. Safetensors models on Apple
 silicon go to a third runner (x/mlxrunner, 0.19+: the NVFP4/INT4 tags), not read here.
 
+From v0.30.0 (2026-06-01) there is no Go engine for GGUF models: ollama/ollama PR #16031 ("runner: Remove CGO
+engines, use llama-server exclusively for GGML models", commit 9db4bdbad, merged 2026-05-29; first tag
+v0.30.0) serves every GGML model through the upstream llama-server subprocess (llm/server.go at v0.30.0: "All
+GGML models are served via the upstream llama-server subprocess"), built from the llama.cpp release pinned in
+LLAMA_CPP_VERSION (b9452 at v0.30.0), with flash attention in llama.cpp's auto mode unless
+OLLAMA_FLASH_ATTENTION says otherwise (llm/llama_server.go `LlamaServerFlashAttention`). A row of 0.30.0 or
+later (by version, else by date) is therefore read as `ollama`, whatever its architecture
+(`LLAMA_SERVER_ONLY_SINCE`).
+
 Flash attention (`ollama_flash_attention`): Ollama does not run llama.cpp's default. With
 OLLAMA_FLASH_ATTENTION unset (envconfig/config.go: default false), llm/server.go `NewLlamaServer` turns it on
 only for the architectures fs/ggml/ggml.go `FlashAttention()` lists at that release (the list appears in
@@ -84,6 +93,8 @@ FLASH_ATTENTION_SINCE: dict[str, tuple[tuple[int, int, int], str]] = {
     "gemma4": ((0, 20, 4), "2026-04-07"),
 }
 AUTO_FLASH_ATTENTION_SINCE = ((0, 13, 4), "2025-12-15")  # llama.cpp runner passes `auto` (commit bd6c1d6b4)
+# every GGUF model on upstream llama-server, the Go engine gone (PR #16031, first in v0.30.0; module docstring)
+LLAMA_SERVER_ONLY_SINCE = ((0, 30, 0), "2026-06-01")
 
 
 def _version(text: str) -> tuple[int, int, int] | None:
@@ -94,11 +105,14 @@ def _version(text: str) -> tuple[int, int, int] | None:
 
 
 def ollama_runner(engine: str | None, model_type: str | None, version: str, measured_date: str) -> str | None:
-    """`ollama-engine` when an Ollama row's model architecture ran on Ollama's own engine, else `engine`."""
+    """`ollama-engine` when an Ollama row's model architecture ran on Ollama's own engine (a release from the one
+    that listed it up to 0.30.0, which dropped the Go engine for GGUF), else `engine`."""
     if engine != OLLAMA or not model_type or model_type not in OLLAMA_ENGINE_SINCE:
         return engine
     _, since, since_date = OLLAMA_ENGINE_SINCE[model_type]
     stated = _version(version)
+    if _at_least(stated, measured_date, LLAMA_SERVER_ONLY_SINCE):
+        return engine  # 0.30.0 on: llama-server for every GGUF model
     if stated is not None:
         return OLLAMA_ENGINE if stated >= since else engine
     if re.match(r"\d{4}-\d{2}", measured_date):
