@@ -177,6 +177,7 @@ def test_a_child_fitted_apart_no_longer_pulls_its_parents_entries(apart: _Apart)
         ("gemma4_text", "", "2026-05-31", OLLAMA_ENGINE),  # no version: the date against v0.30.0's (2026-06-01)
         ("gemma4_text", "", "2026-06-01", "ollama"),
         ("gemma4_text", "not stated", "2026-09-14", "ollama"),
+        ("gemma4_text", "", "2026-08", "ollama"),  # a month alone is read as the Go engine's own dates are
     ],
 )
 def test_ollama_runner_by_architecture_and_version(model_type: str | None, version: str, date: str, want: str) -> None:

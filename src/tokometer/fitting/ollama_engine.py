@@ -111,13 +111,14 @@ def ollama_runner(engine: str | None, model_type: str | None, version: str, meas
         return engine
     _, since, since_date = OLLAMA_ENGINE_SINCE[model_type]
     stated = _version(version)
-    if _at_least(stated, measured_date, LLAMA_SERVER_ONLY_SINCE):
+    dated = measured_date[:10] if re.match(r"\d{4}-\d{2}", measured_date) else ""
+
+    def released(release: tuple[tuple[int, int, int], str]) -> bool:  # the version, else the date (a month will do)
+        return stated >= release[0] if stated is not None else bool(dated) and dated >= release[1]
+
+    if released(LLAMA_SERVER_ONLY_SINCE):
         return engine  # 0.30.0 on: llama-server for every GGUF model
-    if stated is not None:
-        return OLLAMA_ENGINE if stated >= since else engine
-    if re.match(r"\d{4}-\d{2}", measured_date):
-        return OLLAMA_ENGINE if measured_date[:10] >= since_date else engine
-    return engine
+    return OLLAMA_ENGINE if released((since, since_date)) else engine
 
 
 def _model_type(preset: Any | None) -> str | None:
