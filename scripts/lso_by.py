@@ -4,7 +4,8 @@ Issue 25: the per-publication decode biases are the bulk of the held-out error, 
 candidate term asks is which rows share a bias (a build range, a backend, a device). This groups the
 scored single-device rows of one metric by the evidence columns named (any `published/*.csv` column, plus
 `build`: the llama.cpp build a row states, `validation.engine_build`, in buckets of 500) and prints, per
-group, the row count, the median signed error (predicted / measured - 1), the median and p90 absolute error.
+group, the figures `lso_compare.figures` prints for a publication (count, median and p90 absolute error, median
+signed error, band coverage).
 
     PYTHONPATH=src python scripts/lso_by.py LSO.json [--metric tg] [--by source_id,engine,backend,build]
         [--min-rows 3]
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from collections import defaultdict
 from typing import Any
+
+from lso_compare import figures  # scripts/ is the script's own directory, first on sys.path
 
 BUILD_BUCKET = 500
 
@@ -36,17 +38,17 @@ def key_of(case: Any, fields: list[str]) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def grouped(report: dict[str, Any], metric: str, fields: list[str]) -> dict[tuple[str, ...], list[float]]:
-    """Signed relative errors of the scored single-device rows of `metric`, by `key_of`."""
+def grouped(report: dict[str, Any], metric: str, fields: list[str]) -> dict[tuple[str, ...], list[dict[str, Any]]]:
+    """The scored single-device rows of `metric` in `report`, by `key_of`."""
     from tokometer.fitting.evidence import read_evidence
 
     cases = {c.row_id: c for c in read_evidence()}
-    out: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    out: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for row in report["rows"]:
         case = cases.get(row["row_id"])
         if not row.get("scored") or case is None or case.n_devices != 1 or row["metric"] != metric:
             continue
-        out[key_of(case, fields)].append(row["predicted"] / row["measured"] - 1.0)
+        out[key_of(case, fields)].append(row)
     return out
 
 
@@ -60,15 +62,9 @@ def main(argv: list[str]) -> int:
     with open(args.report, encoding="utf-8") as fh:
         report = json.load(fh)
     groups = grouped(report, args.metric, [f.strip() for f in args.by.split(",") if f.strip()])
-    for key, errors in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        if len(errors) < args.min_rows:
-            continue
-        absolute = sorted(abs(e) for e in errors)
-        p90 = absolute[int(0.9 * (len(absolute) - 1))]
-        print(
-            f"{' | '.join(key)[:100]:100s} n={len(errors):5d} bias={statistics.median(errors):+7.1%} "
-            f"median={statistics.median(absolute):6.1%} p90={p90:6.1%}"
-        )
+    for key, rows in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if len(rows) >= args.min_rows:
+            print(f"{' | '.join(key)[:100]:100s} {figures(rows)}")
     return 0
 
 
