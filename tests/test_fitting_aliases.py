@@ -51,6 +51,55 @@ def test_llama_bench_type_strings_resolve_only_when_the_parameter_count_agrees()
     assert aliases.resolve_model("qwen3moe 30B.A3B Q4_K - Medium", "DANDIN-SPARK", 21.0) is None
 
 
+def test_a_gguf_of_a_multimodal_model_resolves_by_its_language_models_count() -> None:
+    # llama-bench prints Gemma 3 4B's GGUF as "3.88 B" (the language model; the SigLIP tower is in the mmproj
+    # file) where the checkpoint holds 4.3 B: both counts name the preset, and a count near neither does not
+    from tokometer.catalog import model_catalog
+
+    preset = model_catalog().get("gemma-3-4b")
+    assert abs(preset.params_b - 3.88) > aliases.PARAMS_TOLERANCE * 3.88  # the checkpoint count alone misses
+    for count in (3.88, 4.3):
+        found = aliases.resolve_model("gemma3 4B Q3_K - Small", "R9700-TOOLBOX", count)
+        assert found is not None and found[0].id == "gemma-3-4b"
+    assert aliases.resolve_model("gemma3 4B Q3_K - Small", "R9700-TOOLBOX", 3.5) is None
+
+
+@pytest.mark.parametrize(
+    ("as_stated", "count", "expected"),
+    [
+        ("llama 8B Q4_K - Medium", 8.03, "llama-3.1-8b"),  # Llama 3 8B has the same shape, a shorter context
+        ("llama 70B Q4_K - Medium", 70.55, "llama-3.1-70b"),  # not Llama 2 70B (68.98 B, a 32k vocabulary)
+        ("llama 3B Q4_K - Medium", 3.21, "llama-3.2-3b"),
+        ("qwen2 14B Q4_K - Medium", 14.77, "qwen2.5-14b"),
+        ("mistral3 14B Q4_K - Medium", 13.51, "ministral-3-14b"),
+        ("llama 1B Q4_K - Medium", 1.1, None),  # TinyLlama's count: no Llama preset holds it
+        ("qwen2 1.5B Q4_K - Medium", 1.78, None),  # the untied output's count: 16 % off Qwen2.5 1.5B
+        ("llama 8B Q4_K - Medium", None, None),  # no count, no choice
+    ],
+)
+def test_shared_llama_bench_architectures_resolve_by_their_exact_count(as_stated: str, count: float | None, expected: str | None) -> None:
+    found = aliases.resolve_model(as_stated, "ANY-SOURCE", count)
+    assert (found[0].id if found else None) == expected
+
+
+def test_a_shared_architecture_with_two_shapes_at_one_count_resolves_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = aliases._shape
+    monkeypatch.setattr(aliases, "_shape", lambda spec: (real(spec), spec.max_context_tokens))  # 3 8B and 3.1 8B differ
+    assert aliases.shared_arch_candidates("llama 8B Q4_K - Medium", 8.03) == []
+    assert aliases.shared_arch_candidates("llama 3B Q4_K - Medium", 3.21) == ["llama-3.2-3b"]
+
+
+def test_a_resolved_gemma_row_reads_its_depth() -> None:
+    # unresolved, a tg32 @ d32768 row was predicted as bare numbers with no KV cache: the same at 16k and 32k
+    from tokometer.fitting.evidence import read_evidence
+    from tokometer.fitting.validation import estimate_kwargs
+
+    cases = {c.row_id: c for c in read_evidence() if c.row_id in ("R9700-TOOLBOX-0554", "R9700-TOOLBOX-0556")}
+    assert len(cases) == 2
+    for case in cases.values():
+        assert estimate_kwargs(case)["model"].id == "gemma-3-4b"
+
+
 @pytest.mark.parametrize(
     "as_stated",
     [

@@ -234,6 +234,48 @@ def model_candidates(name: str) -> list[str]:
     return [c for c in dict.fromkeys(found) if c == text or _specific(c)]
 
 
+# llama-bench architectures that several catalog families print (Llama 2, 3, 3.1, 3.2, 3.3 and their fine-tunes
+# are all "llama"; Qwen2 and Qwen2.5 "qwen2"; Ministral 3 "mistral3"), with the config `model_type`s they cover:
+# the size in the string names no family, so only the printed parameter count can choose (`shared_arch_candidates`)
+_SHARED_ARCH = {"llama": ("llama",), "qwen2": ("qwen2",), "mistral3": ("ministral3", "mistral3")}
+# llama-bench prints the GGUF's own parameter count to two decimals ("8.03 B", "70.55 B"): a shared architecture's
+# preset must hold it to within this share, so Llama 2 70B (68.98 B) is never read for Llama 3 70B (70.55 B)
+EXACT_PARAMS_TOLERANCE = 0.005
+
+
+def _shape(spec: Any) -> tuple[Any, ...]:
+    """What a decode step reads and computes: two presets of one shape are the same model for speed."""
+    return (
+        spec.n_layers, spec.hidden_size, spec.n_heads, spec.n_kv_heads, spec.head_dim, spec.vocab_size,
+        spec.params, spec.attention, spec.tied_embeddings, spec.n_experts, spec.n_experts_per_token,
+    )
+
+
+def shared_arch_candidates(name: str, total_params_b: float | None) -> list[str]:
+    """For a llama-bench type string whose architecture several families share ("llama 8B Q4_K - Medium"),
+    the catalog presets of that architecture holding the printed count to `EXACT_PARAMS_TOLERANCE`, when
+    they all have one shape (Llama 3 8B and Llama 3.1 8B: the same layers, read the same way), the longest
+    context first; else none."""
+    match = _LLAMA_BENCH.match(name.strip())
+    if not match or not total_params_b or match.group(1).lower() not in _SHARED_ARCH:
+        return []
+    from tokometer.catalog import model_catalog
+
+    model_types = _SHARED_ARCH[match.group(1).lower()]
+    found = []
+    for preset in model_catalog():
+        if str(preset.config.get("model_type", "")).lower() not in model_types:
+            continue
+        try:
+            spec = preset.spec
+        except Exception:  # a preset whose spec cannot be built names nothing
+            continue
+        if abs(spec.total_params / 1e9 - total_params_b) <= EXACT_PARAMS_TOLERANCE * total_params_b:
+            found.append((-spec.max_context_tokens, preset.id, _shape(spec)))
+    # one shape: the longest-context preset first, so a row measured deep in the cache is never beyond its model
+    return [i for _, i, _ in sorted(found)] if len({shape for _, _, shape in found}) == 1 else []
+
+
 def llama_bench_candidates(name: str) -> list[str]:
     """llama-bench's type string as catalog ids: "qwen3moe 30B.A3B Q4_K - Medium" -> "qwen3-30b-a3b"."""
     match = _LLAMA_BENCH.match(name.strip())
@@ -248,13 +290,18 @@ def llama_bench_candidates(name: str) -> list[str]:
 
 
 def _params_agree(preset: Any, total_params_b: float | None) -> bool:
+    """Whether a row's printed parameter count is the preset's: its checkpoint's count (`params_b`, with a
+    multimodal model's vision tower) or its language model's (`spec.total_params`). A GGUF holds the language
+    model alone (the vision tower and projector go in a separate mmproj file), so llama-bench prints Gemma 3
+    4B as "3.88 B" where the checkpoint holds 4.3 B; either count names the model."""
     if not total_params_b:
         return True
+    counts = [preset.params_b] if preset.params_b else []
     try:
-        params_b = preset.params_b or preset.spec.total_params / 1e9
-    except Exception:  # a preset whose spec cannot be built agrees with nothing
-        return False
-    return bool(abs(params_b - total_params_b) <= PARAMS_TOLERANCE * total_params_b)
+        counts.append(preset.spec.total_params / 1e9)
+    except Exception:  # a preset whose spec cannot be built agrees only by its stated count
+        pass
+    return any(abs(c - total_params_b) <= PARAMS_TOLERANCE * total_params_b for c in counts)
 
 
 def resolve_model(name: str, source: str = "*", total_params_b: float | None = None) -> tuple[Any, str] | None:
@@ -266,7 +313,8 @@ def resolve_model(name: str, source: str = "*", total_params_b: float | None = N
     if listed is not None:
         return catalog.get(listed.target), listed.reason
     unsized = "?B" in name and not total_params_b  # "gpt-oss ?B": only the parameter count can choose
-    for candidate in [*model_candidates(name), *([] if unsized else llama_bench_candidates(name))]:
+    shared = shared_arch_candidates(name, total_params_b)
+    for candidate in [*model_candidates(name), *([] if unsized else llama_bench_candidates(name)), *shared]:
         preset = catalog.find(candidate)
         if preset is not None and _params_agree(preset, total_params_b):
             return preset, f"name rule: {name!r} read as {candidate!r}"
