@@ -170,3 +170,57 @@ def test_an_unmodelled_model_entry_needs_its_reason(tmp_path: Path) -> None:
     bad.write_text('[[unmodelled_model]]\nas_stated = "x"\n', encoding="utf-8")
     with pytest.raises(CatalogError, match=r"\[\[unmodelled_model\]\] #1: missing reason"):
         aliases.resolve_table.__wrapped__(bad)
+
+
+# llama-bench prints a GGUF's own parameter count ("mistral3 8B ... 8.49 B"): the language model alone, counted
+# from its tensors. Each preset below was transcribed from a config.json copy or a registry of the upstream
+# projects (sources in models.toml); the count its config implies must land on the printed figure.
+@pytest.mark.parametrize(
+    ("preset_id", "printed_b"),
+    [
+        ("qwen3-1.7b", 1.72),  # DANDIN-SPARK "qwen3 1.7B Q4_K - Medium"
+        ("ministral-3-8b", 8.49),  # DANDIN-SPARK / R9700-TOOLBOX "mistral3 8B"
+        ("ministral-3-3b", 3.43),  # DANDIN-SPARK "mistral3 3B" (tied embeddings: untied would be 3.83 B)
+        ("ministral-3-14b", 13.51),  # DANDIN-SPARK "mistral3 14B"
+        ("gemma-4-e2b", 4.6),  # GHOST91-FITBENCH's Gemma 4 E2B GGUF, per-layer embeddings included
+    ],
+)
+def test_gguf_presets_count_what_llama_bench_prints(preset_id: str, printed_b: float) -> None:
+    count = model_catalog().get(preset_id).spec.total_params / 1e9
+    exponent = Decimal(str(printed_b)).normalize().as_tuple().exponent
+    half_unit = 0.5 * 10.0 ** int(exponent) if isinstance(exponent, int) else 0.0
+    assert abs(count - printed_b) <= half_unit + 1e-9  # within the printed figure's own rounding
+
+
+def test_gemma4_e2b_shared_layers_have_no_kv_projections_and_a_double_wide_mlp() -> None:
+    """MaxText's Gemma 4 E2B/E4B tensor shapes: the 20 KV-shared layers hold no k_proj, v_proj or k_norm, and
+    E2B's (`use_double_wide_mlp`) MLP is 2 x 6144 wide on them; E4B's is not double-wide."""
+    preset = model_catalog().get("gemma-4-e2b")
+    spec = preset.spec
+    plain = dict(preset.config, num_kv_shared_layers=0, use_double_wide_mlp=False)
+    base = spec_from_config(plain, "plain").total_params
+    hidden, inter = 1536, 6144
+    # 20 shared layers: 16 sliding (1 KV head x 256) and 4 global (1 x 512): K and V projections and k_norm
+    kv = 16 * (2 * hidden * 256 + 256) + 4 * (2 * hidden * 512 + 512)
+    assert spec.total_params - base == pytest.approx(20 * 3 * hidden * inter - kv)
+    assert sum(g.n_layers for g in spec.attention) == 15  # layers 0-14 store K/V
+    e4b = model_catalog().get("gemma-4-e4b")
+    e4b_plain = spec_from_config(dict(e4b.config, num_kv_shared_layers=0), "plain").total_params
+    assert e4b.spec.total_params < e4b_plain  # only the K/V projections go: no double-wide MLP
+
+
+@pytest.mark.parametrize(
+    ("source", "as_stated", "count", "expected"),
+    [
+        ("DANDIN-SPARK", "mistral3 8B Q4_K - Medium", 8.49, "ministral-3-8b"),
+        ("DANDIN-SPARK", "mistral3 3B Q4_K - Medium", 3.43, "ministral-3-3b"),
+        ("DANDIN-SPARK", "qwen3 1.7B Q4_K - Medium", 1.72, "qwen3-1.7b"),
+        ("GHOST91-FITBENCH", "gemma-4-E2B (unsloth GGUF)", 4.6, "gemma-4-e2b"),
+        ("ASLB-M3MAX", "gemma4:e2b", None, "gemma-4-e2b"),
+    ],
+)
+def test_published_gguf_names_resolve_to_the_new_presets(source: str, as_stated: str, count: float | None, expected: str) -> None:
+    found = aliases.resolve_model(as_stated, source, count)
+    if found is None:
+        found = (model_catalog().find(as_stated), "catalog")
+    assert found[0] is not None and found[0].id == expected

@@ -271,7 +271,7 @@ def shared_arch_candidates(name: str, total_params_b: float | None) -> list[str]
         except Exception:  # a preset whose spec cannot be built names nothing
             continue
         if abs(spec.total_params / 1e9 - total_params_b) <= EXACT_PARAMS_TOLERANCE * total_params_b:
-            found.append((-spec.max_context_tokens, preset.id, _shape(spec)))
+            found.append((-(spec.max_context_tokens or 0), preset.id, _shape(spec)))
     # one shape: the longest-context preset first, so a row measured deep in the cache is never beyond its model
     return [i for _, i, _ in sorted(found)] if len({shape for _, _, shape in found}) == 1 else []
 

@@ -29,6 +29,7 @@ from tokometer.ingest.dialects import (
     gemma4_global,
     gemma4_per_layer_embedding,
     gemma4_per_layer_projections,
+    gemma4_shared_layer_delta,
     glm4_moe_fields,
     step3p5_fields,
     step3p5_sliding,
@@ -368,6 +369,7 @@ def _spec_from_config(
             # a second table read one 256-wide row per layer per token: memory, not bytes per token
             resident += gemma4_per_layer_embedding(cfg, n_layers)
             dense_layers_params += gemma4_per_layer_projections(cfg, hidden, n_layers)
+            dense_layers_params += gemma4_shared_layer_delta(cfg, kinds, hidden, n_kv, head_dim, inter)
 
         window = cfg.get("attention_chunk_size") if arch == "llama4" else cfg.get("sliding_window")
         attention_groups = []

@@ -49,6 +49,31 @@ def gemma4_global(cfg: Mapping[str, Any], hidden: int, n_heads: int, n_kv: int, 
     return params, 2 * g_kv * g_dim, n_heads * g_dim
 
 
+def gemma4_shared_layer_delta(
+    cfg: Mapping[str, Any], kinds: list[str], hidden: int, n_kv: int, head_dim: int, inter: int
+) -> float:
+    """Weights Gemma 3n/4's KV-shared layers (the last `num_kv_shared_layers`) have beyond (+) or short of
+    (-) a plain layer: no k_proj, v_proj or k_norm (they read an earlier layer's K/V), and with
+    `use_double_wide_mlp` an MLP twice `intermediate_size` wide (Gemma 4 E2B). Source: Google MaxText
+    `checkpoint_conversion/utils/hf_shape.py` (GEMMA4_SMALL_HF_WEIGHTS_TO_SHAPE, @e591f30c), the HF
+    tensor shapes of the E2B/E4B checkpoints."""
+    n_shared = min(len(kinds), config_int(cfg, "num_kv_shared_layers", 0) or 0)
+    if not n_shared:
+        return 0.0
+    g_dim = config_int(cfg, "global_head_dim", head_dim) or head_dim
+    g_kv = config_int(cfg, "num_global_key_value_heads", n_kv) or n_kv
+    k_eq_v = bool(cfg.get("attention_k_eq_v"))
+    delta = 0.0
+    for kind in kinds[len(kinds) - n_shared:]:
+        if kind == "full":
+            delta -= (1 if k_eq_v else 2) * hidden * g_kv * g_dim + g_dim
+        else:
+            delta -= 2 * hidden * n_kv * head_dim + head_dim
+        if cfg.get("use_double_wide_mlp"):
+            delta += 3 * hidden * inter
+    return delta
+
+
 def gemma4_per_layer_embedding(cfg: Mapping[str, Any], n_layers: int) -> float:
     """Gemma 3n/4 per-layer embeddings (E2B/E4B): a second table of which a token reads one small row."""
     width = config_int(cfg, "hidden_size_per_layer_input", 0)
