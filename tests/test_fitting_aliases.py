@@ -72,7 +72,10 @@ def test_a_gguf_of_a_multimodal_model_resolves_by_its_language_models_count() ->
         ("llama 3B Q4_K - Medium", 3.21, "llama-3.2-3b"),
         ("qwen2 14B Q4_K - Medium", 14.77, "qwen2.5-14b"),
         ("mistral3 14B Q4_K - Medium", 13.51, "ministral-3-14b"),
-        ("llama 1B Q4_K - Medium", 1.1, None),  # TinyLlama's count: no Llama preset holds it
+        ("llama 1B Q4_K - Medium", 1.1, "tinyllama-1.1b"),  # not Llama 3.2 1B (1.24 B)
+        ("llama 1B Q4_K - Medium", 1.3, None),  # a count no Llama preset holds
+        ("gemma3 270M Q8_0", None, "gemma-3-270m"),  # a size in millions
+        ("gemma4 E4B Q4_K - Medium", 7.52, "gemma-4-e4b"),  # Gemma's effective size label
         ("qwen2 1.5B Q4_K - Medium", 1.78, None),  # the untied output's count: 16 % off Qwen2.5 1.5B
         ("llama 8B Q4_K - Medium", None, None),  # no count, no choice
     ],

@@ -183,6 +183,8 @@ def test_an_unmodelled_model_entry_needs_its_reason(tmp_path: Path) -> None:
         ("ministral-3-3b", 3.43),  # DANDIN-SPARK "mistral3 3B" (tied embeddings: untied would be 3.83 B)
         ("ministral-3-14b", 13.51),  # DANDIN-SPARK "mistral3 14B"
         ("gemma-4-e2b", 4.6),  # GHOST91-FITBENCH's Gemma 4 E2B GGUF, per-layer embeddings included
+        ("tinyllama-1.1b", 1.10),  # KREIER-JETSON "llama 1B" (tinyllama-1.1b-chat-v1.0.Q4_K_M.gguf)
+        ("gemma-3-270m", 0.268),  # keras-hub's gemma3_270m params 268098176
     ],
 )
 def test_gguf_presets_count_what_llama_bench_prints(preset_id: str, printed_b: float) -> None:

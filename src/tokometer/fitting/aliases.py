@@ -174,7 +174,9 @@ _SUFFIX = re.compile(rf"[-_ .:](?:{_QUANT_TOKEN}|{_PACKAGING})$", re.IGNORECASE)
 # llama-bench's "general.architecture size" type string: "qwen3moe 30B.A3B Q4_K - Medium", "llama 7B Q4_0"
 # "?B": llama-bench builds that cannot name a model's size print a question mark (gpt-oss); the
 # parameter count then decides between the family's sizes (`resolve_model` needs it for these)
-_LLAMA_BENCH = re.compile(r"^([a-z0-9_-]+) (\d+(?:\.\d+)?|\?)B(?:\.A(\d+(?:\.\d+)?)B)?(?: |$)", re.IGNORECASE)
+# (a model under a billion prints its size in millions: "gemma3 270M Q8_0"; Gemma's per-layer-embedding models
+# their effective size: "gemma4 E4B Q4_K - Medium")
+_LLAMA_BENCH = re.compile(r"^([a-z0-9_-]+) (E?\d+(?:\.\d+)?|\?)([BM])(?:\.A(\d+(?:\.\d+)?)B)?(?: |$)", re.IGNORECASE)
 # llama-bench architecture -> catalog family prefix, where the architecture name maps to one family
 # ("phi3 3B" is not here: Phi-3-mini, Phi-3.5-mini and Phi-4-mini all print it)
 _ARCH_FAMILY = {
@@ -281,12 +283,12 @@ def llama_bench_candidates(name: str) -> list[str]:
     match = _LLAMA_BENCH.match(name.strip())
     if not match or match.group(1).lower() not in _ARCH_FAMILY:
         return []
-    family, size, active = _ARCH_FAMILY[match.group(1).lower()], match.group(2), match.group(3)
+    family, size, unit, active = _ARCH_FAMILY[match.group(1).lower()], match.group(2), match.group(3).lower(), match.group(4)
     if size == "?":
         from tokometer.catalog import model_catalog
 
         return sorted(i for i in model_catalog().ids if i.startswith(f"{family}-"))
-    return [f"{family}-{size}b" + (f"-a{active}b" if active else "")]
+    return [f"{family}-{size.lower()}{unit}" + (f"-a{active}b" if active else "")]
 
 
 def _params_agree(preset: Any, total_params_b: float | None) -> bool:
