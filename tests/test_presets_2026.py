@@ -214,3 +214,19 @@ def test_gemma4_e2b_shared_layers_have_no_kv_projections_and_a_double_wide_mlp()
     e4b = model_catalog().get("gemma-4-e4b")
     e4b_plain = spec_from_config(dict(e4b.config, num_kv_shared_layers=0), "plain").total_params
     assert e4b.spec.total_params < e4b_plain  # only the K/V projections go: no double-wide MLP
+
+
+@pytest.mark.parametrize(
+    ("distill", "base"),
+    [
+        ("DeepSeek-R1-Distill-Llama-8B", "llama-3.1-8b"),
+        ("DeepSeek R1 Distill Qwen 14B", "qwen2.5-14b"),  # LOCALSCORE prints it so
+        ("deepseek-r1-distill-qwen-32b", "qwen2.5-32b"),
+        ("DeepSeek-R1-Distill-Llama-70B", "llama-3.3-70b"),
+    ],
+)
+def test_deepseek_r1_distills_read_as_the_base_they_fine_tune(distill: str, base: str) -> None:
+    """DeepSeek-R1's README names each distill's base; a fine-tune keeps its base's shape, so the catalog reads
+    the distill's name as the base preset. The name rules still never read a distill by its family's words."""
+    assert model_catalog().find(distill).id == base
+    assert aliases.resolve_model(distill.replace(" ", "-") + "-Abliterated") is None
