@@ -42,11 +42,17 @@ def gemma4_global(cfg: Mapping[str, Any], hidden: int, n_heads: int, n_kv: int, 
     Global layers use `global_head_dim` and `num_global_key_value_heads`; with `attention_k_eq_v`
     they have no v_proj (V is K), though the cache still holds a K and a V tensor per token.
     """
+    kv_proj, g_dim, g_kv = _gemma4_global_kv(cfg, hidden, n_kv, head_dim)
+    params = hidden * n_heads * g_dim + kv_proj + n_heads * g_dim * hidden + 2 * g_dim
+    return params, 2 * g_kv * g_dim, n_heads * g_dim
+
+
+def _gemma4_global_kv(cfg: Mapping[str, Any], hidden: int, n_kv: int, head_dim: int) -> tuple[int, int, int]:
+    """A Gemma 4 global layer's (K and V projection weights, head dim, KV heads): `global_head_dim` and
+    `num_global_key_value_heads`, and no v_proj with `attention_k_eq_v`."""
     g_dim = config_int(cfg, "global_head_dim", head_dim) or head_dim
     g_kv = config_int(cfg, "num_global_key_value_heads", n_kv) or n_kv
-    k_eq_v = bool(cfg.get("attention_k_eq_v"))
-    params = hidden * n_heads * g_dim + (1 if k_eq_v else 2) * hidden * g_kv * g_dim + n_heads * g_dim * hidden + 2 * g_dim
-    return params, 2 * g_kv * g_dim, n_heads * g_dim
+    return (1 if cfg.get("attention_k_eq_v") else 2) * hidden * g_kv * g_dim, g_dim, g_kv
 
 
 def gemma4_shared_layer_delta(
@@ -60,13 +66,11 @@ def gemma4_shared_layer_delta(
     n_shared = min(len(kinds), config_int(cfg, "num_kv_shared_layers", 0) or 0)
     if not n_shared:
         return 0.0
-    g_dim = config_int(cfg, "global_head_dim", head_dim) or head_dim
-    g_kv = config_int(cfg, "num_global_key_value_heads", n_kv) or n_kv
-    k_eq_v = bool(cfg.get("attention_k_eq_v"))
+    global_kv_proj, g_dim, _ = _gemma4_global_kv(cfg, hidden, n_kv, head_dim)
     delta = 0.0
     for kind in kinds[len(kinds) - n_shared:]:
         if kind == "full":
-            delta -= (1 if k_eq_v else 2) * hidden * g_kv * g_dim + g_dim
+            delta -= global_kv_proj + g_dim  # k_norm over the global head dim
         else:
             delta -= 2 * hidden * n_kv * head_dim + head_dim
         if cfg.get("use_double_wide_mlp"):
