@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,6 +307,15 @@ def _params_agree(preset: Any, total_params_b: float | None) -> bool:
     return any(abs(c - total_params_b) <= PARAMS_TOLERANCE * total_params_b for c in counts)
 
 
+def _name_rule_candidates(name: str, total_params_b: float | None) -> Iterator[str]:
+    """Catalog ids the name rules read `name` as, most specific first; lazily, so the shared-architecture
+    scan (every preset's spec) runs only when the rules before it found nothing."""
+    yield from model_candidates(name)
+    if not ("?B" in name and not total_params_b):  # "gpt-oss ?B": only the parameter count can choose
+        yield from llama_bench_candidates(name)
+    yield from shared_arch_candidates(name, total_params_b)
+
+
 def resolve_model(name: str, source: str = "*", total_params_b: float | None = None) -> tuple[Any, str] | None:
     """The catalog preset a printed model name means, and why; None when no rule is sure."""
     from tokometer.catalog import model_catalog
@@ -314,9 +324,7 @@ def resolve_model(name: str, source: str = "*", total_params_b: float | None = N
     listed = resolve_table().lookup("model", source, name)
     if listed is not None:
         return catalog.get(listed.target), listed.reason
-    unsized = "?B" in name and not total_params_b  # "gpt-oss ?B": only the parameter count can choose
-    shared = shared_arch_candidates(name, total_params_b)
-    for candidate in [*model_candidates(name), *([] if unsized else llama_bench_candidates(name)), *shared]:
+    for candidate in _name_rule_candidates(name, total_params_b):
         preset = catalog.find(candidate)
         if preset is not None and _params_agree(preset, total_params_b):
             return preset, f"name rule: {name!r} read as {candidate!r}"
