@@ -117,7 +117,7 @@ def family_variant(found: HardwareSpec) -> HardwareSpec:
 
 # words that make a different product, not a variant of the same one (rtx-4090 vs rtx-4090-laptop, or
 # the aftermarket rtx-4090-48gb-modified: nobody typing "rtx-4090" means that card)
-OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "pro", "max", "ultra", "plus", "modified")
+OTHER_PRODUCT_WORDS = ("laptop", "ti", "super", "mobile", "xt", "pro", "max", "ultra", "plus", "modified", "d")  # "d": the China-market cut (RTX 4090 D)
 
 
 def hardware_variants(name: str, chosen: HardwareSpec) -> tuple[HardwareSpec, ...]:
