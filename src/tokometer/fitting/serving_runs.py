@@ -29,6 +29,7 @@ from tokometer.fitting.inferencex import (
     launch_flags,
 )
 from tokometer.fitting.parallelism import Parallelism, parse_parallelism
+from tokometer.fitting.random_lengths import random_lengths
 from tokometer.fitting.reprints import drop_repeated_blocks, mark_reprinted_runs
 from tokometer.fitting.rows import MAX_BATCH, Cells
 from tokometer.fitting.spec_words import read_speculation
@@ -548,9 +549,8 @@ def _lengths(
         return (LengthDist("uniform", max(1, int(prompt * lo)), int(prompt)),
                 LengthDist("uniform", max(1, int(gen * lo)), int(gen)))
     if prompt and gen and "nominal_random_lengths" in row.text("flag").lower().split(";"):
-        # sglang.bench_serving's random dataset at its default --random-range-ratio 0: each length
-        # drawn uniformly from [1, nominal] (np.random.randint(max(int(L * 0), 1), L + 1))
-        return LengthDist("uniform", 1, int(prompt)), LengthDist("uniform", 1, int(gen))
+        text = " ".join(row.text(k) for k in ("notes", "dataset", "backend", "table_heading"))
+        return random_lengths(text, int(prompt), int(gen), row.positive("num_requests"))  # the client's draw
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
     means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None)) or _printed_means(row)

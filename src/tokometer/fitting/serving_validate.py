@@ -28,8 +28,9 @@ acceptance from a printed accept length, else the method's default), with SGLang
 requests under speculation when its printed launch does not set one. A disaggregated row whose
 source states both pools ("prefill tp=4,ep=4 x3 workers; decode tp=8,ep=8 x2 workers") runs that many
 prefill and decode workers, each pool with its own layout (`disagg.Pool`), the decode pool speculating
-when the row does; a per-GPU figure divides by every GPU of both pools. SGLang's random dataset without a range
-ratio (flag `nominal_random_lengths`) draws each length uniformly up to the nominal one.
+when the row does; a per-GPU figure divides by every GPU of both pools. A row that states only the nominal
+lengths of a random dataset (flag `nominal_random_lengths`) is read as its client drew them (`random_lengths`):
+SGLang's uniformly up to the nominal length, vLLM's at it, a printed range ratio or token totals first.
 
 A row that cannot be predicted (model not in the catalog, unknown metric, a statistic the
 simulator does not produce, a spelling it cannot read, a run past the time limit) comes back with
