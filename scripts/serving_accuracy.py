@@ -87,12 +87,12 @@ def _reason_kind(reason: str) -> str:
 
 def render_published(pub: dict[str, Any]) -> list[str]:
     """The family table of the compiled 2025-26 serving rows and the unscored rows' reasons."""
-    from tokometer.fitting.serving_families import CLASS_NAMES, CLASSES, TARGETS
+    from tokometer.fitting.serving_families import CLASS_NAMES, CLASSES, TARGETS, published_paths
 
     lines = [
         "",
-        f"**2025-26 published serving rows** (`calibration_data/serving_published/`, {pub['rows']:,} rows from 14 "
-        "sources, `SOURCES_sev.md`), predicted with the shipped fit above, which holds none of them: every row's "
+        f"**2025-26 published serving rows** (`calibration_data/serving_published/`, {pub['rows']:,} rows from "
+        f"{len(published_paths())} sources, `SOURCES_sev.md`), predicted with the shipped fit above, which holds none of them: every row's "
         "publication is held out. Median absolute error (rows scored); MoE targets: "
         + ", ".join(f"{CLASS_NAMES[c]} <= {TARGETS[c]:.0%}" for c in CLASSES) + ".",
         "",
