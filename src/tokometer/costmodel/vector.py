@@ -87,7 +87,7 @@ class ModelArrays:
             dense=column([w.dense for w in units]),
             routed=column([w.routed_experts for w in units]),
             expert_keep=column([1.0 - m.n_experts_per_token / m.n_experts if m.is_moe else 1.0 for m in models]),
-            experts=column([float(m.n_experts * m.n_layers) if m.is_moe else 0.0 for m in models]),
+            experts=column([float(m.n_experts * m.moe_layer_count) if m.is_moe else 0.0 for m in models]),
             matmul_params=column([m.matmul_params_per_token() for m in models]),
             n_layers=column([m.n_layers for m in models]),
             recurrent_layers=column([m.recurrent_layers for m in models]),

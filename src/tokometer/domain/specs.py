@@ -329,6 +329,7 @@ class ModelSpec(_Plain):
     warnings: tuple[str, ...] = ()
     id: str | None = None
     mtp_layers: int = 0  # multi-token-prediction modules published beside the layers (not in `params`)
+    moe_layers: int | None = None  # layers that hold routed experts (None: every layer of a MoE model)
 
     @property
     def total_params(self) -> float:
@@ -348,10 +349,16 @@ class ModelSpec(_Plain):
     def is_moe(self) -> bool:
         return self.n_experts > 0 and self.params.routed_experts > 0
 
+    @property
+    def moe_layer_count(self) -> int:
+        """Layers that run routed experts: the config's MoE layers (DeepSeek's first dense layers, Llama 4's
+        interleaving, a hybrid's Mamba and attention layers excluded), every layer where it does not say."""
+        return self.n_layers if self.moe_layers is None else self.moe_layers
+
     def expert_slots(self, batch: float = 1.0) -> float:
-        """Routed experts a step runs, summed over the MoE layers: n_layers * E * (share touched by `batch`
-        tokens); k * n_layers at batch 1. Every layer of a catalog MoE model counts as a MoE layer."""
-        return self.n_layers * self.n_experts * self.expert_fraction_read(batch) if self.is_moe else 0.0
+        """Routed experts a step runs, summed over the MoE layers: L_moe * E * (share touched by `batch`
+        tokens); k * L_moe at batch 1."""
+        return self.moe_layer_count * self.n_experts * self.expert_fraction_read(batch) if self.is_moe else 0.0
 
     def expert_fraction_read(self, batch: float) -> float:
         """Share of routed-expert weights touched by `batch` tokens: `1 - (1 - k/E)**B` (uniform routing)."""

@@ -356,13 +356,14 @@ def _spec_from_config(
             routed = float(n_moe * n_experts * expert)
         elif arch == "gemma4" and cfg.get("enable_moe_block"):
             # Gemma 4 MoE: a dense MLP and a routed expert block side by side in every layer
+            n_moe = n_layers
             n_experts = _int(cfg, "num_experts")
             top_k = _int(cfg, "top_k_experts", _int(cfg, "num_experts_per_tok", 0))
             moe_inter = _int(cfg, "moe_intermediate_size", _int(cfg, "expert_intermediate_size", inter))
             dense_layers_params = float(n_layers * (attn + norms + mlp_dense + hidden * n_experts))
             routed = float(n_layers * n_experts * 3 * hidden * moe_inter)
         else:
-            n_experts, top_k = 0, 0
+            n_experts, top_k, n_moe = 0, 0, 0
             dense_layers_params = float(n_layers * (attn + norms + mlp_dense))
         dense_layers_params += attn_extra
         if arch == "gemma4":
@@ -415,6 +416,7 @@ def _spec_from_config(
         tied_embeddings=tied,
         n_experts=n_experts,
         n_experts_per_token=top_k,
+        moe_layers=n_moe if n_experts else None,
         max_context_tokens=int(max_ctx) if isinstance(max_ctx, int | float) and max_ctx > 0 else None,
         tokenizer=tokenizer,
         default_quant=default_quant,
@@ -476,6 +478,7 @@ def _hybrid_spec(
     dense_ff, moe_fixed, moe_routed, n_experts, top_k = _feed_forward_params(cfg, arch, hidden)
     dense = float(hidden)  # final norm
     routed = 0.0
+    n_moe = sum(1 for layer in layers if layer.feed_forward == "moe")
     for layer in layers:
         dense += sum(m.params for m in layer.mixers) + layer.n_norms * hidden
         if layer.feed_forward == "dense":
@@ -512,6 +515,7 @@ def _hybrid_spec(
         tied_embeddings=tied,
         n_experts=n_experts,
         n_experts_per_token=top_k,
+        moe_layers=n_moe if n_experts else None,
         max_context_tokens=int(max_ctx) if isinstance(max_ctx, int | float) and max_ctx > 0 else None,
         tokenizer=tokenizer,
         default_quant=default_quant,
