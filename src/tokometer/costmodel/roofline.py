@@ -296,7 +296,8 @@ def decode_layers(model: ModelSpec, efficiency: Efficiency) -> float:
 
 
 def expert_dispatch_time_s(model: ModelSpec, efficiency: Efficiency, tokens: float = 1.0) -> float:
-    """t_exp = tau_expert * n_layers * E * (share of experts `tokens` touch) (s): k * n_layers * tau_expert at batch 1.
+    """t_exp = tau_expert * L_moe * E * (share of experts `tokens` touch) (s): k * L_moe * tau_expert at batch 1 (L_moe: the
+    layers that hold routed experts, `ModelSpec.moe_layer_count`).
 
     A routed expert's slice is small (Qwen3.5-35B-A3B: 3 x 2048 x 512 weights, about 1.8 MB at 4.5
     bits), so each expert matvec a step runs is a short kernel (or a short phase of an indexed one)
