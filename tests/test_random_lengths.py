@@ -40,3 +40,11 @@ def test_a_vllm_run_that_stopped_early_is_read_at_its_printed_mean_output() -> N
 def test_sglang_totals_below_the_nominal_keep_the_uniform_draw() -> None:
     text = "sglang.bench_serving random_range_ratio as printed; completed=5; total_input_tokens=370; total_output_tokens=379"
     assert random_lengths(text, 128, 128, 5) == (LengthDist("uniform", 1, 128), LengthDist("uniform", 1, 128))
+
+
+def test_printed_means_need_both_totals_and_divide_by_the_completed_requests() -> None:
+    from tokometer.fitting.random_lengths import printed_means
+
+    assert printed_means("Total input tokens 219171, Total generated tokens 200752", 1000) == (219.171, 200.752)
+    assert printed_means("completed=5; total_input_tokens=640; total_output_tokens=600", 10) == (128.0, 120.0)
+    assert printed_means("Total input tokens 219171", 1000) is None

@@ -48,6 +48,15 @@ def _printed_mean(pattern: re.Pattern[str], text: str, requests: float | None) -
     return float(found.group(1).replace(",", "")) / n
 
 
+def printed_means(text: str, requests: float | None) -> tuple[float, float] | None:
+    """Mean (input, output) tokens per request where the row prints the run's totals (`vllm bench serve`: "Total input
+    tokens 219171, Total generated tokens 200752"; a JSON's `total_input_tokens=640`) over its completed requests
+    (`completed=5`, else `requests`); None unless both totals are printed."""
+    low = text.lower()
+    mean_in, mean_out = _printed_mean(_TOTAL_IN, low, requests), _printed_mean(_TOTAL_OUT, low, requests)
+    return (mean_in, mean_out) if mean_in is not None and mean_out is not None else None
+
+
 def _one(nominal: int, client: str | None, ratio: float | None, mean: float | None) -> LengthDist:
     if ratio is not None:
         if client == "vllm":

@@ -29,7 +29,7 @@ from tokometer.fitting.inferencex import (
     launch_flags,
 )
 from tokometer.fitting.parallelism import Parallelism, parse_parallelism
-from tokometer.fitting.random_lengths import random_lengths
+from tokometer.fitting.random_lengths import printed_means, random_lengths
 from tokometer.fitting.reprints import drop_repeated_blocks, mark_reprinted_runs
 from tokometer.fitting.rows import MAX_BATCH, Cells
 from tokometer.fitting.spec_words import read_speculation
@@ -553,27 +553,14 @@ def _lengths(
         return random_lengths(text, int(prompt), int(gen), row.positive("num_requests"))  # the client's draw
     if prompt and gen:
         return fixed(int(prompt)), fixed(int(gen))
-    means = SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None)) or _printed_means(row)
+    means = (SHAREGPT_MEANS.get((row.source, tokenizer)) or SHAREGPT_MEANS.get((row.source, None))
+             or printed_means(row.text("notes"), row.positive("num_requests")))
     if "sharegpt" in row.text("dataset").lower() and means is not None:
         mean_in, mean_out = means
         shrink = math.exp(SIGMA_SHAREGPT**2 / 2.0)
         return (LengthDist("lognormal", mean_in / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS),
                 LengthDist("lognormal", mean_out / shrink, SIGMA_SHAREGPT, max_tokens=SHAREGPT_MAX_TOKENS))
     return None
-
-
-_TOTALS = re.compile(r"total input tokens:?\s*([\d,]+)\D{1,4}total generated tokens:?\s*([\d,]+)", re.IGNORECASE)
-
-
-def _printed_means(row: Row) -> tuple[float, float] | None:
-    """Mean (input, output) tokens per request of a ShareGPT run whose benchmark printed its totals
-    (`vllm bench serve`: "Total input tokens 219171, Total generated tokens 200752", kept in `notes`)
-    over the requests it ran (`num_requests`): the run's own workload, not a throughput."""
-    m = _TOTALS.search(row.text("notes"))
-    n = row.positive("num_requests")
-    if m is None or not n:
-        return None
-    return float(m.group(1).replace(",", "")) / n, float(m.group(2).replace(",", "")) / n
 
 
 def _planned(rows: list[Row]) -> Run:

@@ -478,7 +478,7 @@ def _hybrid_spec(
     dense_ff, moe_fixed, moe_routed, n_experts, top_k = _feed_forward_params(cfg, arch, hidden)
     dense = float(hidden)  # final norm
     routed = 0.0
-    n_moe = sum(1 for layer in layers if layer.feed_forward == "moe")
+    n_moe = 0
     for layer in layers:
         dense += sum(m.params for m in layer.mixers) + layer.n_norms * hidden
         if layer.feed_forward == "dense":
@@ -486,6 +486,7 @@ def _hybrid_spec(
         elif layer.feed_forward == "moe":
             dense += moe_fixed
             routed += moe_routed
+            n_moe += 1
     if not routed:
         n_experts, top_k = 0, 0
     tied = bool(cfg.get("tie_word_embeddings", arch.startswith("mamba")))
