@@ -44,7 +44,9 @@ from tokometer.costmodel.roofline import (
     decode_score_elements,
     decode_step,
     expert_dispatch_time_s,
+    expert_slice_scale,
     host_sampling_time_s,
+    routed_prefill_s,
 )
 from tokometer.domain.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
 from tokometer.domain.units import GB, TFLOP, US
@@ -574,7 +576,10 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     )
     eff = setup.efficiency
     pipe = pipeline_prefill_factor(pre.n_chunks, eff.prefill_chunk_tokens, eff.prefill_batch_tokens, lay.pp, model.n_layers)
-    compute = pre.compute_time_s / lay.tp * pipe
+    # tensor-parallel experts: each GPU's routed GEMMs run on slices of the intermediate dimension (roofline.expert_slice_scale)
+    slices = expert_slice_scale(model, lay.tp * lay.dp // max(1, lay.ep), eff.prefill_half_tokens) - 1.0
+    sliced = slices * routed_prefill_s(model, eff, setup.peak, pre.prompt_tokens, setup.quantized) if slices else 0.0
+    compute = (pre.compute_time_s + sliced) / lay.tp * pipe
     memory = pre.memory_time_s / lay.tp * pipe
     overhead = pre.overhead_time_s
     time_s = max(compute, memory) + overhead + comm

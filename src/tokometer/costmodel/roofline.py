@@ -511,6 +511,38 @@ def expert_token_share(model: ModelSpec) -> float:
     return model.n_experts_per_token / model.n_experts if model.is_moe else 1.0
 
 
+def expert_slice_scale(model: ModelSpec, ways: int, half: float) -> float:
+    """How much slower a prompt's routed-expert GEMMs run when every expert is split `ways` ways along its
+    intermediate dimension (tensor-parallel experts: `tp * dp / ep` in `costmodel.layout.Layout`; 1: whole).
+
+    Each GPU then multiplies its tokens by a slice of `I / ways` columns (gate/up) and rows (down), with
+    I = routed parameters / (L_moe * E * 3 * hidden). A matrix unit's tile runs short along that dimension as
+    it runs short along the tokens (`prefill_matmul_time`: `c / (c + T_half)`), so the slice realises
+    `w / (w + T_half)` of what the whole expert's `I / (I + T_half)` does, with the same half-constant
+    (no published kernel measurement separates the column curve). DeepSeek-V3 (I = 2,048) over 8 GPUs
+    at T_half = 256: 256-wide slices, 1.78x the whole expert's time. 1 for a dense model or whole experts.
+    """
+    if not model.is_moe or ways <= 1 or not model.n_experts or not model.hidden_size:
+        return 1.0
+    width = model.params.routed_experts / (model.moe_layer_count * model.n_experts * 3.0 * model.hidden_size)
+    if width <= 0:
+        return 1.0
+    sliced = width / ways
+    return (width / (width + half)) / (sliced / (sliced + half))
+
+
+def routed_prefill_s(model: ModelSpec, efficiency: Efficiency, peak: Peak, prompt_tokens: float, quantized: bool) -> float:
+    """Seconds of a prompt's routed-expert GEMMs alone on one device: the routed share of `prefill`'s matmul term."""
+    if not model.is_moe or not peak.tflops or prompt_tokens <= 0:
+        return 0.0
+    gemm_quantized = quantized and peak.dtype != VECTOR_DTYPE
+    chunk = min(float(prompt_tokens), float(max(1, efficiency.prefill_chunk_tokens)))
+    flops = 2.0 * model.matmul_params_per_token() * prompt_tokens * routed_matmul_share(model)
+    return prefill_matmul_time(
+        flops, 1.0, expert_token_share(model), chunk, efficiency.prefill_max_for(gemm_quantized), efficiency.prefill_half_tokens,
+    ) / (peak.tflops * TFLOP)
+
+
 def prefill_matmul_time(
     matmul_flops: float, routed_share: float, token_share: float, chunk_tokens: float, eta_max: float, half_tokens: float
 ) -> float:

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tokometer.costmodel.layout import Setup, held_weight_bytes, kv_shards, moe_comm_costs
 from tokometer.costmodel.links import ACTIVATION_BYTES, allreduce_costs
 from tokometer.costmodel.memory import kv_elements_per_token
-from tokometer.costmodel.roofline import compute_peak
+from tokometer.costmodel.roofline import compute_peak, expert_slice_scale
 from tokometer.domain.serving_specs import ServingEfficiency, eager_prefill_floor_s
 from tokometer.domain.specs import _Plain
 from tokometer.domain.units import GB, TFLOP, US
@@ -118,6 +118,8 @@ class StepCost(_Plain):
     # MoE: the routed experts' share of `matmul_flops_per_token` (this device); prompt tokens' expert GEMMs run
     # at the efficiency of the tokens each expert receives, `T * expert_tokens_per_token`, not of the step's T
     prefill_routed_share: float = 0.0
+    # MoE: prompt tokens' routed-expert GEMM time over the whole experts' when TP splits every expert (`roofline.expert_slice_scale`)
+    expert_slice_scale: float = 1.0
 
     def prefill_gemm_scale(self, tokens: Tokens) -> Tokens:
         """Prompt tokens' GEMM seconds over the dense form `(T + Q_half) / T` (1 for a dense model): the
@@ -126,12 +128,14 @@ class StepCost(_Plain):
             (1 - r) + r * (m + Q_half) * T / (m * (T + Q_half)),
 
         the single-stream prefill's per-matrix efficiency (`roofline.prefill_matmul_time`, one physics for
-        `estimate` and `simulate`). Works on numpy arrays of token counts too."""
+        `estimate` and `simulate`), times `expert_slice_scale` when tensor parallelism splits every expert
+        (`roofline.expert_slice_scale`). Works on numpy arrays of token counts too."""
         r = self.prefill_routed_share
         if not r:
             return tokens * 0.0 + 1.0
         m = tokens * self.expert_tokens_per_token
-        scale: Tokens = (1.0 - r) + r * (m + self.prefill_half_tokens) * tokens / (m * (tokens + self.prefill_half_tokens))
+        routed = self.expert_slice_scale * (m + self.prefill_half_tokens) * tokens / (m * (tokens + self.prefill_half_tokens))
+        scale: Tokens = (1.0 - r) + r * routed
         return scale
 
     def attention_flops(self, pairs: float, decode_pairs: float) -> float:
@@ -346,6 +350,7 @@ def step_cost(
         eager_prefill_s=eager_prefill_floor_s(model, eager_prefill_layer_us),
         graphed_step_tokens=float(graphed_step_tokens),
         prefill_routed_share=routed_share,
+        expert_slice_scale=expert_slice_scale(model, tp * dp // max(1, lay.ep), eff.prefill_half_tokens),
     )
 
 
