@@ -9,9 +9,11 @@ alike; EP keeps experts whole and is not charged.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
+from tests.helpers import cli
 
 from tokometer.catalog import model_catalog
 from tokometer.costmodel.roofline import expert_slice_scale
@@ -73,3 +75,14 @@ def test_estimate_and_simulate_agree_on_the_sliced_prompt(prompt: int) -> None:
         sim = _lone_prompt_s("deepseek-r1", "b200", float(prompt), quant="fp8", engine="vllm", tp=8, **extra)
         ratios.append(est.time_s / sim)
     assert math.isclose(ratios[0], ratios[1], rel_tol=0.15), ratios
+
+
+def test_simulate_says_why_and_the_json_carries_the_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("simulate", "deepseek-r1", "--hw", "h200", "-q", "fp8", "-e", "sglang", "--tp", "8",
+            "--concurrency", "4", "--prompt", "2048", "--output", "64", "-n", "20")
+    code, out, _ = cli(capsys, *base)
+    assert code == 0 and "splits every routed expert 8 ways" in out and "1.78x" in out
+    code, out, _ = cli(capsys, *base, "--ep", "8")
+    assert code == 0 and "splits every routed expert" not in out
+    code, out, _ = cli(capsys, *base, "--json")
+    assert code == 0 and json.loads(out)["deployment"]["expert_slice_scale"] == pytest.approx(16 / 9, rel=1e-6)

@@ -69,6 +69,13 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
             f"why: step time went {r.time_prefill_s / busy:.0%} to prefill tokens and {r.time_decode_s / busy:.0%} "
             f"to decode tokens; mean queueing {_ms(r.queue_s.mean)} ms of a {_ms(r.e2e_s.mean)} ms mean request"
         )
+    slices = dep.cost.expert_slice_scale
+    if slices > 1.0:
+        lay = dep.setup.layout
+        lines.append(
+            f"why: tensor parallelism splits every routed expert {lay.tp * lay.dp // max(1, lay.ep)} ways, so a prompt's "
+            f"expert GEMMs run on slices, {slices:.2f}x the time of whole experts (--ep keeps them whole)"
+        )
     lag_ms = dep.policy.request_latency_ms
     if lag_ms > 0:
         lines.append(

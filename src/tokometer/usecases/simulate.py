@@ -87,6 +87,8 @@ class Deployment:
             "policy": self.policy.to_dict(),
             "serving_efficiency": self.efficiency.to_dict(),
             **({"speculation": self.speculation.summary()} if self.speculation is not None else {}),
+            # MoE under TP: prompt tokens' routed GEMMs run on expert slices (`roofline.expert_slice_scale`)
+            **({"expert_slice_scale": self.cost.expert_slice_scale} if self.cost.expert_slice_scale > 1.0 else {}),
         }
 
 
