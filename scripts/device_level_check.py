@@ -1,7 +1,8 @@
 """Leave-one-source-out check of a device level below the hardware class (docs/PHYSICS.md section 4, "A device
 level below the hardware class"): in every fold the fold's own table predicts its training rows, each device's
 offset is its training publications' median log errors shrunk toward 0 (`shrinkage.level_prior` across the
-fold's devices), and each held-out row is read with and without its device's offset.
+fold's devices), and each held-out row is read with and without its device's offset. The folds are
+`fitting.model.held_out_fits`'s, the ones `tokometer validate --lso` scores.
 
     PYTHONPATH=src python scripts/device_level_check.py [folds.json]
 
@@ -21,42 +22,32 @@ from typing import Any
 
 from lso_compare import figures
 
-from tokometer.fitting.calibration import fit_with_bands
 from tokometer.fitting.evidence import read_evidence
-from tokometer.fitting.features import Features, case_group, case_source, features
-from tokometer.fitting.model import Model
-from tokometer.fitting.rows import Case
+from tokometer.fitting.features import case_source, features
+from tokometer.fitting.model import held_out_fits
 from tokometer.fitting.shrinkage import level_prior
-from tokometer.fitting.splits import leave_one_group_out
-from tokometer.fitting.workers import fork_map
 
 NOT_FITTED = {"LOCALSCORE"}  # scored, never fitted (suite averages): no evidence of a device's share
 
 
 def folds() -> list[dict[str, Any]]:
+    """Every source's fold from `fitting.model.held_out_fits` (the splitter and fitter `validate --lso` runs): its
+    held-out single-device rows, and its training publications' median log errors per device under its own table."""
     cases = read_evidence()
-    feats = [(c, f) for c in cases if (f := features(c)) is not None]
-    tasks: list[tuple[str, list[Features], list[Case]]] = []
-    for fold in leave_one_group_out(cases, case_source):
-        test = [c for c in fold.test if case_group(c) is not None and c.n_devices == 1 and c.metric in ("tg", "pp") and not c.flag]
-        if test:
-            train_ids = {id(c) for c in fold.train}
-            tasks.append((fold.group, [f for c, f in feats if id(c) in train_ids], test))
-
-    def one(i: int) -> dict[str, Any]:
-        group, train, test = tasks[i]
-        spreads: dict[str, float] = {}
-        model = Model(fit_with_bands(train, source=f"fit without {group}", spreads=spreads), meta=dict(spreads))
+    single = [c for c in cases if c.n_devices == 1 and features(c) is not None]  # the rows a fold fits on
+    wanted = [c for c in cases if c.n_devices == 1 and c.metric in ("tg", "pp") and not c.flag]  # suites' too
+    result: list[dict[str, Any]] = []
+    for model, pairs in held_out_fits(cases, case_source, only=wanted):
+        group = case_source(pairs[0][0])
         held = [dict(metric=r.case.metric, measured=r.case.value, predicted=r.predicted, low=r.low, high=r.high,
-                     hw=r.hardware_id, scored=r.scored) for r in model.predict(test)]
+                     hw=r.hardware_id, scored=r.scored) for _, r in pairs]
         errors: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        for r in model.predict([f.case for f in train if f.case.n_devices == 1]):
+        for r in model.predict([c for c in single if case_source(c) != group]):
             if r.scored and r.predicted:
-                errors[f"{r.hardware_id}|{r.case.metric}"][case_source(r.case)].append(math.log(r.predicted / r.case.value))
+                errors[f"{r.hardware_id}|{r.case.metric}"][case_source(r.case) or ""].append(math.log(r.predicted / r.case.value))
         medians = {k: {s: statistics.median(v) for s, v in by.items()} for k, by in errors.items()}
-        return dict(fold=group, test=held, train=medians)
-
-    return fork_map(one, len(tasks))
+        result.append(dict(fold=group, test=held, train=medians))
+    return result
 
 
 def report(all_folds: list[dict[str, Any]]) -> None:
