@@ -46,7 +46,6 @@ from tokometer.costmodel.roofline import (
     expert_dispatch_time_s,
     expert_slice_scale,
     host_sampling_time_s,
-    routed_prefill_s,
 )
 from tokometer.domain.specs import Efficiency, HardwareSpec, ModelSpec, ParamGroups, _Plain
 from tokometer.domain.units import GB, TFLOP, US
@@ -135,6 +134,11 @@ class Layout(_Plain):
     def moe_devices(self) -> int:
         """GPUs one MoE layer spreads over: the `tp * dp` GPUs of a pipeline stage."""
         return self.tp * self.dp
+
+    @property
+    def expert_ways(self) -> int:
+        """Ways each routed expert is split along its intermediate dimension: `tp * dp / ep` (1: whole experts)."""
+        return self.moe_devices // max(1, self.ep)
 
     @property
     def gpus_per_node(self) -> int:
@@ -577,8 +581,7 @@ def layout_prefill(setup: Setup, pre: Prefill | None) -> Prefill | None:
     eff = setup.efficiency
     pipe = pipeline_prefill_factor(pre.n_chunks, eff.prefill_chunk_tokens, eff.prefill_batch_tokens, lay.pp, model.n_layers)
     # tensor-parallel experts: each GPU's routed GEMMs run on slices of the intermediate dimension (roofline.expert_slice_scale)
-    slices = expert_slice_scale(model, lay.tp * lay.dp // max(1, lay.ep), eff.prefill_half_tokens) - 1.0
-    sliced = slices * routed_prefill_s(model, eff, setup.peak, pre.prompt_tokens, setup.quantized) if slices else 0.0
+    sliced = (expert_slice_scale(model, lay.expert_ways, eff.prefill_half_tokens) - 1.0) * pre.routed_time_s
     compute = (pre.compute_time_s + sliced) / lay.tp * pipe
     memory = pre.memory_time_s / lay.tp * pipe
     overhead = pre.overhead_time_s

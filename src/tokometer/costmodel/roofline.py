@@ -408,6 +408,7 @@ class Prefill(_Plain):
     score_time_s: float = 0.0  # that traffic at the datasheet bandwidth, inside compute_time_s
     transfer_time_s: float = 0.0  # offloaded weights copied over PCIe once per chunk, inside memory_time_s
     comm_time_s: float = 0.0  # tensor/pipeline parallel all-reduces and hops, inside overhead_time_s
+    routed_time_s: float = 0.0  # the routed experts' GEMMs on one device, inside compute_time_s (MoE)
 
     @property
     def binding(self) -> PrefillBinding:
@@ -466,10 +467,13 @@ def prefill(
     datasheet_bw = hardware.memory_bandwidth_gb_per_s * GB
     score_bytes = efficiency.attention_score_bytes * prefill_score_elements(model, t)
     score_time = score_bytes / datasheet_bw
+    eta_max, routed_share = efficiency.prefill_max_for(gemm_quantized), routed_matmul_share(model)
     matmul_time = prefill_matmul_time(
-        matmul_flops, routed_matmul_share(model), expert_token_share(model), per_chunk,
-        efficiency.prefill_max_for(gemm_quantized), efficiency.prefill_half_tokens,
+        matmul_flops, routed_share, expert_token_share(model), per_chunk, eta_max, efficiency.prefill_half_tokens,
     )
+    routed_time = prefill_matmul_time(
+        matmul_flops * routed_share, 1.0, expert_token_share(model), per_chunk, eta_max, efficiency.prefill_half_tokens,
+    ) if routed_share else 0.0
     compute_time = (matmul_time + attention_flops / eta_attention) / (peak.tflops * TFLOP) + score_time
     n_chunks = math.ceil(t / chunk)
     bw = datasheet_bw * efficiency.bandwidth_fraction_for(quantized)
@@ -494,6 +498,7 @@ def prefill(
         bound="compute" if compute_time >= memory_time else "memory",
         score_bytes=score_bytes,
         score_time_s=score_time,
+        routed_time_s=routed_time / (peak.tflops * TFLOP),
     )
 
 
@@ -529,18 +534,6 @@ def expert_slice_scale(model: ModelSpec, ways: int, half: float) -> float:
         return 1.0
     sliced = width / ways
     return (width / (width + half)) / (sliced / (sliced + half))
-
-
-def routed_prefill_s(model: ModelSpec, efficiency: Efficiency, peak: Peak, prompt_tokens: float, quantized: bool) -> float:
-    """Seconds of a prompt's routed-expert GEMMs alone on one device: the routed share of `prefill`'s matmul term."""
-    if not model.is_moe or not peak.tflops or prompt_tokens <= 0:
-        return 0.0
-    gemm_quantized = quantized and peak.dtype != VECTOR_DTYPE
-    chunk = min(float(prompt_tokens), float(max(1, efficiency.prefill_chunk_tokens)))
-    flops = 2.0 * model.matmul_params_per_token() * prompt_tokens * routed_matmul_share(model)
-    return prefill_matmul_time(
-        flops, 1.0, expert_token_share(model), chunk, efficiency.prefill_max_for(gemm_quantized), efficiency.prefill_half_tokens,
-    ) / (peak.tflops * TFLOP)
 
 
 def prefill_matmul_time(

@@ -71,9 +71,8 @@ def render_result(dep: Deployment, r: ServingResult, *, slo: tuple[float | None,
         )
     slices = dep.cost.expert_slice_scale
     if slices > 1.0:
-        lay = dep.setup.layout
         lines.append(
-            f"why: tensor parallelism splits every routed expert {lay.tp * lay.dp // max(1, lay.ep)} ways, so a prompt's "
+            f"why: tensor parallelism splits every routed expert {dep.setup.layout.expert_ways} ways, so a prompt's "
             f"expert GEMMs run on slices, {slices:.2f}x the time of whole experts (--ep keeps them whole)"
         )
     lag_ms = dep.policy.request_latency_ms

@@ -350,7 +350,7 @@ def step_cost(
         eager_prefill_s=eager_prefill_floor_s(model, eager_prefill_layer_us),
         graphed_step_tokens=float(graphed_step_tokens),
         prefill_routed_share=routed_share,
-        expert_slice_scale=expert_slice_scale(model, tp * dp // max(1, lay.ep), eff.prefill_half_tokens),
+        expert_slice_scale=expert_slice_scale(model, lay.expert_ways, eff.prefill_half_tokens),
     )
 
 
