@@ -121,11 +121,8 @@ MAX_CATALOG_BYTES = 16 << 20
 
 
 def _parse_toml(path: Path) -> dict[str, Any]:
-    """A catalog file through the guarded door: a regular UTF-8 file, bounded in size and nesting."""
-    from tokometer.guard import (  # only on a cache miss: a cached call never parses TOML
-        load_toml,
-        read_text,
-    )
+    """A catalog file through the guarded door (a regular UTF-8 file, bounded in size and nesting); on a cache miss only."""
+    from tokometer.guard import load_toml, read_text
 
     try:
         text = read_text(path, door="catalog", limit_bytes=MAX_CATALOG_BYTES, what="a UTF-8 TOML catalog file")
@@ -206,8 +203,7 @@ HARDWARE_SCHEMA: Schema = {
     "compute_peak_derived": Field(BOOL),
     "compute_units": Field(INT),
     "compute_units_source": Field(STR),
-    "architecture": Field(STR),
-    "architecture_source": Field(STR),
+    "architecture": Field(STR), "architecture_source": Field(STR), "family": Field(STR),
     # serving cost (issue 11)
     "price_per_hour_usd": Field(NUM),
     "price_source": Field(STR),
@@ -291,16 +287,20 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
 
 
 def _architecture(raw: dict[str, Any]) -> dict[str, Any]:
-    """A GPU architecture family that is a fit class of its own (`specs.ARCH_CLASSES`), with its source."""
+    """The device's GPU architecture family (`domain.families`: a level of the fit), and the one that is a fit
+    class of its own (`specs.ARCH_CLASSES`), with its source."""
+    from tokometer.domain.families import FAMILIES
     from tokometer.domain.specs import ARCH_CLASSES
 
+    if (out := {"family": raw["family"]} if "family" in raw else {}) and out["family"] not in FAMILIES:
+        raise CatalogError(f"family {raw['family']!r} is not one of {', '.join(sorted(FAMILIES))}")
     if "architecture" not in raw:
-        return {}
+        return out
     if raw["architecture"] not in ARCH_CLASSES:
         raise CatalogError(f"architecture {raw['architecture']!r} is not one of {', '.join(sorted(ARCH_CLASSES))}")
     if not raw.get("architecture_source"):
         raise CatalogError("architecture needs architecture_source")
-    return {"architecture": raw["architecture"], "architecture_source": raw["architecture_source"]}
+    return {**out, "architecture": raw["architecture"], "architecture_source": raw["architecture_source"]}
 
 
 def _units(raw: dict[str, Any]) -> int | None:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency, tokometer_home
 from tokometer.catalog.cache import load_parsed
+from tokometer.domain.families import family_scaled
 from tokometer.domain.specs import Efficiency, EngineSpec, HardwareSpec
 from tokometer.errors import CatalogError
 
@@ -158,6 +159,8 @@ def multi_device_log_sd(metric: str = "tg") -> float | None:
 
 
 # the fit's meta keys holding how far an unseen group strays from its parent (`fitting.shrinkage`)
+# the fit's meta key holding each GPU architecture family's offsets per metric (`fitting.families_fit`)
+FAMILY_OFFSETS_KEY = "family_log_offsets"
 UNSEEN_KEYS = {
     "tg": {"engine": "unseen_engine_log_sd", "backend": "unseen_backend_log_sd", "class": "unseen_class_log_sd"},
     "pp": {
@@ -246,6 +249,8 @@ def efficiency_for(
                 unseen = ("engine", *unseen)
             found = _widened(found, table.meta, unseen)
             found = _attention_as_run(found, unfused_decode_attention)
+            if (backend or hardware.backend) != "cpu":  # the device's GPU family, where the GPU runs it
+                found = family_scaled(found, table.meta.get(FAMILY_OFFSETS_KEY), hardware.family)
             return _engine_own(found, engine, backend or hardware.backend)
     default = engine.efficiency
     if engine.based_on:

@@ -95,6 +95,7 @@ class HardwareSpec(_Plain):
     gpu_memory_limit_gb: float | None = None  # what the GPU may use when the user says so (Apple: iogpu.wired_limit_mb)
     architecture: str | None = None  # GPU architecture family (ARCH_CLASSES), where it sets the fit's class
     architecture_source: str | None = None
+    family: str | None = None  # GPU architecture family (`domain.families`): a level of the fit below the class
     # False: the device as a build without a matrix-engine GEMM path sees it, every GEMM on the vector ALUs at
     # fp32_tflops (`usecases.resolve.without_matrix_engines`: a SYCL build without GGML_SYCL_F16)
     matrix_gemm: bool = True
@@ -448,6 +449,8 @@ class Efficiency(_Plain):
     # (`roofline.recurrent_state_bytes`; docs/PHYSICS.md section 4)
     recurrent_state_bytes: float | None = None
     recurrent_layer_extra: float = 0.0
+    # (m, p): the device family's multipliers on decode and prefill time that `domain.families.family_scaled` folded in
+    family_time_scales: tuple[float, float] = (1.0, 1.0)
 
     def prefill_max_for(self, quantized: bool) -> float:
         if quantized and self.quantized_prefill_efficiency_max is not None:

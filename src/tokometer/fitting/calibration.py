@@ -19,14 +19,18 @@ with G = FLOPs / datasheet peak, eta_max and T_half each fitted apart for plain 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
-from tokometer.catalog.efficiency import ANY, UNSEEN_KEYS, GroupKey
+from tokometer.catalog.efficiency import ANY, FAMILY_OFFSETS_KEY, UNSEEN_KEYS, GroupKey
+from tokometer.domain.families import family_scaled
 from tokometer.domain.specs import Efficiency
 from tokometer.fitting.bands import band_sd, grouped_band_sd
+from tokometer.fitting.families_fit import family_offsets, row_family
 from tokometer.fitting.features import (
     Features,
     int32_limited,
@@ -473,7 +477,7 @@ BAND_FOLDS = 10
 
 
 def fit_with_bands(
-    feats: list[Features], source: str = "fitted", spreads: dict[str, float] | None = None
+    feats: list[Features], source: str = "fitted", spreads: dict[str, Any] | None = None
 ) -> dict[str, Efficiency]:
     """Fit a table, then size each entry's 80 % band from errors on rows the fit did not see.
 
@@ -487,20 +491,24 @@ def fit_with_bands(
     """
     priors: dict[int, tuple[LevelPrior, LevelPrior]] = {}
     table = fit_table(feats, source=source, priors=priors)
+    offsets = family_offsets(feats, functools.partial(lookup, table), _source_of)
     if spreads is not None:
         for level, (tg_prior, pp_prior) in priors.items():
             spreads[UNSEEN_KEYS["tg"][LEVEL_NAMES[level]]] = round(tg_prior.tau, 6)
             spreads[UNSEEN_KEYS["pp"][LEVEL_NAMES[level]]] = round(pp_prior.tau, 6)
+        spreads[FAMILY_OFFSETS_KEY] = offsets
     errors: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
         lambda: {"tg": defaultdict(list), "pp": defaultdict(list)}
     )
     for split, group_of in (("hardware", _hardware_of), ("source", _source_of)):
         for fold in group_k_fold(feats, group_of, BAND_FOLDS):
             inner = fit_table(list(fold.train), held=table)
+            inner_offsets = family_offsets(list(fold.train), functools.partial(lookup, inner), _source_of)
             for f in fold.test:
                 eff = lookup(inner, f.group)
                 if eff is None:
                     continue
+                eff = family_scaled(eff, inner_offsets, row_family(f))
                 error = math.log(predicted_time(f, eff) / f.t_measured_s)
                 for key in _keys(f.group):
                     errors[key][f.case.metric][split].append(error)

@@ -58,7 +58,7 @@ class Model:
 def fit(cases: list[Case], source: str = "fitted") -> Model:
     """Fit a table on every usable row (single device, unflagged tg/pp), bands from grouped hold-outs."""
     feats = [f for f in (features(c) for c in cases) if f is not None]
-    spreads: dict[str, float] = {}
+    spreads: dict[str, Any] = {}
     table = fit_with_bands(feats, source=source, spreads=spreads)
     return Model(table, source=source, n_rows=len(feats), meta=dict(spreads))
 
@@ -89,7 +89,7 @@ def held_out_fits(
 
     def one(index: int) -> tuple[Model, list[CaseResult]]:
         group, train_index, test = tasks[index]
-        spreads: dict[str, float] = {}
+        spreads: dict[str, Any] = {}
         model = Model(fit([rows[i] for i in train_index], source=f"fit without {group}", spreads=spreads), meta=dict(spreads))
         return model, model.predict(test)
 
@@ -137,7 +137,7 @@ def calibrate(
     leave-one-source-out residuals, with the spread of unseen groups per level in the meta.
     `progress` wraps the loop that reads the rows' features (a bar)."""
     feats = [f for f in (features(c) for c in (progress(cases) if progress else cases)) if f is not None]
-    spreads: dict[str, float] = {}
+    spreads: dict[str, Any] = {}
     table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}", spreads=spreads)
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:

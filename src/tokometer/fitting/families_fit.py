@@ -1,0 +1,62 @@
+"""The architecture-family level of the fit (docs/PHYSICS.md section 4, "Architecture families"): one offset per GPU
+family (`domain.families`) and metric, learnt from the residuals of the engine/backend/class table on its own rows.
+
+Each publication that measured devices of a family gives one observation, the median of u = log(predicted /
+measured time) over its rows of that family (a publication, not a row, is the unit: what a family shares is what
+holds from one harness and build to the next); the family's offset is their mean shrunk toward 0 by the
+empirical-Bayes weight of `shrinkage.level_prior` across families, so a family seen by one publication moves
+little and one that several agree on moves to where they agree. Decode offsets come first; prefill's are read
+with the decode offsets in place (a prompt's fixed costs are decode's). Rows run on a CPU backend have no family.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+
+from tokometer.domain.families import family_scaled
+from tokometer.domain.specs import Efficiency
+from tokometer.fitting.features import Features, predicted_time
+from tokometer.fitting.shrinkage import level_prior
+
+FamilyOffsets = dict[str, dict[str, float]]  # metric ("tg", "pp") -> family -> u
+
+
+@functools.cache
+def hardware_family(hardware_id: str) -> str | None:
+    """The catalog's family of a device (None: a CPU, or a device without one)."""
+    from tokometer.catalog import hardware_catalog
+    from tokometer.errors import TokometerError
+
+    try:
+        return hardware_catalog().get(hardware_id).family
+    except TokometerError:
+        return None
+
+
+def row_family(f: Features) -> str | None:
+    """The family whose offset a row's prediction takes: none on a CPU backend (the cores, not the GPU, run it)."""
+    return None if f.backend == "cpu" else hardware_family(f.hardware_id)
+
+
+def family_offsets(
+    feats: list[Features], lookup: Callable[[str], Efficiency | None], source_of: Callable[[Features], str],
+) -> FamilyOffsets:
+    """Each family's shrunk offset per metric, from `feats` predicted by the table `lookup` reads."""
+    offsets: FamilyOffsets = {}
+    for metric in ("tg", "pp"):
+        by_family: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for f in feats:
+            family = row_family(f)
+            eff = lookup(f.group) if family and f.case.metric == metric else None
+            if eff is None or family is None:
+                continue
+            eff = family_scaled(eff, offsets, family)  # prefill: with decode's offsets in place
+            by_family[family][source_of(f)].append(math.log(predicted_time(f, eff) / f.t_measured_s))
+        groups = {family: [statistics.median(v) for v in by.values()] for family, by in by_family.items()}
+        prior = level_prior(groups)
+        offsets[metric] = {family: round(prior.pooled_mean(obs), 6) for family, obs in sorted(groups.items())}
+    return offsets
