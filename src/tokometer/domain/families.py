@@ -34,8 +34,10 @@ FAMILIES: Final[dict[str, str]] = {
     "(https://www.nvidia.com/en-us/geforce/ada-lovelace-architecture/)",
     "nvidia-hopper": "NVIDIA Hopper (GH100): H100, H200, H20, H800, GH200 "
     "(https://www.nvidia.com/en-us/data-center/technologies/hopper-architecture/)",
-    "nvidia-blackwell": "NVIDIA Blackwell data-center parts (sm_100/sm_103, and Thor's sm_110): B200, B300, "
-    "GB200, GB300, Jetson AGX Thor (https://www.nvidia.com/en-us/data-center/technologies/blackwell-architecture/)",
+    "nvidia-blackwell": "NVIDIA Blackwell data-center parts (sm_100/sm_103): B200, B300, GB200, GB300 "
+    "(https://www.nvidia.com/en-us/data-center/technologies/blackwell-architecture/)",
+    "nvidia-blackwell-thor": "NVIDIA Blackwell in Jetson Thor (sm_110, an SoC GPU on LPDDR5X): Jetson AGX Thor "
+    "(https://www.nvidia.com/en-us/autonomous-machines/embedded-systems/jetson-thor/)",
     "nvidia-blackwell-rtx": "NVIDIA Blackwell client and workstation parts (sm_120/sm_121): GeForce RTX 50 "
     "series, RTX PRO Blackwell, GB10 (DGX Spark) (https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/)",
     "amd-gcn": "AMD GCN (Polaris, Vega): Radeon RX 580, Radeon Vega iGPUs (https://www.amd.com/en/products/graphics/desktops/radeon.html)",

@@ -5,7 +5,8 @@ Each publication that measured devices of a family gives one observation, the me
 measured time) over its rows of that family (a publication, not a row, is the unit: what a family shares is what
 holds from one harness and build to the next); the family's offset is their mean shrunk toward 0 by the
 empirical-Bayes weight of `shrinkage.level_prior` across families, so a family seen by one publication moves
-little and one that several agree on moves to where they agree. Decode offsets come first; prefill's are read
+little and one that several agree on moves to where they agree. A family with fewer than `MIN_FAMILY_ROWS` rows
+of a metric gets no offset for it. Decode offsets come first; prefill's are read
 with the decode offsets in place (a prompt's fixed costs are decode's). Rows run on a CPU backend have no family.
 """
 
@@ -23,6 +24,9 @@ from tokometer.fitting.features import Features, predicted_time
 from tokometer.fitting.shrinkage import level_prior
 
 FamilyOffsets = dict[str, dict[str, float]]  # metric ("tg", "pp") -> family -> u
+# rows of one family and metric the training data must hold for the family to get an offset: fewer are a
+# measurement's noise (a single MI300X row moved the whole CDNA 3 family by 1.9x), not what the family shares
+MIN_FAMILY_ROWS = 6
 
 
 @functools.cache
@@ -56,7 +60,8 @@ def family_offsets(
                 continue
             eff = family_scaled(eff, offsets, family)  # prefill: with decode's offsets in place
             by_family[family][source_of(f)].append(math.log(predicted_time(f, eff) / f.t_measured_s))
-        groups = {family: [statistics.median(v) for v in by.values()] for family, by in by_family.items()}
+        groups = {family: [statistics.median(v) for v in by.values()] for family, by in by_family.items()
+                  if sum(map(len, by.values())) >= MIN_FAMILY_ROWS}
         prior = level_prior(groups)
         offsets[metric] = {family: round(prior.pooled_mean(obs), 6) for family, obs in sorted(groups.items())}
     return offsets
