@@ -91,7 +91,7 @@ def test_the_shipped_fit_holds_shrunk_offsets_and_estimates_use_them() -> None:
     # a CPU backend on an APU reads its cores, not its GPU family
     apu = hardware_catalog().get("ryzen-ai-max-plus-395")
     assert efficiency_for(engine_catalog().get("llama-cpp"), apu, "cpu").family_time_scales == (1.0, 1.0)
-    est = estimate(model="llama-3.1-8b", hardware="m5-10c", quant="q4_k_m")
+    est = estimate("llama-3.1-8b", "m5-10c", quant="q4_k_m")
     assert "apple-m5 family" in est.efficiency.source
 
 

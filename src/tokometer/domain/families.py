@@ -101,5 +101,6 @@ def family_scaled(eff: Efficiency, offsets: Mapping[str, Mapping[str, float]] | 
         prefill_attention_fraction=None if eff.prefill_attention_fraction is None else eff.prefill_attention_fraction / p,
         attention_score_bytes=eff.attention_score_bytes * p,
         family_time_scales=(m, p),
-        source=f"{eff.source}; {family} family x{1 / m:.2f} decode, x{1 / p:.2f} prefill speed",
+        source=eff.source if f"{1 / m:.2f}{1 / p:.2f}" == "1.001.00" else
+        f"{eff.source}; {family} family x{1 / m:.2f} decode, x{1 / p:.2f} prefill speed",
     )
