@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from tokometer.catalog import DATA_DIR, engine_catalog, make_efficiency, tokometer_home
 from tokometer.catalog.cache import load_parsed
-from tokometer.domain.families import family_scaled
+from tokometer.domain.families import family_scaled, gpu_family
 from tokometer.domain.specs import Efficiency, EngineSpec, HardwareSpec
 from tokometer.errors import CatalogError
 
@@ -249,8 +249,7 @@ def efficiency_for(
                 unseen = ("engine", *unseen)
             found = _widened(found, table.meta, unseen)
             found = _attention_as_run(found, unfused_decode_attention)
-            if (backend or hardware.backend) != "cpu":  # the device's GPU family, where the GPU runs it
-                found = family_scaled(found, table.meta.get(FAMILY_OFFSETS_KEY), hardware.family)
+            found = family_scaled(found, table.meta.get(FAMILY_OFFSETS_KEY), gpu_family(hardware.family, backend or hardware.backend))
             return _engine_own(found, engine, backend or hardware.backend)
     default = engine.efficiency
     if engine.based_on:

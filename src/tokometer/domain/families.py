@@ -66,6 +66,11 @@ FAMILIES: Final[dict[str, str]] = {
 }
 
 
+def gpu_family(family: str | None, backend: str) -> str | None:
+    """The family whose offset a prediction takes: the device's, unless a CPU backend runs it (its cores, not its GPU)."""
+    return None if backend == "cpu" else family
+
+
 def family_scaled(eff: Efficiency, offsets: Mapping[str, Mapping[str, float]] | None, family: str | None) -> Efficiency:
     """`eff` on a device of `family`, with that family's fitted offsets (`fitting.families_fit.family_offsets`:
     u = log(predicted / measured time) of its publications' rows under their class's entry, shrunk toward 0).
@@ -101,6 +106,6 @@ def family_scaled(eff: Efficiency, offsets: Mapping[str, Mapping[str, float]] | 
         prefill_attention_fraction=None if eff.prefill_attention_fraction is None else eff.prefill_attention_fraction / p,
         attention_score_bytes=eff.attention_score_bytes * p,
         family_time_scales=(m, p),
-        source=eff.source if f"{1 / m:.2f}{1 / p:.2f}" == "1.001.00" else
+        source=eff.source if round(1 / m, 2) == round(1 / p, 2) == 1.0 else
         f"{eff.source}; {family} family x{1 / m:.2f} decode, x{1 / p:.2f} prefill speed",
     )

@@ -30,7 +30,7 @@ from tokometer.catalog.efficiency import ANY, FAMILY_OFFSETS_KEY, UNSEEN_KEYS, G
 from tokometer.domain.families import family_scaled
 from tokometer.domain.specs import Efficiency
 from tokometer.fitting.bands import band_sd, grouped_band_sd
-from tokometer.fitting.families_fit import family_offsets, row_family
+from tokometer.fitting.families_fit import family_offsets
 from tokometer.fitting.features import (
     Features,
     int32_limited,
@@ -508,7 +508,7 @@ def fit_with_bands(
                 eff = lookup(inner, f.group)
                 if eff is None:
                     continue
-                eff = family_scaled(eff, inner_offsets, row_family(f))
+                eff = family_scaled(eff, inner_offsets, f.family)
                 error = math.log(predicted_time(f, eff) / f.t_measured_s)
                 for key in _keys(f.group):
                     errors[key][f.case.metric][split].append(error)

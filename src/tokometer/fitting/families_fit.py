@@ -7,12 +7,12 @@ holds from one harness and build to the next); the family's offset is their mean
 empirical-Bayes weight of `shrinkage.level_prior` across families, so a family seen by one publication moves
 little and one that several agree on moves to where they agree. A family with fewer than `MIN_FAMILY_ROWS` rows
 of a metric gets no offset for it. Decode offsets come first; prefill's are read
-with the decode offsets in place (a prompt's fixed costs are decode's). Rows run on a CPU backend have no family.
+with the decode offsets in place (a prompt's fixed costs are decode's). Rows run on a CPU backend have no family
+(`Features.family`, `domain.families.gpu_family`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from collections import defaultdict
@@ -29,23 +29,6 @@ FamilyOffsets = dict[str, dict[str, float]]  # metric ("tg", "pp") -> family -> 
 MIN_FAMILY_ROWS = 6
 
 
-@functools.cache
-def hardware_family(hardware_id: str) -> str | None:
-    """The catalog's family of a device (None: a CPU, or a device without one)."""
-    from tokometer.catalog import hardware_catalog
-    from tokometer.errors import TokometerError
-
-    try:
-        return hardware_catalog().get(hardware_id).family
-    except TokometerError:
-        return None
-
-
-def row_family(f: Features) -> str | None:
-    """The family whose offset a row's prediction takes: none on a CPU backend (the cores, not the GPU, run it)."""
-    return None if f.backend == "cpu" else hardware_family(f.hardware_id)
-
-
 def family_offsets(
     feats: list[Features], lookup: Callable[[str], Efficiency | None], source_of: Callable[[Features], str],
 ) -> FamilyOffsets:
@@ -54,12 +37,10 @@ def family_offsets(
     for metric in ("tg", "pp"):
         by_family: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for f in feats:
-            family = row_family(f)
-            eff = lookup(f.group) if family and f.case.metric == metric else None
-            if eff is None or family is None:
-                continue
-            eff = family_scaled(eff, offsets, family)  # prefill: with decode's offsets in place
-            by_family[family][source_of(f)].append(math.log(predicted_time(f, eff) / f.t_measured_s))
+            eff = lookup(f.group) if f.family and f.case.metric == metric else None
+            if eff is not None and f.family:
+                eff = family_scaled(eff, offsets, f.family)  # prefill: with decode's offsets in place
+                by_family[f.family][source_of(f)].append(math.log(predicted_time(f, eff) / f.t_measured_s))
         groups = {family: [statistics.median(v) for v in by.values()] for family, by in by_family.items()
                   if sum(map(len, by.values())) >= MIN_FAMILY_ROWS}
         prior = level_prior(groups)

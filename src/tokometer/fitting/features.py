@@ -25,6 +25,7 @@ from tokometer.costmodel.roofline import (
     prefill_score_elements,
     routed_matmul_share,
 )
+from tokometer.domain.families import gpu_family
 from tokometer.domain.specs import Efficiency, stream_bandwidth_share
 from tokometer.domain.units import GB
 from tokometer.errors import TokometerError
@@ -66,6 +67,7 @@ class Features:
     n_chunks: int = 1
     bandwidth_gb_per_s: float = 0.0  # datasheet
     stream_units: float | None = None  # `HardwareSpec.stream_units`: SMs / CUs / GPU cores (Apple's at their clock), the N of N * b_unit
+    family: str | None = None  # `domain.families.gpu_family`: the GPU family whose offset the row takes (None on a CPU)
     routed_share: float = 0.0  # share of the matmul FLOPs in routed experts (`roofline.routed_matmul_share`)
     expert_token_share: float = 1.0  # k / E: the share of a chunk's tokens one routed expert sees
     row_engine: str = ""  # the engine the row names (engines.toml id), which `engine_id` may pool with its parent
@@ -126,6 +128,7 @@ def features(case: Case) -> Features | None:
         row_engine=engine.id,
         backend=backend,
         hardware_id=hardware.id,
+        family=gpu_family(hardware.family, backend),
         prior=prior,
         quantized=est.quantized,
         # decode pays a recurrent layer's extra kernels (`roofline.decode_step`), prefill's long kernels do not
