@@ -363,3 +363,81 @@ def test_aslb_mlx_vlm_decode_counted_words_so_it_is_unscored_but_its_prefill_and
     assert vlm_pp and all("not tokens" not in (validation.predict_case(c).reason or "") for c in vlm_pp)
     lm_tg = [c for c in cases if c.metric == "tg" and c.text("engine") == "MLX (mlx-lm)"][:20]
     assert lm_tg and all("not tokens" not in (validation.predict_case(c).reason or "") for c in lm_tg)
+
+
+def test_an_unscorable_rows_rule_takes_lists_of_metrics_and_engines(tmp_path: Path) -> None:
+    from tokometer.errors import CatalogError
+
+    table = tmp_path / "RESOLVE.toml"
+    table.write_text(
+        '[[unscorable_rows]]\nsource = "X"\nmetric = ["pp", "ttft_ms"]\nheading = "h"\nengine = ["a", "b"]\nreason = "why"\n',
+        encoding="utf-8",
+    )
+    (rule,) = aliases.resolve_table(table).row_rules
+    assert rule.metrics == ("pp", "ttft_ms") and rule.engines == ("a", "b")
+    empty, mixed = tmp_path / "empty.toml", tmp_path / "mixed.toml"  # resolve_table caches by path
+    empty.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = []\nheading = "h"\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="no metric"):
+        aliases.resolve_table(empty)
+    mixed.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = ["pp", 2]\nheading = "h"\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="metric"):
+        aliases.resolve_table(mixed)
+
+
+def _prompt_seconds(cases: list[validation.Case], engine: str) -> dict[tuple[str, str], dict[int, float]]:
+    """Per (model, quant) of one engine's ASLB prefill rows: prompt length -> median prompt / rate (s)."""
+    import statistics
+
+    times: dict[tuple[str, str], dict[int, list[float]]] = {}
+    for c in cases:
+        if c.metric == "pp" and c.text("engine") == engine and (rate := c.number("value")):
+            times.setdefault((c.text("model"), c.text("quant")), {}).setdefault(c.prompt_tokens, []).append(c.prompt_tokens / rate)
+    return {k: {p: statistics.median(v) for p, v in by.items()} for k, by in times.items()}
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "ASLB-M3MAX.csv").is_file(), reason="published evidence not shipped")
+def test_aslb_servers_that_reuse_an_identical_prompt_have_their_prefill_and_ttft_unscored() -> None:
+    import statistics
+
+    cases = _rows("ASLB-M3MAX.csv")
+
+    def long_over_short(engine: str) -> float:  # the 751-token prompt's time over the 23-token one's
+        ratios = [by[751] / by[23] for by in _prompt_seconds(cases, engine).values() if 751 in by and 23 in by]
+        assert ratios, engine
+        return statistics.median(ratios)
+
+    # the evidence for the rule, in the source's own times: 33x the prompt in about the same time (or less)
+    # where the server reuses the cached prompt, several times longer where it does not
+    assert long_over_short("llama.cpp (llama-server)") < 1.0 and long_over_short("MLX (mlx-lm)") < 1.5
+    assert long_over_short("MLX (mlx-vlm)") > 4.0
+    cached = ("llama.cpp (llama-server)", "MLX (mlx-lm)", "Docker Model Runner")
+    for engine in cached:
+        prompt = [c for c in cases if c.metric in ("pp", "ttft_ms") and c.text("engine") == engine][:12]
+        assert prompt and all("cached prompt" in (aliases.unscorable_for(c) or "") for c in prompt), engine
+        decode = [c for c in cases if c.metric == "tg" and c.text("engine") == engine][:12]
+        assert decode and not any("cached prompt" in (aliases.unscorable_for(c) or "") for c in decode), engine
+    others = [c for c in cases if c.metric == "pp" and c.text("engine") in ("MLX (mlx-vlm)", "vllm-mlx", "Ollama")]
+    assert others and not any("cached prompt" in (aliases.unscorable_for(c) or "") for c in others)
+
+
+@pytest.mark.skipif(not (PUBLISHED_DIR / "R9700-TOOLBOX.csv").is_file(), reason="published evidence not shipped")
+def test_r9700_bf16_prompts_with_hipblaslt_forced_off_are_unscored_and_nothing_else() -> None:
+    cases = _rows("R9700-TOOLBOX.csv")
+    forced = [c for c in cases if "a GEMM library forced off" in (aliases.unscorable_for(c) or "")]
+    assert forced and all(
+        c.metric == "pp" and c.text("quant") == "BF16" and "ROCBLAS_USE_HIPBLASLT=0" in c.text("notes") for c in forced
+    )
+    default = [c for c in cases if c.metric == "pp" and c.text("quant") == "BF16" and "ROCBLAS_USE_HIPBLASLT=1" in c.text("notes")]
+    quantized_off = [c for c in cases if c.metric == "pp" and c.text("quant") != "BF16" and "ROCBLAS_USE_HIPBLASLT=0" in c.text("notes")]
+    decode_off = [c for c in cases if c.metric == "tg" and "ROCBLAS_USE_HIPBLASLT=0" in c.text("notes")]
+    for kept in (default, quantized_off, decode_off):
+        assert kept and not any("forced off" in (aliases.unscorable_for(c) or "") for c in kept)
+
+
+def test_an_unscorable_rows_rule_contains_must_map_columns_to_texts(tmp_path: Path) -> None:
+    from tokometer.errors import CatalogError
+
+    bad = tmp_path / "RESOLVE.toml"
+    bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "pp"\nheading = "h"\ncontains = { quant = 3 }\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match="contains"):
+        aliases.resolve_table(bad)

@@ -47,25 +47,37 @@ class Resolution:
 @dataclass(frozen=True)
 class RowRule:
     """Rows of one source that measured something else than their metric says (RESOLVE.toml
-    `[[unscorable_rows]]`): the source's rows of `metric` whose table_heading contains `heading`,
-    whose prompt is at most `max_prompt_tokens` (0: any length) and, where `engine` is given, whose
-    engine column is that engine (one harness timing several servers miscounts only some of them)."""
+    `[[unscorable_rows]]`): the source's rows of `metrics` (one name or a list) whose table_heading contains
+    `heading`, whose prompt is at most `max_prompt_tokens` (0: any length) and, where `engines` are given
+    (one name or a list), whose engine column is one of them (one harness timing several servers miscounts only
+    some of them). `contains` narrows it to rows whose named columns contain the given text (a run's
+    configuration that only its notes state, such as an environment variable)."""
 
     source: str
-    metric: str
+    metrics: tuple[str, ...]
     heading: str
     max_prompt_tokens: int
     reason: str
-    engine: str = ""
+    engines: tuple[str, ...] = ()
+    contains: tuple[tuple[str, str], ...] = ()  # (column, text) pairs, all of which must hold
 
     def matches(self, case: Any) -> bool:
         return (
             _source(case) == self.source
-            and case.metric == self.metric
+            and case.metric in self.metrics
             and self.heading in case.text("table_heading")
             and (self.max_prompt_tokens <= 0 or case.prompt_tokens <= self.max_prompt_tokens)
-            and (not self.engine or case.text("engine") == self.engine)
+            and (not self.engines or case.text("engine") in self.engines)
+            and all(text in case.text(column) for column, text in self.contains)
         )
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    """A rule's field that takes one name or a list of names, as a tuple ("" or [] for none)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+        raise CatalogError(f"{where} must be a string or a list of strings")
+    return tuple(v.strip() for v in items if v.strip())
 
 
 @dataclass(frozen=True)
@@ -125,10 +137,16 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         limit = item.get("max_prompt_tokens", 0)
         if not isinstance(limit, int) or limit < 0:
             raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: max_prompt_tokens must be a whole number >= 0")
-        engine = item.get("engine", "")
-        if not isinstance(engine, str):
-            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: engine must be a string")
-        rules.append(RowRule(str(item["source"]), str(item["metric"]), str(item["heading"]), limit, str(item["reason"]), engine.strip()))
+        names = {key: _names(item.get(key, []), f"{path.name}: [[unscorable_rows]] #{index + 1}: {key}") for key in ("metric", "engine")}
+        if not names["metric"]:
+            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: metric names no metric")
+        contains = item.get("contains", {})
+        if not isinstance(contains, dict) or not all(isinstance(v, str) and v for v in contains.values()):
+            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: contains must map columns to texts")
+        rules.append(RowRule(
+            str(item["source"]), names["metric"], str(item["heading"]), limit, str(item["reason"]), names["engine"],
+            tuple((str(k), v) for k, v in contains.items()),
+        ))
     broken: dict[str, str] = {}
     for index, item in enumerate(raw.get("broken_run", [])):
         rows = item.get("rows")
