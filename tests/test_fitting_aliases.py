@@ -326,23 +326,35 @@ def test_b70_cookbook_q4_k_xl_rows_are_read_at_the_size_the_same_file_prints_els
     assert aliases.quant_from_text("Q4_K_XL", "KYUZ0-B70") is None
 
 
-def test_an_unscorable_rows_rule_engine_must_be_a_string(tmp_path: Path) -> None:
+def _one_rule(tmp_path: Path, fields: str) -> aliases.RowRule:
+    """The one `[[unscorable_rows]]` rule a RESOLVE.toml of these fields (and a reason) reads as."""
+    table = tmp_path / "RESOLVE.toml"
+    table.write_text(f'[[unscorable_rows]]\n{fields}\nreason = "why"\n', encoding="utf-8")
+    (rule,) = aliases.resolve_table(table).row_rules
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("field", "match"),
+    [
+        ('metric = "tg"\nengine = 3', "engine"),
+        ("metric = []", "no metric"),
+        ('metric = ["pp", 2]', "metric"),
+        ('metric = "pp"\ncontains = { quant = 3 }', "contains"),
+    ],
+)
+def test_a_malformed_unscorable_rows_rule_is_a_catalog_error(tmp_path: Path, field: str, match: str) -> None:
     from tokometer.errors import CatalogError
 
     bad = tmp_path / "RESOLVE.toml"
-    bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "tg"\nheading = "h"\nengine = 3\nreason = "why"\n', encoding="utf-8")
-    with pytest.raises(CatalogError, match="engine"):
+    bad.write_text(f'[[unscorable_rows]]\nsource = "X"\n{field}\nheading = "h"\nreason = "why"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match=match):
         aliases.resolve_table(bad)
 
 
 @pytest.mark.skipif(not (PUBLISHED_DIR / "ASLB-M3MAX.csv").is_file(), reason="published evidence not shipped")
 def test_an_unscorable_rows_rule_with_an_engine_matches_only_that_engines_rows(tmp_path: Path) -> None:
-    table = tmp_path / "RESOLVE.toml"
-    table.write_text(
-        '[[unscorable_rows]]\nsource = "ASLB-M3MAX"\nmetric = "tg"\nheading = "decode_tps"\nengine = "MLX (mlx-vlm)"\nreason = "words"\n',
-        encoding="utf-8",
-    )
-    (rule,) = aliases.resolve_table(table).row_rules
+    rule = _one_rule(tmp_path, 'source = "ASLB-M3MAX"\nmetric = "tg"\nheading = "decode_tps"\nengine = "MLX (mlx-vlm)"')
     decode = [c for c in _rows("ASLB-M3MAX.csv") if c.metric == "tg"]
     vlm = [c for c in decode if c.text("engine") == "MLX (mlx-vlm)"]
     others = [c for c in decode if c.text("engine") != "MLX (mlx-vlm)"]
@@ -366,22 +378,8 @@ def test_aslb_mlx_vlm_decode_counted_words_so_it_is_unscored_but_its_prefill_and
 
 
 def test_an_unscorable_rows_rule_takes_lists_of_metrics_and_engines(tmp_path: Path) -> None:
-    from tokometer.errors import CatalogError
-
-    table = tmp_path / "RESOLVE.toml"
-    table.write_text(
-        '[[unscorable_rows]]\nsource = "X"\nmetric = ["pp", "ttft_ms"]\nheading = "h"\nengine = ["a", "b"]\nreason = "why"\n',
-        encoding="utf-8",
-    )
-    (rule,) = aliases.resolve_table(table).row_rules
+    rule = _one_rule(tmp_path, 'source = "X"\nmetric = ["pp", "ttft_ms"]\nheading = "h"\nengine = ["a", "b"]')
     assert rule.metrics == ("pp", "ttft_ms") and rule.engines == ("a", "b")
-    empty, mixed = tmp_path / "empty.toml", tmp_path / "mixed.toml"  # resolve_table caches by path
-    empty.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = []\nheading = "h"\nreason = "why"\n', encoding="utf-8")
-    with pytest.raises(CatalogError, match="no metric"):
-        aliases.resolve_table(empty)
-    mixed.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = ["pp", 2]\nheading = "h"\nreason = "why"\n', encoding="utf-8")
-    with pytest.raises(CatalogError, match="metric"):
-        aliases.resolve_table(mixed)
 
 
 def _prompt_seconds(cases: list[validation.Case], engine: str) -> dict[tuple[str, str], dict[int, float]]:
@@ -432,12 +430,3 @@ def test_r9700_bf16_prompts_with_hipblaslt_forced_off_are_unscored_and_nothing_e
     decode_off = [c for c in cases if c.metric == "tg" and "ROCBLAS_USE_HIPBLASLT=0" in c.text("notes")]
     for kept in (default, quantized_off, decode_off):
         assert kept and not any("forced off" in (aliases.unscorable_for(c) or "") for c in kept)
-
-
-def test_an_unscorable_rows_rule_contains_must_map_columns_to_texts(tmp_path: Path) -> None:
-    from tokometer.errors import CatalogError
-
-    bad = tmp_path / "RESOLVE.toml"
-    bad.write_text('[[unscorable_rows]]\nsource = "X"\nmetric = "pp"\nheading = "h"\ncontains = { quant = 3 }\nreason = "why"\n', encoding="utf-8")
-    with pytest.raises(CatalogError, match="contains"):
-        aliases.resolve_table(bad)
