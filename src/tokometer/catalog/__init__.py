@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from tokometer.catalog.cpu_side import CPU_SCHEMA, cpu_side
 from tokometer.catalog.schema import BOOL, INT, LIST, NUM, STR, TABLE, Field, Schema, check_entry
+from tokometer.domain.families import FAMILIES
 from tokometer.domain.specs import (
     HARDWARE_KINDS,
     SEGMENTS,
@@ -242,6 +243,8 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         raise CatalogError(f"kind must be one of {sorted(_KINDS)}")
     if raw["segment"] not in _SEGMENTS:
         raise CatalogError(f"segment must be one of {sorted(_SEGMENTS)}")
+    if "family" in raw and raw["family"] not in FAMILIES:  # a level of the fit (`domain.families`)
+        raise CatalogError(f"family {raw['family']!r} is not one of {', '.join(sorted(FAMILIES))}")
     for key in ("memory_gb", "memory_bandwidth_gb_per_s"):
         if not raw[key] > 0:
             raise CatalogError(f"{key} must be positive")
@@ -280,6 +283,7 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
         compute_peak_derived=bool(raw.get("compute_peak_derived", False)),
         compute_units=_units(raw),
         compute_units_source=raw.get("compute_units_source"),
+        family=raw.get("family"),
         **_architecture(raw),
         **_price(raw),
         **cpu_side(raw),
@@ -287,20 +291,16 @@ def _make_hardware(entry_id: str, raw: dict[str, Any], path: str) -> HardwareSpe
 
 
 def _architecture(raw: dict[str, Any]) -> dict[str, Any]:
-    """The device's GPU architecture family (`domain.families`: a level of the fit), and the one that is a fit
-    class of its own (`specs.ARCH_CLASSES`), with its source."""
-    from tokometer.domain.families import FAMILIES
+    """A GPU architecture family that is a fit class of its own (`specs.ARCH_CLASSES`), with its source."""
     from tokometer.domain.specs import ARCH_CLASSES
 
-    if (out := {"family": raw["family"]} if "family" in raw else {}) and out["family"] not in FAMILIES:
-        raise CatalogError(f"family {raw['family']!r} is not one of {', '.join(sorted(FAMILIES))}")
     if "architecture" not in raw:
-        return out
+        return {}
     if raw["architecture"] not in ARCH_CLASSES:
         raise CatalogError(f"architecture {raw['architecture']!r} is not one of {', '.join(sorted(ARCH_CLASSES))}")
     if not raw.get("architecture_source"):
         raise CatalogError("architecture needs architecture_source")
-    return {**out, "architecture": raw["architecture"], "architecture_source": raw["architecture_source"]}
+    return {"architecture": raw["architecture"], "architecture_source": raw["architecture_source"]}
 
 
 def _units(raw: dict[str, Any]) -> int | None:

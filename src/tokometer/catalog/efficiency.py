@@ -158,9 +158,9 @@ def multi_device_log_sd(metric: str = "tg") -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-# the fit's meta keys holding how far an unseen group strays from its parent (`fitting.shrinkage`)
 # the fit's meta key holding each GPU architecture family's offsets per metric (`fitting.families_fit`)
 FAMILY_OFFSETS_KEY = "family_log_offsets"
+# the fit's meta keys holding how far an unseen group strays from its parent (`fitting.shrinkage`)
 UNSEEN_KEYS = {
     "tg": {"engine": "unseen_engine_log_sd", "backend": "unseen_backend_log_sd", "class": "unseen_class_log_sd"},
     "pp": {

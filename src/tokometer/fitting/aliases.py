@@ -131,20 +131,21 @@ def resolve_table(path: Path = RESOLVE_TOML) -> ResolveTable:
         unscorable[str(item["source"])] = str(item["reason"])
     rules = []
     for index, item in enumerate(raw.get("unscorable_rows", [])):
+        where = f"{path.name}: [[unscorable_rows]] #{index + 1}"
         missing = [k for k in ("source", "metric", "heading", "reason") if not str(item.get(k, "")).strip()]
         if missing:
-            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: missing {', '.join(missing)}")
+            raise CatalogError(f"{where}: missing {', '.join(missing)}")
         limit = item.get("max_prompt_tokens", 0)
         if not isinstance(limit, int) or limit < 0:
-            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: max_prompt_tokens must be a whole number >= 0")
-        names = {key: _names(item.get(key, []), f"{path.name}: [[unscorable_rows]] #{index + 1}: {key}") for key in ("metric", "engine")}
-        if not names["metric"]:
-            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: metric names no metric")
+            raise CatalogError(f"{where}: max_prompt_tokens must be a whole number >= 0")
+        metrics, engines = _names(item.get("metric", []), f"{where}: metric"), _names(item.get("engine", []), f"{where}: engine")
+        if not metrics:
+            raise CatalogError(f"{where}: metric names no metric")
         contains = item.get("contains", {})
         if not isinstance(contains, dict) or not all(isinstance(v, str) and v for v in contains.values()):
-            raise CatalogError(f"{path.name}: [[unscorable_rows]] #{index + 1}: contains must map columns to texts")
+            raise CatalogError(f"{where}: contains must map columns to texts")
         rules.append(RowRule(
-            str(item["source"]), names["metric"], str(item["heading"]), limit, str(item["reason"]), names["engine"],
+            str(item["source"]), metrics, str(item["heading"]), limit, str(item["reason"]), engines,
             tuple((str(k), v) for k, v in contains.items()),
         ))
     broken: dict[str, str] = {}

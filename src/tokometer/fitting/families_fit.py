@@ -37,10 +37,10 @@ def family_offsets(
     for metric in ("tg", "pp"):
         by_family: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for f in feats:
-            eff = lookup(f.group) if f.family and f.case.metric == metric else None
-            if eff is not None and f.family:
-                eff = family_scaled(eff, offsets, f.family)  # prefill: with decode's offsets in place
-                by_family[f.family][source_of(f)].append(math.log(predicted_time(f, eff) / f.t_measured_s))
+            if not f.family or f.case.metric != metric or (eff := lookup(f.group)) is None:
+                continue
+            eff = family_scaled(eff, offsets, f.family)  # prefill: with decode's offsets in place
+            by_family[f.family][source_of(f)].append(math.log(predicted_time(f, eff) / f.t_measured_s))
         groups = {family: [statistics.median(v) for v in by.values()] for family, by in by_family.items()
                   if sum(map(len, by.values())) >= MIN_FAMILY_ROWS}
         prior = level_prior(groups)
