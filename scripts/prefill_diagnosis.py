@@ -31,8 +31,8 @@ def diagnose(sources: list[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for source in sources:
         train = [f for c in cases if case_source(c) != source and (f := feats[id(c)]) is not None]
-        spreads: dict[str, float] = {}
-        table = fit_with_bands(train, source=f"fit without {source}", spreads=spreads)
+        meta: dict[str, Any] = {}
+        table = fit_with_bands(train, source=f"fit without {source}", meta=meta)
         for case in cases:
             if case_source(case) != source or case.metric != "pp" or case.n_devices != 1:
                 continue
@@ -47,7 +47,7 @@ def diagnose(sources: list[str]) -> list[dict[str, Any]]:
                 request = case_request(case, hw)
                 engine = engine_catalog().get(request.engine or "llama-cpp")
                 backend = request.backend or hw.backend
-                eff = case_efficiency(case, hw, entries=table, meta=spreads)
+                eff = case_efficiency(case, hw, entries=table, meta=meta)
                 est = estimate(case_request(case, hw, efficiency=eff))
             except TokometerError as exc:
                 row["error"] = str(exc)

@@ -20,7 +20,7 @@ from tokometer.fitting.rows import Case
 from tokometer.fitting.workers import FIT_WORKERS_ENV, fit_workers, fork_map
 
 
-def quick_fit(feats: list[Any], source: str = "fitted", spreads: dict[str, float] | None = None) -> dict[str, Efficiency]:
+def quick_fit(feats: list[Any], source: str = "fitted", meta: dict[str, Any] | None = None) -> dict[str, Efficiency]:
     """The table without its bands: the fold loop is under test, not the bands."""
     return fit_table(feats, source=source)
 

@@ -477,7 +477,7 @@ BAND_FOLDS = 10
 
 
 def fit_with_bands(
-    feats: list[Features], source: str = "fitted", spreads: dict[str, Any] | None = None
+    feats: list[Features], source: str = "fitted", meta: dict[str, Any] | None = None
 ) -> dict[str, Efficiency]:
     """Fit a table, then size each entry's 80 % band from errors on rows the fit did not see.
 
@@ -485,18 +485,19 @@ def fit_with_bands(
     device and each training source is predicted (in closed form, from its features) by a fit
     without it (devices and sources dealt into `BAND_FOLDS` folds each, `splits.group_k_fold`), and the band of every entry is the wider of the two that hold 80 % of those
     out-of-sample errors (`bands.grouped_band_sd`). The inner fits keep the table's b_unit (its
-    profile search costs one fit per candidate) and refit the linear terms. `spreads`: filled with
+    profile search costs one fit per candidate) and refit the linear terms. `meta`: filled with
     the spread of an unseen group around its parent per level (meta keys of
-    `catalog.efficiency.UNSEEN_KEYS`), which widens a borrowed entry's band.
+    `catalog.efficiency.UNSEEN_KEYS`), which widens a borrowed entry's band, and the architecture
+    families' offsets (`FAMILY_OFFSETS_KEY`, `fitting.families_fit`), which `efficiency_for` applies.
     """
     priors: dict[int, tuple[LevelPrior, LevelPrior]] = {}
     table = fit_table(feats, source=source, priors=priors)
     offsets = family_offsets(feats, functools.partial(lookup, table), _source_of)
-    if spreads is not None:
+    if meta is not None:
         for level, (tg_prior, pp_prior) in priors.items():
-            spreads[UNSEEN_KEYS["tg"][LEVEL_NAMES[level]]] = round(tg_prior.tau, 6)
-            spreads[UNSEEN_KEYS["pp"][LEVEL_NAMES[level]]] = round(pp_prior.tau, 6)
-        spreads[FAMILY_OFFSETS_KEY] = offsets
+            meta[UNSEEN_KEYS["tg"][LEVEL_NAMES[level]]] = round(tg_prior.tau, 6)
+            meta[UNSEEN_KEYS["pp"][LEVEL_NAMES[level]]] = round(pp_prior.tau, 6)
+        meta[FAMILY_OFFSETS_KEY] = offsets
     errors: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
         lambda: {"tg": defaultdict(list), "pp": defaultdict(list)}
     )

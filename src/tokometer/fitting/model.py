@@ -58,9 +58,9 @@ class Model:
 def fit(cases: list[Case], source: str = "fitted") -> Model:
     """Fit a table on every usable row (single device, unflagged tg/pp), bands from grouped hold-outs."""
     feats = [f for f in (features(c) for c in cases) if f is not None]
-    spreads: dict[str, Any] = {}
-    table = fit_with_bands(feats, source=source, spreads=spreads)
-    return Model(table, source=source, n_rows=len(feats), meta=dict(spreads))
+    meta: dict[str, Any] = {}
+    table = fit_with_bands(feats, source=source, meta=meta)
+    return Model(table, source=source, n_rows=len(feats), meta=meta)
 
 
 def held_out_fits(
@@ -89,8 +89,8 @@ def held_out_fits(
 
     def one(index: int) -> tuple[Model, list[CaseResult]]:
         group, train_index, test = tasks[index]
-        spreads: dict[str, Any] = {}
-        model = Model(fit([rows[i] for i in train_index], source=f"fit without {group}", spreads=spreads), meta=dict(spreads))
+        meta: dict[str, Any] = {}
+        model = Model(fit([rows[i] for i in train_index], source=f"fit without {group}", meta=meta), meta=meta)
         return model, model.predict(test)
 
     for (_, _, test), (model, results) in zip(tasks, fork_map(one, len(tasks)), strict=True):
@@ -137,8 +137,8 @@ def calibrate(
     leave-one-source-out residuals, with the spread of unseen groups per level in the meta.
     `progress` wraps the loop that reads the rows' features (a bar)."""
     feats = [f for f in (features(c) for c in (progress(cases) if progress else cases)) if f is not None]
-    spreads: dict[str, Any] = {}
-    table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}", spreads=spreads)
+    fitted_meta: dict[str, Any] = {}
+    table = fit_with_bands(feats, source=f"fitted {date.today().isoformat()} on {data_label}", meta=fitted_meta)
     counts: dict[str, tuple[int, int, list[str]]] = {}
     for key in table:
         rows = [f for f in feats if matches(f.group, key)]
@@ -154,7 +154,7 @@ def calibrate(
         "ridged toward its parent with an empirical-Bayes weight sigma^2/tau^2; 80 % bands from the 80th "
         "percentile of |log error| on hardware and on sources left out of the fit (the wider); unseen_*: "
         "tau per level, widening a borrowed entry's band",
-        **spreads,
+        **fitted_meta,
     }
     spreads_multi = multi_device_spreads(cases)
     if (multi := spreads_multi["tg"]) is not None:
