@@ -8,12 +8,14 @@ the sentence quotes, in an empty tokometer home so a user's own entries never co
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -42,11 +44,86 @@ def _tok_s(value: float) -> str:
     return f"{num(value)} tok/s"
 
 
+# LocalScore's CUDA systems split by their own decode rates (README, "LocalScore's rows"): a system that ran
+# both of these Q4_K_M models decodes the 1B one at most ~6x faster (its weight bytes per token are a sixth);
+# under FAST_RATIO x, a per-token cost of the setup that the bytes do not set dominates
+LOCALSCORE_PAIR = ("Llama 3.2 1B Instruct", "Meta Llama 3.1 8B Instruct")
+FAST_RATIO = 3.0
+
+
+def _pct(value: float, signed: bool = False) -> str:
+    return f"{value * 100:+.0f} %" if signed else f"{value * 100:.0f} %"
+
+
+@functools.cache
+def _localscore_split() -> dict[str, str]:
+    """LocalScore's CUDA systems (the site's GPU/CPU/RAM/OS text) that ran both `LOCALSCORE_PAIR` models at
+    Q4_K_M, split at `FAST_RATIO` by the ratio of their best decode rates, with the leave-one-source-out
+    errors (`docs/accuracy/held_out.json.gz`) of every scored Q4_K_M decode row of each side's systems."""
+    import gzip
+    import json
+    import statistics
+    from collections import defaultdict
+
+    from tokometer.fitting.evidence import read_evidence
+
+    held = ROOT / "docs" / "accuracy" / "held_out.json.gz"
+    with gzip.open(held, "rt", encoding="utf-8") as f:
+        predicted = {
+            row[1]: row[2] for row in json.load(f)["lso"] if row[2] is not None and row[5] is None
+        }
+    systems: dict[str, list[Any]] = defaultdict(list)
+    for case in read_evidence():
+        if (
+            case.text("source_id") == "LOCALSCORE"
+            and case.metric == "tg"
+            and case.text("backend") == "CUDA"
+            and case.text("hardware_id")
+            and (case.text("quant") or "").startswith("Q4_K")
+        ):
+            systems[case.text("hardware_as_stated") or ""].append(case)
+    sides: dict[bool, list[float]] = {True: [], False: []}
+    counts = {True: 0, False: 0}
+    for cases in systems.values():
+        best = {
+            m: max((c.value for c in cases if c.text("model") == m), default=0.0)
+            for m in LOCALSCORE_PAIR
+        }
+        if not all(best.values()):
+            continue
+        fast = best[LOCALSCORE_PAIR[0]] / best[LOCALSCORE_PAIR[1]] >= FAST_RATIO
+        counts[fast] += 1
+        sides[fast] += [predicted[c.row_id] / c.value - 1.0 for c in cases if c.row_id in predicted]
+    return {
+        "localscore-systems": str(counts[True] + counts[False]),
+        "localscore-fast": str(counts[True]),
+        "localscore-fast-error": _pct(statistics.median(abs(e) for e in sides[True])),
+        "localscore-fast-bias": _pct(statistics.median(sides[True]), signed=True),
+        "localscore-slow": str(counts[False]),
+        "localscore-slow-bias": _pct(statistics.median(sides[False]), signed=True),
+    }
+
+
+def _split_figure(name: str) -> Callable[[], str]:
+    return lambda: _localscore_split()[name]
+
+
 FIGURES: dict[str, Callable[[], str]] = {
     "hardware-count": lambda: _count("hardware_catalog"),
     "model-presets": lambda: _count("model_catalog"),
     "bare-ceiling": lambda: _tok_s(_bare()[0]),
     "bare-estimate": lambda: _tok_s(_bare()[1]),
+    **{
+        name: _split_figure(name)
+        for name in (
+            "localscore-systems",
+            "localscore-fast",
+            "localscore-fast-error",
+            "localscore-fast-bias",
+            "localscore-slow",
+            "localscore-slow-bias",
+        )
+    },
 }
 
 
@@ -74,7 +151,9 @@ def rewritten(text: str, figures: dict[str, str]) -> str:
     def one(found: re.Match[str]) -> str:
         name = found.group(1)
         if name not in figures:
-            raise SystemExit(f"README.md names figure {name!r}, which scripts/readme_figures.py does not know")
+            raise SystemExit(
+                f"README.md names figure {name!r}, which scripts/readme_figures.py does not know"
+            )
         return f"<!-- figure:{name} -->{figures[name]}<!-- /figure -->"
 
     return FIGURE.sub(one, text)
