@@ -58,22 +58,22 @@ def _pct(value: float, signed: bool = False) -> str:
 @functools.cache
 def _localscore_split() -> dict[str, str]:
     """LocalScore's CUDA systems (the site's GPU/CPU/RAM/OS text) that ran both `LOCALSCORE_PAIR` models at
-    Q4_K_M, split at `FAST_RATIO` by the ratio of their best decode rates, with the leave-one-source-out
-    errors (`docs/accuracy/held_out.json.gz`) of every scored Q4_K_M decode row of each side's systems."""
-    import gzip
-    import json
+    Q4_K_M, split at `FAST_RATIO` by the ratio of their best decode rates (scored or not), with the leave-one-source-out
+    errors (`accuracy_tables.load_held_out`) of every scored Q4_K_M decode row of each side's systems."""
+    import importlib.util
     import statistics
     from collections import defaultdict
 
     from tokometer.fitting.evidence import read_evidence
 
-    held = ROOT / "docs" / "accuracy" / "held_out.json.gz"
-    with gzip.open(held, "rt", encoding="utf-8") as f:
-        predicted = {
-            row[1]: row[2] for row in json.load(f)["lso"] if row[2] is not None and row[5] is None
-        }
+    # the stored hold-outs as `accuracy_tables` writes and checks them (scripts/ is not a package)
+    spec = importlib.util.spec_from_file_location("accuracy_tables", ROOT / "scripts" / "accuracy_tables.py")
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
     systems: dict[str, list[Any]] = defaultdict(list)
-    for case in read_evidence():
+    for result in tables.load_held_out(read_evidence())["lso"]:
+        case = result.case
         if (
             case.text("source_id") == "LOCALSCORE"
             and case.metric == "tg"
@@ -81,19 +81,19 @@ def _localscore_split() -> dict[str, str]:
             and case.text("hardware_id")
             and (case.text("quant") or "").startswith("Q4_K")
         ):
-            systems[case.text("hardware_as_stated") or ""].append(case)
+            systems[case.text("hardware_as_stated") or ""].append(result)
     sides: dict[bool, list[float]] = {True: [], False: []}
     counts = {True: 0, False: 0}
-    for cases in systems.values():
+    for results in systems.values():
         best = {
-            m: max((c.value for c in cases if c.text("model") == m), default=0.0)
+            m: max((r.case.value for r in results if r.case.text("model") == m), default=0.0)
             for m in LOCALSCORE_PAIR
         }
         if not all(best.values()):
             continue
         fast = best[LOCALSCORE_PAIR[0]] / best[LOCALSCORE_PAIR[1]] >= FAST_RATIO
         counts[fast] += 1
-        sides[fast] += [predicted[c.row_id] / c.value - 1.0 for c in cases if c.row_id in predicted]
+        sides[fast] += [r.predicted / r.case.value - 1.0 for r in results if r.scored]
     return {
         "localscore-systems": str(counts[True] + counts[False]),
         "localscore-fast": str(counts[True]),
@@ -151,9 +151,7 @@ def rewritten(text: str, figures: dict[str, str]) -> str:
     def one(found: re.Match[str]) -> str:
         name = found.group(1)
         if name not in figures:
-            raise SystemExit(
-                f"README.md names figure {name!r}, which scripts/readme_figures.py does not know"
-            )
+            raise SystemExit(f"README.md names figure {name!r}, which scripts/readme_figures.py does not know")
         return f"<!-- figure:{name} -->{figures[name]}<!-- /figure -->"
 
     return FIGURE.sub(one, text)
