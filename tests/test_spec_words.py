@@ -124,3 +124,13 @@ def test_a_speculative_rows_itl_is_the_chunk_interval_of_a_verify_pass() -> None
     assert itl is not None and tpot is not None
     assert itl == pytest.approx(tpot * run.tokens_per_pass, rel=0.1)
     assert plan_run([_row(flag="")]).tokens_per_pass == 1.0
+
+
+def test_glm_5_2_reads_as_glm_5_and_a_prefill_context_parallel_arm_keeps_a_reason() -> None:
+    glm = dict(model="amd/GLM-5.2-MXFP4", quant="MXFP4 (Quark)", hardware_id="mi355x", n_devices="4", flag="",
+               parallelism="tp=4")
+    run = plan_run([_row(**glm)])
+    assert run.reason is None  # the GLM-5 preset: same network (models.toml notes)
+    cp = plan_run([_row(**{**glm, "parallelism": "tp=4,prefill-cp=4 (interleave; attn_tp=1)"})])
+    assert cp.reason is not None and "prefill context parallelism" in cp.reason
+    assert "given twice" not in cp.reason  # the reason names the split, not the cell's parse

@@ -283,6 +283,9 @@ def _setup_reason(row: Row) -> str | None:
     split = (row.text("parallelism") + " " + row.text("backend")).lower()
     if re.search(r"\bdcp\s*=|decode context parallel", split):
         return "decode context parallelism (DCP: the KV cache split over the TP ranks) not modelled"
+    if re.search(r"\bprefill[ _-]?cp\s*=|prefill context parallel", split):
+        # SGLang --enable-prefill-cp: one prompt's tokens split over the ranks (attention tp 1), its own schedule
+        return "prefill context parallelism (one prompt's tokens split over the GPUs) not modelled"
     pools = _POOLS.match(row.text("parallelism"))
     if pools is not None and (int(pools.group(2)) < 1 or int(pools.group(4)) < 1):
         return "disaggregated pools printed with 0 workers: no layout to simulate"
