@@ -43,8 +43,8 @@ def published_paths() -> list[Path]:
 
 def metric_class(metric: str) -> str | None:
     """`throughput`, `ttft` or `itl` for the metrics the targets name (means and medians), else None."""
-    if metric in ("tput_out", "tput_total", "tput_in", "req_per_s"):
-        return "throughput"
+    if metric in ("tput_out", "tput_total", "tput_in", "req_per_s", "tput_total_per_gpu"):
+        return "throughput"  # `_per_gpu`: a source that names the per-GPU rate in the metric, not only the unit
     if metric == "tput_out_per_user":
         return "itl"  # one user's output tokens/s: 1 / TPOT
     m = _LATENCY.match(metric)
