@@ -24,6 +24,7 @@ from tokometer.fitting.serving_validate import predict
 
 def test_metric_classes_are_the_targets_means_and_medians() -> None:
     assert metric_class("tput_out") == metric_class("req_per_s") == metric_class("tput_total_per_gpu") == "throughput"
+    assert metric_class("tput_out_per_gpu") == "throughput" and metric_class("tput_total_per_user") is None
     assert metric_class("ttft_s_mean") == metric_class("ttft_ms_p50") == "ttft"
     assert metric_class("itl_ms_p50") == metric_class("tpot_s_mean") == metric_class("tput_out_per_user") == "itl"
     assert metric_class("ttft_s_p99") is None and metric_class("e2e_s_mean") is None

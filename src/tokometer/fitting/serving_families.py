@@ -27,6 +27,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tokometer.errors import InputError
+from tokometer.fitting.quantity import read_quantity
 from tokometer.fitting.serving_runs import RowResult, Run
 
 CLASSES = ("throughput", "ttft", "itl")
@@ -43,10 +45,14 @@ def published_paths() -> list[Path]:
 
 def metric_class(metric: str) -> str | None:
     """`throughput`, `ttft` or `itl` for the metrics the targets name (means and medians), else None."""
-    if metric in ("tput_out", "tput_total", "tput_in", "req_per_s", "tput_total_per_gpu"):
-        return "throughput"  # `_per_gpu`: a source that names the per-GPU rate in the metric, not only the unit
-    if metric == "tput_out_per_user":
-        return "itl"  # one user's output tokens/s: 1 / TPOT
+    try:  # the throughput grammar `quantity` reads, any replica/GPU/node count of it
+        quantity = read_quantity(metric)
+    except InputError:
+        quantity = None
+    if quantity is not None:
+        if quantity.per != "user":
+            return "throughput"
+        return "itl" if quantity.kind == "output_tokens" else None  # one user's output tokens/s: 1 / TPOT
     m = _LATENCY.match(metric)
     if m is None:
         return None
